@@ -1,0 +1,47 @@
+// `corenoise`: a thin entry point dispatching to one file per command
+// (rtla's layout).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "collector/exit_codes.h"
+#include "collector/probe_command.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: corenoise COMMAND [OPTIONS]
+
+corenoise finds the cores that make parallel jobs wait: fixed-work probes
+pinned to each core tell which cores are slower than their peers and why
+(a lower clock, time lost to interruptions, or memory contention).
+
+Commands:
+  probe       probe every core of this node once and print a verdict per core
+
+Run 'corenoise COMMAND --help' for the options of a command.
+Options: --help, --version.
+Exit status: 0 healthy, 1 error or bad input, 2 unhealthy cores found.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return corenoise::kExitFailure;
+  }
+  const std::string& command = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return corenoise::kExitHealthy;
+  }
+  if (command == "--version") {
+    std::cout << "corenoise " << CORENOISE_VERSION << '\n';
+    return corenoise::kExitHealthy;
+  }
+  if (command == "probe") return corenoise::run_probe_command(rest);
+  std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
+  return corenoise::kExitFailure;
+}

@@ -1,0 +1,165 @@
+#include "probe/analysis.h"
+
+#include <cstdio>
+#include <map>
+
+#include "probe/stats.h"
+
+namespace corenoise {
+namespace {
+
+template <typename... Args>
+std::string format(const char* fmt, Args... args) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, fmt, args...);
+  return buffer;
+}
+
+std::optional<double> median_of(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  return stats::median(values);
+}
+
+std::optional<double> spread_of(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  const double m = stats::median(values);
+  return m > 0 ? stats::mad(values) / m : 0.0;
+}
+
+std::optional<double> ratio(std::optional<double> num, std::optional<double> den) {
+  if (!num || !den || *den <= 0) return std::nullopt;
+  return *num / *den;
+}
+
+// The dominant kernel-visible reason for lost time, for the cause line.
+std::string attribute(const DetourResult& d) {
+  if (d.steal_seconds && *d.steal_seconds >= 0.5 * d.total_seconds && *d.steal_seconds > 0) {
+    return "steal (the hypervisor ran something else)";
+  }
+  if (d.preemptions > 0) {
+    return format("preempted %llu times by other threads",
+                  static_cast<unsigned long long>(d.preemptions));
+  }
+  const unsigned long long irqs = d.interrupts.value_or(0) + d.softirqs.value_or(0);
+  if (irqs > 0) return format("%llu interrupts and softirqs", irqs);
+  return "no interrupt, softirq, preemption or steal seen (SMI or hypervisor?)";
+}
+
+KindReference reference_of(const std::string& kind, const std::vector<const CoreFigures*>& cores) {
+  KindReference ref;
+  ref.kind = kind;
+  ref.cores = cores.size();
+  std::vector<double> matmul, clock, noise, stream;
+  for (const CoreFigures* c : cores) {
+    if (c->matmul_seconds) matmul.push_back(*c->matmul_seconds);
+    if (c->clock_hertz) clock.push_back(*c->clock_hertz);
+    if (c->detour) noise.push_back(c->detour->noise_ratio());
+    if (c->stream_bytes_per_second) stream.push_back(*c->stream_bytes_per_second);
+  }
+  ref.matmul_seconds = median_of(matmul);
+  ref.clock_hertz = median_of(clock);
+  ref.noise_ratio = median_of(noise);
+  ref.stream_bytes_per_second = median_of(stream);
+  return ref;
+}
+
+void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
+  c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
+  c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
+  c.stream_slowdown = ratio(ref.stream_bytes_per_second, c.stream_bytes_per_second);
+  const double noise = c.detour ? c.detour->noise_ratio() : 0;
+  if (c.detour && ref.noise_ratio && noise < 1) {
+    c.noise_factor = (1 - *ref.noise_ratio) / (1 - noise);
+  }
+  // Without matmul, the clock is the best stand-in for intrinsic speed.
+  const double intrinsic = c.matmul_slowdown.value_or(c.clock_ratio.value_or(1));
+  c.expected_slowdown = intrinsic * c.noise_factor.value_or(1);
+  if (c.clock_ratio) c.residual = intrinsic / *c.clock_ratio;
+
+  if (c.clock_ratio && *c.clock_ratio >= t.throttled_clock_ratio) {
+    c.state = CoreState::throttled;
+    c.cause = format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
+                     *c.clock_hertz / 1e9, (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(),
+                     *ref.clock_hertz / 1e9);
+  } else if (c.detour && noise >= t.noisy_noise_ratio) {
+    c.state = CoreState::noisy;
+    c.cause = format("loses %.1f%% of its time to %llu detours (max %.0f us): ", noise * 100,
+                     static_cast<unsigned long long>(c.detour->count), c.detour->max_seconds * 1e6) +
+              attribute(*c.detour);
+  } else if (c.stream_slowdown && *c.stream_slowdown >= t.contended_stream_ratio) {
+    c.state = CoreState::contended;
+    c.cause = format("memory bandwidth %.1f GB/s is %.1f%% below the reference with normal clock "
+                     "and noise",
+                     *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100);
+  } else if (c.expected_slowdown && *c.expected_slowdown >= t.slow_ratio) {
+    c.state = CoreState::slow;
+    c.cause = format("matmul %.1f%% slower than the reference; clock, noise and memory are normal",
+                     (*c.expected_slowdown - 1) * 100);
+  } else {
+    c.state = CoreState::ok;
+    c.cause = "";
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(CoreState state) {
+  switch (state) {
+    case CoreState::ok: return "ok";
+    case CoreState::noisy: return "noisy";
+    case CoreState::throttled: return "throttled";
+    case CoreState::contended: return "contended";
+    case CoreState::slow: return "slow";
+    case CoreState::skipped: return "skipped";
+  }
+  return "?";
+}
+
+CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
+  CoreFigures c;
+  c.cpu = samples.cpu;
+  c.kind = kind;
+  if (!samples.error.empty()) {
+    c.state = CoreState::skipped;
+    c.cause = samples.error;
+    return c;
+  }
+  c.matmul_seconds = median_of(samples.matmul_seconds);
+  c.matmul_spread = spread_of(samples.matmul_seconds);
+  if (c.matmul_seconds && *c.matmul_seconds > 0) {
+    c.matmul_flops_per_second = samples.matmul_work.flops / *c.matmul_seconds;
+  }
+  c.clock_hertz = median_of(samples.clock_hertz);
+  c.clock_spread = spread_of(samples.clock_hertz);
+  if (!samples.detours.empty()) {
+    DetourResult merged = samples.detours.front();
+    for (std::size_t i = 1; i < samples.detours.size(); ++i) merged.merge(samples.detours[i]);
+    c.detour = merged;
+  }
+  if (const auto t = median_of(samples.stream_seconds); t && *t > 0) {
+    c.stream_bytes_per_second = samples.stream_work.bytes / *t;
+  }
+  const bool measured = c.matmul_seconds || c.clock_hertz || c.detour || c.stream_bytes_per_second;
+  c.state = measured ? CoreState::ok : CoreState::skipped;
+  if (!measured) c.cause = "no samples (round cancelled)";
+  return c;
+}
+
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds) {
+  std::map<std::string, std::vector<const CoreFigures*>> by_kind;
+  for (const auto& c : cores) {
+    if (c.state != CoreState::skipped) by_kind[c.kind].push_back(&c);
+  }
+  ModeVerdicts verdicts;
+  for (const auto& [kind, members] : by_kind) verdicts.references.push_back(reference_of(kind, members));
+  for (auto& c : cores) {
+    if (c.state == CoreState::skipped) continue;
+    for (const auto& ref : verdicts.references) {
+      if (ref.kind == c.kind) decide(c, ref, thresholds);
+    }
+  }
+  verdicts.cores = std::move(cores);
+  return verdicts;
+}
+
+}  // namespace corenoise

@@ -1,0 +1,82 @@
+// From raw samples to verdicts. Pure: no I/O, no clock.
+//
+// summarize() reduces one CPU's samples to robust figures; judge() compares
+// each core with the reference core of its kind (the median of that kind's
+// cores on this node: hybrid P and E cores are never compared with each
+// other) and draws the verdict:
+//
+//   expected_slowdown = clock_ratio × noise_factor × residual
+//     clock_ratio  = reference clock / core clock        (frequency)
+//     noise_factor = (1 − reference noise) / (1 − noise)  (lost time)
+//     residual     = what neither explains               (contention, …)
+//
+// The matmul slowdown is a ratio of medians, which hides noise that strikes
+// only some samples; the detour probe's noise ratio is a long-window
+// figure, so expected_slowdown = matmul slowdown × noise_factor is what a
+// long fixed-work step on that core would see.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "probe/detour_probe.h"
+#include "probe/runner.h"
+#include "probe/settings.h"
+
+namespace corenoise {
+
+// Ordered from healthy to worst cause; `skipped` means not measured.
+enum class CoreState { ok, noisy, throttled, contended, slow, skipped };
+std::string_view to_string(CoreState state);
+inline constexpr CoreState kAllCoreStates[] = {CoreState::ok,        CoreState::noisy,
+                                               CoreState::throttled, CoreState::contended,
+                                               CoreState::slow,      CoreState::skipped};
+
+// One CPU's figures in one mode, in base units. Optional fields are empty
+// for probes not run.
+struct CoreFigures {
+  unsigned cpu = 0;
+  std::string kind;
+  std::optional<double> matmul_seconds;  // median of samples
+  std::optional<double> matmul_flops_per_second;
+  std::optional<double> matmul_spread;   // MAD / median of samples
+  std::optional<double> clock_hertz;     // median of samples
+  std::optional<double> clock_spread;
+  std::optional<DetourResult> detour;    // all windows merged
+  std::optional<double> stream_bytes_per_second;  // median of samples
+  // Filled by judge():
+  std::optional<double> matmul_slowdown;  // matmul time / reference
+  std::optional<double> clock_ratio;      // reference clock / clock
+  std::optional<double> stream_slowdown;  // reference bandwidth / bandwidth
+  std::optional<double> noise_factor;
+  std::optional<double> residual;
+  std::optional<double> expected_slowdown;
+  CoreState state = CoreState::skipped;
+  std::string cause;  // one line: why this state (or why skipped)
+};
+
+// The reference core of one CPU kind in one mode: medians over the kind's
+// measured cores.
+struct KindReference {
+  std::string kind;
+  std::size_t cores = 0;
+  std::optional<double> matmul_seconds;
+  std::optional<double> clock_hertz;
+  std::optional<double> noise_ratio;
+  std::optional<double> stream_bytes_per_second;
+};
+
+struct ModeVerdicts {
+  std::vector<CoreFigures> cores;
+  std::vector<KindReference> references;
+};
+
+// Reduces samples; `skip_reason` non-empty (or samples.error) gives a
+// skipped core with that cause.
+CoreFigures summarize(const CpuSamples& samples, const std::string& kind);
+// Sets references, ratios and verdicts for every core of one mode.
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds);
+
+}  // namespace corenoise

@@ -1,0 +1,209 @@
+// Internal to the matmul probe: one GotoBLAS/BLIS-style GEMM, written once
+// with GCC vector extensions and instantiated per ISA by
+// matmul_isa_{baseline,avx2,avx512}.cpp, each compiled with its own -m flags.
+//
+// Structure (row-major C = A·B, all n×n):
+//   for each NC-wide column block of B
+//     for each KC-deep slice:   pack B[KC×NC] into NR-wide panels (L2/L3)
+//       for each MC-tall block: pack A[MC×KC] into MR-tall panels (L2)
+//         for each NR panel, for each MR panel: the MR×NR micro-kernel, whose
+//         accumulators live in registers for the whole KC loop.
+// Panels are zero-padded, so any n >= 1 works; row edges use a micro-kernel
+// instantiated for fewer rows, column edges compute a full NR and store part.
+//
+// ODR: each ISA TU compiles this header with different -m flags. Every
+// function here is a member of Gemm<Tag, ...>, and each TU passes a Tag
+// declared in its own anonymous namespace, so all instantiations have internal
+// linkage and the linker can never swap an AVX-512 copy into the baseline
+// path. For the same reason this header calls no std:: inline function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace corenoise::matmul_detail {
+
+// kVectorBytes: SIMD width; kMr rows × kNv vectors: the register block;
+// kKc, kMc, kNc: cache blocking (kMc a multiple of kMr, kNc of the panel
+// width). Thread safety: stateless, reentrant.
+template <class Tag, class T, int kVectorBytes, int kMr, int kNv, int kKc, int kMc, int kNc>
+struct Gemm {
+  typedef T V __attribute__((vector_size(kVectorBytes)));
+  static constexpr int kVl = kVectorBytes / static_cast<int>(sizeof(T));
+  static constexpr int kNr = kNv * kVl;
+  static constexpr int kAlign = 64 / static_cast<int>(sizeof(T));  // elements per cache line
+  static_assert(kMc % kMr == 0 && kNc % kNr == 0, "blocks must hold whole panels");
+
+  static int min_int(int x, int y) { return x < y ? x : y; }
+  static std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+  // Elements of the packing workspace gemm needs for size n.
+  static std::size_t workspace(int n) {
+    const std::size_t kc = min_int(n, kKc);
+    const std::size_t nc = round_up(min_int(n, kNc), kNr);
+    const std::size_t mc = round_up(min_int(n, kMc), kMr);
+    return round_up(kc * nc, kAlign) + kc * mc;
+  }
+
+  static V load(const T* p) { return *reinterpret_cast<const V*>(p); }  // 64-byte aligned
+  static V loadu(const T* p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(T* p, V v) { *reinterpret_cast<V*>(p) = v; }
+  static void storeu(T* p, V v) { __builtin_memcpy(p, &v, sizeof v); }
+  static V splat(T x) {
+    V v = {};
+    for (int l = 0; l < kVl; ++l) v[l] = x;
+    return v;
+  }
+  // a·b + c, fused where the ISA has FMA: -std=c++20 implies
+  // -ffp-contract=off, so the compiler would not fuse a*b+c by itself.
+  static V fmadd(V a, V b, V c) {
+#if defined(__AVX512F__)
+    if constexpr (kVectorBytes == 64 && sizeof(T) == 8) {
+      return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+    } else if constexpr (kVectorBytes == 64) {
+      return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    }
+#endif
+#if defined(__FMA__)
+    if constexpr (kVectorBytes == 32 && sizeof(T) == 8) {
+      return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+    } else if constexpr (kVectorBytes == 32) {
+      return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    }
+#endif
+    return a * b + c;
+  }
+
+  // C[M×nr] (+)= Apanel[M×kc]·Bpanel[kc×NR]. a: k-major, stride kMr per k;
+  // b: k-major, stride kNr per k. Accumulate when this is not the first
+  // KC slice; nr < kNr only at the right edge of C.
+  template <int M>
+  static void micro(int kc, const T* __restrict a, const T* __restrict b, T* c, std::ptrdiff_t ldc,
+                    bool accumulate, int nr) {
+    V acc[M][kNv];
+#pragma GCC unroll 32
+    for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
+      for (int v = 0; v < kNv; ++v) acc[i][v] = V{};
+    }
+    for (int k = 0; k < kc; ++k) {
+      V bv[kNv];
+#pragma GCC unroll 8
+      for (int v = 0; v < kNv; ++v) bv[v] = load(b + v * kVl);
+#pragma GCC unroll 32
+      for (int i = 0; i < M; ++i) {
+        const V ai = splat(a[i]);
+#pragma GCC unroll 8
+        for (int v = 0; v < kNv; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+      }
+      a += kMr;
+      b += kNr;
+    }
+    if (nr == kNr) {
+#pragma GCC unroll 32
+      for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
+        for (int v = 0; v < kNv; ++v) {
+          T* p = c + i * ldc + v * kVl;
+          storeu(p, accumulate ? acc[i][v] + loadu(p) : acc[i][v]);
+        }
+      }
+      return;
+    }
+    alignas(64) T row[kNr];
+    for (int i = 0; i < M; ++i) {
+      for (int v = 0; v < kNv; ++v) store(row + v * kVl, acc[i][v]);
+      T* p = c + i * ldc;
+      for (int j = 0; j < nr; ++j) p[j] = accumulate ? p[j] + row[j] : row[j];
+    }
+  }
+
+  // The micro-kernel for mr <= M rows (only the bottom edge has mr < kMr).
+  template <int M>
+  static void micro_rows(int mr, int kc, const T* a, const T* b, T* c, std::ptrdiff_t ldc,
+                         bool accumulate, int nr) {
+    if constexpr (M > 1) {
+      if (mr < M) {
+        micro_rows<M - 1>(mr, kc, a, b, c, ldc, accumulate, nr);
+        return;
+      }
+    }
+    micro<M>(kc, a, b, c, ldc, accumulate, nr);
+  }
+
+  // B[kc×nc] (row stride ldb) into NR-wide k-major panels, zero-padded.
+  static void pack_b(int kc, int nc, const T* b, std::ptrdiff_t ldb, T* out) {
+    for (int jr = 0; jr < nc; jr += kNr) {
+      const int w = min_int(kNr, nc - jr);
+      const T* src = b + jr;
+      if (w == kNr) {
+        for (int k = 0; k < kc; ++k, src += ldb, out += kNr) {
+#pragma GCC unroll 8
+          for (int v = 0; v < kNv; ++v) store(out + v * kVl, loadu(src + v * kVl));
+        }
+      } else {
+        for (int k = 0; k < kc; ++k, src += ldb, out += kNr) {
+          for (int j = 0; j < kNr; ++j) out[j] = j < w ? src[j] : T{};
+        }
+      }
+    }
+  }
+
+  // A[mc×kc] (row stride lda) into MR-tall k-major panels, zero-padded.
+  static void pack_a(int mc, int kc, const T* a, std::ptrdiff_t lda, T* out) {
+    for (int ir = 0; ir < mc; ir += kMr) {
+      const int h = min_int(kMr, mc - ir);
+      const T* src = a + ir * lda;
+      if (h == kMr) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kMr; ++i) {
+          const T* row = src + i * lda;
+          for (int k = 0; k < kc; ++k) out[k * kMr + i] = row[k];
+        }
+      } else {
+        for (int k = 0; k < kc; ++k) {
+          for (int i = 0; i < kMr; ++i) out[k * kMr + i] = i < h ? src[i * lda + k] : T{};
+        }
+      }
+      out += kMr * kc;
+    }
+  }
+
+  // C = A·B, n×n row-major; work: workspace(n) elements, 64-byte aligned.
+  static void run(int n, const T* a, const T* b, T* c, T* work) {
+    const std::ptrdiff_t ld = n;
+    T* const bp = work;
+    T* const ap = work + round_up(static_cast<std::size_t>(min_int(n, kKc)) *
+                                      round_up(min_int(n, kNc), kNr),
+                                  kAlign);
+    for (int jc = 0; jc < n; jc += kNc) {
+      const int nc = min_int(kNc, n - jc);
+      for (int pc = 0; pc < n; pc += kKc) {
+        const int kc = min_int(kKc, n - pc);
+        const bool accumulate = pc > 0;
+        pack_b(kc, nc, b + pc * ld + jc, ld, bp);
+        for (int ic = 0; ic < n; ic += kMc) {
+          const int mc = min_int(kMc, n - ic);
+          pack_a(mc, kc, a + ic * ld + pc, ld, ap);
+          for (int jr = 0; jr < nc; jr += kNr) {
+            const int nr = min_int(kNr, nc - jr);
+            for (int ir = 0; ir < mc; ir += kMr) {
+              micro_rows<kMr>(min_int(kMr, mc - ir), kc, ap + ir * kc, bp + jr * kc,
+                              c + (ic + ir) * ld + jc + jr, ld, accumulate, nr);
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace corenoise::matmul_detail

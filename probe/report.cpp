@@ -1,0 +1,64 @@
+#include "probe/report.h"
+
+namespace corenoise {
+
+ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
+                            const Thresholds& thresholds) {
+  std::vector<CoreFigures> cores;
+  cores.reserve(pus.size());
+  for (const auto& pu : pus) {
+    const CpuSamples* samples = nullptr;
+    for (const auto& s : round.cpus) {
+      if (s.cpu == pu.cpu) samples = &s;
+    }
+    if (samples != nullptr) {
+      cores.push_back(summarize(*samples, pu.kind));
+    } else {
+      CoreFigures skipped;
+      skipped.cpu = pu.cpu;
+      skipped.kind = pu.kind;
+      skipped.state = CoreState::skipped;
+      skipped.cause = pu.usable() ? "not selected" : pu.skip_reason;
+      cores.push_back(std::move(skipped));
+    }
+  }
+  ModeReport report;
+  report.mode = round.mode;
+  report.started_unix_seconds = round.started_unix_seconds;
+  report.duration_seconds = round.duration_seconds;
+  report.cancelled = round.cancelled;
+  report.verdicts = judge(std::move(cores), thresholds);
+  return report;
+}
+
+std::size_t NodeReport::deciding_mode(std::size_t index) const {
+  for (std::size_t m = 0; m < modes.size(); ++m) {
+    const CoreState s = modes[m].verdicts.cores[index].state;
+    if (s != CoreState::ok && s != CoreState::skipped) return m;
+  }
+  for (std::size_t m = 0; m < modes.size(); ++m) {
+    if (modes[m].verdicts.cores[index].state == CoreState::ok) return m;
+  }
+  return 0;
+}
+
+CoreState NodeReport::state(std::size_t index) const {
+  if (modes.empty()) return CoreState::skipped;
+  return modes[deciding_mode(index)].verdicts.cores[index].state;
+}
+
+std::size_t NodeReport::count(CoreState wanted) const {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < pus.size(); ++i) n += state(i) == wanted ? 1 : 0;
+  return n;
+}
+
+bool NodeReport::healthy() const {
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    const CoreState s = state(i);
+    if (s != CoreState::ok && s != CoreState::skipped) return false;
+  }
+  return true;
+}
+
+}  // namespace corenoise

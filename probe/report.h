@@ -1,0 +1,52 @@
+// One node's results: every PU of the topology with its figures and verdict
+// for each mode that ran. What `corenoise probe --json` prints, what the
+// daemon will serve from its snapshot, and what the collector reduces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "probe/analysis.h"
+#include "probe/runner.h"
+#include "probe/settings.h"
+#include "probe/topology.h"
+
+namespace corenoise {
+
+struct ModeReport {
+  Mode mode = Mode::isolated;
+  double started_unix_seconds = 0;
+  double duration_seconds = 0;
+  bool cancelled = false;
+  // verdicts.cores has one entry per PU of NodeReport::pus, in that order;
+  // PUs not measured are `skipped` with the reason as cause.
+  ModeVerdicts verdicts;
+};
+
+struct NodeReport {
+  std::string version;
+  std::string hostname;
+  std::string topology_source;
+  bool this_system = false;
+  ProbeSettings settings;
+  Isa isa = Isa::baseline;
+  std::vector<ProcessingUnit> pus;
+  std::vector<ModeReport> modes;  // in the order they ran
+
+  // The state of PU `index` over all modes: the first non-ok verdict in
+  // mode order, else ok if measured in any mode, else skipped.
+  CoreState state(std::size_t index) const;
+  // The mode whose figures explain state(index).
+  std::size_t deciding_mode(std::size_t index) const;
+  // How many PUs are in each state (overall).
+  std::size_t count(CoreState state) const;
+  // True if every measured PU is ok.
+  bool healthy() const;
+};
+
+// A ModeReport for all of `pus`: measured CPUs from `round`, the others
+// skipped with their skip_reason (or "not selected").
+ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
+                            const Thresholds& thresholds);
+
+}  // namespace corenoise

@@ -1,0 +1,67 @@
+// The round runner: runs the selected probes on each selected CPU, either
+// one core at a time (isolated: the core's own speed) or all at once behind
+// a spin barrier (concurrent: the all-core behaviour a full MPI job sees).
+//
+// oslat's rules: each probe thread pins first, then allocates (NUMA-local
+// memory), warms up, and records into preallocated vectors; the calling
+// thread moves off a CPU while that CPU is measured.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "probe/detour_probe.h"
+#include "probe/settings.h"
+#include "probe/topology.h"
+#include "probe/work.h"
+
+namespace corenoise {
+
+// Raw measurements of one CPU in one mode; empty vectors for probes not run.
+struct CpuSamples {
+  unsigned cpu = 0;
+  std::vector<double> matmul_seconds;
+  std::vector<double> clock_hertz;
+  std::vector<double> stream_seconds;
+  std::vector<DetourResult> detours;  // one per sample window
+  KernelWork matmul_work;
+  KernelWork stream_work;
+  std::string error;  // why this CPU could not be measured; empty on success
+};
+
+struct RoundSamples {
+  Mode mode = Mode::isolated;
+  Isa isa = Isa::baseline;
+  double started_unix_seconds = 0;
+  double duration_seconds = 0;
+  bool cancelled = false;
+  std::vector<CpuSamples> cpus;  // in the order requested
+};
+
+class Runner {
+ public:
+  // Called on the runner's thread after each CPU (isolated) or once
+  // (concurrent) with the number of CPUs done and the total.
+  using Progress = std::function<void(std::size_t done, std::size_t total)>;
+
+  // Throws std::invalid_argument if the settings name an ISA this CPU lacks.
+  Runner(ProbeSettings settings, Topology topology);
+
+  // Measures `cpus` (OS indexes of usable PUs of the topology) in `mode`.
+  // `cancel`, if set, stops the round between samples; the result then has
+  // cancelled = true and partial samples. Not thread-safe: one round at a time.
+  RoundSamples run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress = {},
+                   const std::atomic<bool>* cancel = nullptr) const;
+
+  const ProbeSettings& settings() const { return settings_; }
+  Isa isa() const { return isa_; }
+
+ private:
+  ProbeSettings settings_;
+  Topology topology_;
+  Isa isa_;
+};
+
+}  // namespace corenoise

@@ -1,0 +1,193 @@
+#include "probe/settings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
+namespace corenoise {
+namespace {
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+long long parse_integer(std::string_view text, long long lo, long long hi, std::string_view what) {
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
+    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what) +
+                                " from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return value;
+}
+
+double parse_real(std::string_view text, double lo, double hi, std::string_view what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < lo || value > hi) {
+    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what) +
+                                " from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return value;
+}
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+ProbeKind parse_probe(std::string_view name) {
+  for (auto probe : {ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour, ProbeKind::stream}) {
+    if (name == to_string(probe)) return probe;
+  }
+  throw std::invalid_argument("unknown probe " + quoted(name) +
+                              ", expected a comma-separated list of matmul, clock, detour, stream");
+}
+
+std::vector<OptionSpec> make_specs() {
+  std::vector<OptionSpec> specs;
+  specs.push_back({"probes", "LIST",
+                   "probes to run, comma-separated: matmul,clock,detour,stream (default: all)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     std::vector<ProbeKind> probes;
+                     for (auto part : split_commas(v)) {
+                       const auto probe = parse_probe(part);
+                       if (std::find(probes.begin(), probes.end(), probe) == probes.end()) {
+                         probes.push_back(probe);
+                       }
+                     }
+                     s.probes = probes;
+                   }});
+  specs.push_back({"mode", "MODE",
+                   "isolated (one core at a time), concurrent (all cores at once) or both "
+                   "(default: isolated)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     if (v == "isolated") {
+                       s.modes = {Mode::isolated};
+                     } else if (v == "concurrent") {
+                       s.modes = {Mode::concurrent};
+                     } else if (v == "both") {
+                       s.modes = {Mode::isolated, Mode::concurrent};
+                     } else {
+                       throw std::invalid_argument("got " + quoted(v) +
+                                                   ", expected isolated, concurrent or both");
+                     }
+                   }});
+  specs.push_back({"samples", "N", "samples per probe per core (default: 7)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.samples = static_cast<int>(parse_integer(v, 1, 10000, "a sample count"));
+                   }});
+  specs.push_back({"matmul-size", "N",
+                   "matrix order n of the matmul probe; 64-256 keeps it in L2 (default: 128)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.matmul_size = static_cast<int>(parse_integer(v, 1, 4096, "a matrix order"));
+                   }});
+  specs.push_back({"dtype", "TYPE", "matmul element type: f32 or f64 (default: f64)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     const auto dtype = parse_dtype(v);
+                     if (!dtype) throw std::invalid_argument("got " + quoted(v) + ", expected f32 or f64");
+                     s.dtype = *dtype;
+                   }});
+  specs.push_back({"reps", "N", "matmul repetitions per sample (default: 32)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.reps = static_cast<int>(parse_integer(v, 1, 1000000, "a repetition count"));
+                   }});
+  specs.push_back({"isa", "ISA",
+                   "matmul instruction set: auto, avx512, avx2 or baseline (default: auto, the "
+                   "widest supported)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     if (v == "auto") {
+                       s.isa.reset();
+                       return;
+                     }
+                     const auto isa = parse_isa(v);
+                     if (!isa) {
+                       throw std::invalid_argument("got " + quoted(v) +
+                                                   ", expected auto, avx512, avx2 or baseline");
+                     }
+                     s.isa = *isa;
+                   }});
+  specs.push_back({"detour-window", "SECONDS",
+                   "length of one detour-probe window (default: 0.025)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.detour_window_seconds = parse_real(v, 1e-4, 60, "a window in seconds");
+                   }});
+  specs.push_back({"detour-threshold", "SECONDS",
+                   "gap that counts as a detour; 0 derives it per core from the loop time, at "
+                   "least 1 µs (default: 0)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.detour_threshold_seconds = parse_real(v, 0, 0.1, "a threshold in seconds");
+                   }});
+  specs.push_back({"stream-bytes", "BYTES",
+                   "stream buffer per core; 0 sizes it from the LLC share (default: 0)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.stream_bytes = static_cast<std::uint64_t>(
+                         parse_integer(v, 0, 1LL << 36, "a byte count"));
+                   }});
+  specs.push_back({"proc-root", "DIR", "where /proc is mounted (default: /proc)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     if (v.empty()) throw std::invalid_argument("got '', expected a directory");
+                     s.proc_root = std::string(v);
+                   }});
+  specs.push_back({"throttled-clock-ratio", "RATIO",
+                   "throttled when reference clock / core clock reaches this (default: 1.05)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.thresholds.throttled_clock_ratio = parse_real(v, 1, 100, "a ratio");
+                   }});
+  specs.push_back({"noisy-noise-ratio", "RATIO",
+                   "noisy when this share of time is lost to detours (default: 0.03)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.thresholds.noisy_noise_ratio = parse_real(v, 0, 1, "a ratio");
+                   }});
+  specs.push_back({"slow-ratio", "RATIO",
+                   "slow when matmul time / reference reaches this (default: 1.05)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.thresholds.slow_ratio = parse_real(v, 1, 100, "a ratio");
+                   }});
+  specs.push_back({"contended-stream-ratio", "RATIO",
+                   "contended when reference bandwidth / core bandwidth reaches this (default: 1.10)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.thresholds.contended_stream_ratio = parse_real(v, 1, 100, "a ratio");
+                   }});
+  return specs;
+}
+
+}  // namespace
+
+std::string_view to_string(ProbeKind probe) {
+  switch (probe) {
+    case ProbeKind::matmul: return "matmul";
+    case ProbeKind::clock: return "clock";
+    case ProbeKind::detour: return "detour";
+    case ProbeKind::stream: return "stream";
+  }
+  return "?";
+}
+
+std::string_view to_string(Mode mode) {
+  return mode == Mode::isolated ? "isolated" : "concurrent";
+}
+
+bool ProbeSettings::runs(ProbeKind probe) const {
+  return std::find(probes.begin(), probes.end(), probe) != probes.end();
+}
+
+const std::vector<OptionSpec>& probe_option_specs() {
+  static const std::vector<OptionSpec> specs = make_specs();
+  return specs;
+}
+
+const OptionSpec* find_probe_option(std::string_view name) {
+  for (const auto& spec : probe_option_specs()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace corenoise

@@ -1,0 +1,67 @@
+// What a round measures and how verdicts are drawn, and the one table of
+// named options that sets them. `corenoise probe` reads the options from its
+// command line; corenoised will read the same names from its config file, so
+// both accept and explain exactly the same settings.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "probe/matmul.h"
+
+namespace corenoise {
+
+enum class ProbeKind { matmul, clock, detour, stream };
+enum class Mode { isolated, concurrent };
+
+std::string_view to_string(ProbeKind probe);
+std::string_view to_string(Mode mode);
+
+// Verdict thresholds (see docs/verdicts.md). Ratios compare a core with the
+// reference core of its kind: 1.05 means 5 % worse.
+struct Thresholds {
+  double throttled_clock_ratio = 1.05;    // reference clock / core clock
+  double noisy_noise_ratio = 0.03;        // share of the detour window lost
+  double slow_ratio = 1.05;               // matmul time / reference (and expected slowdown)
+  double contended_stream_ratio = 1.10;   // reference bandwidth / core bandwidth
+};
+
+struct ProbeSettings {
+  std::vector<ProbeKind> probes{ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour,
+                                ProbeKind::stream};
+  std::vector<Mode> modes{Mode::isolated};
+  int samples = 7;
+  int matmul_size = 128;
+  Dtype dtype = Dtype::f64;
+  int reps = 32;
+  std::optional<Isa> isa;              // nullopt: the widest the CPU supports
+  double detour_window_seconds = 0.025;
+  double detour_threshold_seconds = 0;  // 0: derived per core, at least 1 µs
+  std::uint64_t stream_bytes = 0;       // 0: from the core's LLC share
+  std::string proc_root = "/proc";
+  Thresholds thresholds;
+
+  bool runs(ProbeKind probe) const;
+};
+
+// One named option: `--NAME VALUE` on a command line, `NAME = VALUE` in a
+// config file.
+struct OptionSpec {
+  std::string name;
+  std::string value_name;  // e.g. "N", "LIST", "SECONDS"
+  std::string help;        // one line; says the default
+  // Parses `value` into the settings; throws std::invalid_argument with a
+  // message saying what was expected (the caller adds where it came from).
+  std::function<void(ProbeSettings&, std::string_view)> apply;
+};
+
+// Every probe and threshold option, in --help order.
+const std::vector<OptionSpec>& probe_option_specs();
+// The spec named `name`, or null.
+const OptionSpec* find_probe_option(std::string_view name);
+
+}  // namespace corenoise
