@@ -68,8 +68,8 @@ std::vector<unsigned> parse_cpu_list(std::string_view text) {
   if (body.empty()) return cpus;  // e.g. /sys/devices/system/cpu/offline: no CPUs
   for (std::size_t start = 0;;) {
     std::size_t comma = body.find(',', start);
-    std::string_view item =
-        body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = body.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (item.empty()) fail(text, item, "is empty: expected N or N-M");
     std::size_t dash = item.find('-');
     if (dash == std::string_view::npos) {

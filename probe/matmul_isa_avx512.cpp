@@ -11,8 +11,12 @@ namespace {
 struct Avx512Tag {};
 
 // 8 rows x 2 zmm = 16 accumulators.
-using GemmF64 = Gemm<Avx512Tag, double, 64, 8, 2, 256, 128, 2048>;
-using GemmF32 = Gemm<Avx512Tag, float, 64, 8, 2, 256, 128, 2048>;
+#ifndef T64
+#define T64 8, 2, 256, 128, 2048
+#define T32 8, 2, 256, 128, 2048
+#endif
+using GemmF64 = Gemm<Avx512Tag, double, 64, T64>;
+using GemmF32 = Gemm<Avx512Tag, float, 64, T32>;
 
 }  // namespace
 

@@ -36,7 +36,7 @@ struct Gemm {
   static constexpr int kVl = kVectorBytes / static_cast<int>(sizeof(T));
   static constexpr int kNr = kNv * kVl;
   static constexpr int kAlign = 64 / static_cast<int>(sizeof(T));  // elements per cache line
-  static_assert(kMc % kMr == 0 && kNc % kNr == 0, "blocks must hold whole panels");
+  static_assert(kMc % kMr == 0 && kNc % kNr == 0 && kKc % kAlign == 0, "blocks must hold whole panels");
 
   static int min_int(int x, int y) { return x < y ? x : y; }
   static std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
@@ -46,7 +46,7 @@ struct Gemm {
     const std::size_t kc = min_int(n, kKc);
     const std::size_t nc = round_up(min_int(n, kNc), kNr);
     const std::size_t mc = round_up(min_int(n, kMc), kMr);
-    return round_up(kc * nc, kAlign) + kc * mc;
+    return round_up(kc * nc, kAlign) + kKc * mc;
   }
 
   static V load(const T* p) { return *reinterpret_cast<const V*>(p); }  // 64-byte aligned
@@ -82,11 +82,12 @@ struct Gemm {
     return a * b + c;
   }
 
-  // C[M×nr] (+)= Apanel[M×kc]·Bpanel[kc×NR]. a: k-major, stride kMr per k;
-  // b: k-major, stride kNr per k. Accumulate when this is not the first
+  // C[M×nr] (+)= Apanel[M×kc]·Bpanel[kc×NR]. a: row i at a + i·kKc (a
+  // compile-time stride, so each broadcast is one load with an immediate
+  // offset); b: k-major, kNr per k. Accumulate when this is not the first
   // KC slice; nr < kNr only at the right edge of C.
   template <int M>
-  static void micro(int kc, const T* __restrict a, const T* __restrict b, T* c, std::ptrdiff_t ldc,
+  static void micro(int kc, const T* __restrict a, std::ptrdiff_t lda, const T* __restrict b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
                     bool accumulate, int nr) {
     V acc[M][kNv];
 #pragma GCC unroll 32
@@ -97,15 +98,14 @@ struct Gemm {
     for (int k = 0; k < kc; ++k) {
       V bv[kNv];
 #pragma GCC unroll 8
-      for (int v = 0; v < kNv; ++v) bv[v] = load(b + v * kVl);
+      for (int v = 0; v < kNv; ++v) bv[v] = loadu(b + v * kVl);
 #pragma GCC unroll 32
       for (int i = 0; i < M; ++i) {
-        const V ai = splat(a[i]);
+        const V ai = splat(a[i * lda + k]);
 #pragma GCC unroll 8
         for (int v = 0; v < kNv; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
       }
-      a += kMr;
-      b += kNr;
+      b += ldb;
     }
     if (nr == kNr) {
 #pragma GCC unroll 32
@@ -118,8 +118,11 @@ struct Gemm {
       }
       return;
     }
+    // Fully unrolled like the rest, so that acc[][] stays in registers.
     alignas(64) T row[kNr];
+#pragma GCC unroll 32
     for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 8
       for (int v = 0; v < kNv; ++v) store(row + v * kVl, acc[i][v]);
       T* p = c + i * ldc;
       for (int j = 0; j < nr; ++j) p[j] = accumulate ? p[j] + row[j] : row[j];
@@ -128,58 +131,56 @@ struct Gemm {
 
   // The micro-kernel for mr <= M rows (only the bottom edge has mr < kMr).
   template <int M>
-  static void micro_rows(int mr, int kc, const T* a, const T* b, T* c, std::ptrdiff_t ldc,
+  static void micro_rows(int mr, int kc, const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
                          bool accumulate, int nr) {
     if constexpr (M > 1) {
       if (mr < M) {
-        micro_rows<M - 1>(mr, kc, a, b, c, ldc, accumulate, nr);
+        micro_rows<M - 1>(mr, kc, a, lda, b, ldb, c, ldc, accumulate, nr);
         return;
       }
     }
-    micro<M>(kc, a, b, c, ldc, accumulate, nr);
+    micro<M>(kc, a, lda, b, ldb, c, ldc, accumulate, nr);
   }
 
-  // B[kc×nc] (row stride ldb) into NR-wide k-major panels, zero-padded.
-  static void pack_b(int kc, int nc, const T* b, std::ptrdiff_t ldb, T* out) {
-    for (int jr = 0; jr < nc; jr += kNr) {
-      const int w = min_int(kNr, nc - jr);
-      const T* src = b + jr;
-      if (w == kNr) {
-        for (int k = 0; k < kc; ++k, src += ldb, out += kNr) {
+  // One NR-wide panel of B[kc×w] (row stride ldb), k-major, zero-padded
+  // to NR columns.
+  static void pack_b(int kc, int w, const T* b, std::ptrdiff_t ldb, T* out) {
+    if (w == kNr) {
+      for (int k = 0; k < kc; ++k, b += ldb, out += kNr) {
 #pragma GCC unroll 8
-          for (int v = 0; v < kNv; ++v) store(out + v * kVl, loadu(src + v * kVl));
-        }
-      } else {
-        for (int k = 0; k < kc; ++k, src += ldb, out += kNr) {
-          for (int j = 0; j < kNr; ++j) out[j] = j < w ? src[j] : T{};
-        }
+        for (int v = 0; v < kNv; ++v) store(out + v * kVl, loadu(b + v * kVl));
       }
+      return;
+    }
+    for (int k = 0; k < kc; ++k, b += ldb, out += kNr) {
+      for (int j = 0; j < kNr; ++j) out[j] = j < w ? b[j] : T{};
     }
   }
 
-  // A[mc×kc] (row stride lda) into MR-tall k-major panels, zero-padded.
-  static void pack_a(int mc, int kc, const T* a, std::ptrdiff_t lda, T* out) {
-    for (int ir = 0; ir < mc; ir += kMr) {
-      const int h = min_int(kMr, mc - ir);
-      const T* src = a + ir * lda;
-      if (h == kMr) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kMr; ++i) {
-          const T* row = src + i * lda;
-          for (int k = 0; k < kc; ++k) out[k * kMr + i] = row[k];
-        }
-      } else {
-        for (int k = 0; k < kc; ++k) {
-          for (int i = 0; i < kMr; ++i) out[k * kMr + i] = i < h ? src[i * lda + k] : T{};
-        }
-      }
-      out += kMr * kc;
+  // One MR-tall panel of A[h×kc] (row stride lda), rows kKc apart. Rows
+  // stay rows: the micro-kernel broadcasts single elements, so a k-major
+  // (transposed) panel would buy nothing and its packing costs a transpose.
+  // Rows past h at the bottom edge are not written: micro<M> never reads them.
+  static void pack_a(int h, int kc, const T* a, std::ptrdiff_t lda, T* out) {
+    const int kv = kc / kVl * kVl;
+    for (int i = 0; i < h; ++i, a += lda, out += kKc) {
+      int k = 0;
+      for (; k < kv; k += kVl) store(out + k, loadu(a + k));
+      for (; k < kc; ++k) out[k] = a[k];
     }
   }
 
   // C = A·B, n×n row-major; work: workspace(n) elements, 64-byte aligned.
   static void run(int n, const T* a, const T* b, T* c, T* work) {
     const std::ptrdiff_t ld = n;
+#ifdef SMALL
+    if (n <= SMALL && n % kNr == 0) {
+      for (int jr = 0; jr < n; jr += kNr)
+        for (int ir = 0; ir < n; ir += kMr)
+          micro_rows<kMr>(min_int(kMr, n - ir), n, a + ir * ld, ld, b + jr, ld, c + ir * ld + jr, ld, false, kNr);
+      return;
+    }
+#endif
     T* const bp = work;
     T* const ap = work + round_up(static_cast<std::size_t>(min_int(n, kKc)) *
                                       round_up(min_int(n, kNc), kNr),
@@ -189,15 +190,18 @@ struct Gemm {
       for (int pc = 0; pc < n; pc += kKc) {
         const int kc = min_int(kKc, n - pc);
         const bool accumulate = pc > 0;
-        pack_b(kc, nc, b + pc * ld + jc, ld, bp);
         for (int ic = 0; ic < n; ic += kMc) {
           const int mc = min_int(kMc, n - ic);
-          pack_a(mc, kc, a + ic * ld + pc, ld, ap);
           for (int jr = 0; jr < nc; jr += kNr) {
             const int nr = min_int(kNr, nc - jr);
+            T* const bpanel = bp + jr * kc;
+            if (ic == 0) pack_b(kc, nr, b + pc * ld + jc + jr, ld, bpanel);
             for (int ir = 0; ir < mc; ir += kMr) {
-              micro_rows<kMr>(min_int(kMr, mc - ir), kc, ap + ir * kc, bp + jr * kc,
-                              c + (ic + ir) * ld + jc + jr, ld, accumulate, nr);
+              const int mr = min_int(kMr, mc - ir);
+              T* const apanel = ap + ir * kKc;
+              if (jr == 0) pack_a(mr, kc, a + (ic + ir) * ld + pc, ld, apanel);
+              micro_rows<kMr>(mr, kc, apanel, kKc, bpanel, kNr, c + (ic + ir) * ld + jc + jr, ld,
+                              accumulate, nr);
             }
           }
         }

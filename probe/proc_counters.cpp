@@ -154,7 +154,8 @@ CpuCounters ProcCounterReader::read(unsigned cpu) const {
       if (auto ticks = steal_ticks(buffer, cpu)) {
         static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
         if (ticks_per_second > 0) {
-          counters.steal_seconds = static_cast<double>(*ticks) / static_cast<double>(ticks_per_second);
+          counters.steal_seconds =
+              static_cast<double>(*ticks) / static_cast<double>(ticks_per_second);
         }
       }
     }

@@ -14,7 +14,8 @@ namespace corenoise {
 namespace {
 
 constexpr std::string_view kSyntheticPrefix = "synthetic:";
-constexpr const char* kExpected = "expected 'native', 'synthetic:DESC' or a readable hwloc XML file";
+constexpr const char* kExpected =
+    "expected 'native', 'synthetic:DESC' or a readable hwloc XML file";
 
 struct TopologyDeleter {
   void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
@@ -27,8 +28,7 @@ struct BitmapDeleter {
 using BitmapPtr = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
 
 [[noreturn]] void fail(const std::string& spec, const std::string& what) {
-  throw std::runtime_error("cannot load topology '" + spec + "': " + what + " (" + kExpected +
-                           ")");
+  throw std::runtime_error("cannot load topology '" + spec + "': " + what + " (" + kExpected + ")");
 }
 
 // hwloc's own XML error is only "invalid argument", so check readability
@@ -71,8 +71,7 @@ void configure_and_load(hwloc_topology_t topo, const std::string& spec) {
 }
 
 bool is_data_cache(hwloc_obj_t obj) {
-  return hwloc_obj_type_is_cache(obj->type) &&
-         obj->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION;
+  return hwloc_obj_type_is_cache(obj->type) && obj->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION;
 }
 
 // Nearest data/unified cache of level >= 2 above the PU: the L2 on every
@@ -155,8 +154,7 @@ Topology Topology::load(const std::string& spec) {
     affinity.reset(hwloc_bitmap_alloc());
     // The whole process, not the calling thread: a thread already pinned to
     // a housekeeping core must not make the other cores look forbidden.
-    if (!affinity ||
-        hwloc_get_cpubind(topo.get(), affinity.get(), HWLOC_CPUBIND_PROCESS) != 0) {
+    if (!affinity || hwloc_get_cpubind(topo.get(), affinity.get(), HWLOC_CPUBIND_PROCESS) != 0) {
       affinity.reset();  // unknown: do not skip anything for affinity
     }
   }

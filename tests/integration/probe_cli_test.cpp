@@ -1,1 +1,162 @@
-// placeholder
+// `corenoise probe` as a user runs it: the real binary on this machine.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "process.h"
+#include "probe/topology.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+using testing::BackgroundProcess;
+using testing::run_command;
+
+const std::string kCorenoise = CORENOISE_BIN;
+const std::string kFixtures = CORENOISE_FIXTURES;
+
+// Short rounds: these tests check behaviour, not figures.
+const std::string kQuick = " --samples 3 --reps 4 --detour-window 0.005 --stream-bytes 8388608";
+
+std::size_t native_pus() { return Topology::load("native").pus().size(); }
+
+TEST(ProbeCli, JsonCarriesEveryPuWithTheDocumentedFields) {
+  const auto r = run_command(kCorenoise + " probe --json -" + kQuick);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["settings"]["matmul_size"], 128);
+  EXPECT_EQ(doc["settings"]["dtype"], "f64");
+  EXPECT_EQ(doc["settings"]["mode"], "isolated");
+  EXPECT_EQ(doc["settings"]["reps"], 4);
+  ASSERT_EQ(doc["cpus"].size(), native_pus());
+  for (const auto& c : doc["cpus"]) {
+    for (const char* key : {"cpu", "core", "package", "numa_node", "kind", "state", "expected_slowdown"}) {
+      EXPECT_TRUE(c.contains(key)) << key << " in " << c.dump();
+    }
+    const double seconds = c["matmul"]["seconds"];
+    const double rate = c["matmul"]["flops_per_second"];
+    // The rate is the kernel's fixed work over the measured time.
+    EXPECT_NEAR(rate * seconds, 2.0 * 128 * 128 * 128 * 4, 1e3);
+    EXPECT_GT(double(c["matmul"]["slowdown"]), 0);
+    EXPECT_GT(double(c["clock"]["hertz"]), 1e8);
+    EXPECT_GE(double(c["detour"]["noise_ratio"]), 0);
+    EXPECT_LT(double(c["detour"]["noise_ratio"]), 1);
+    EXPECT_GE(int(c["detour"]["count"]), 0);
+    EXPECT_GE(double(c["detour"]["max_seconds"]), 0);
+    EXPECT_GT(double(c["stream"]["bytes_per_second"]), 1e8);
+  }
+  // The summary goes to stderr so that stdout stays pure JSON.
+  EXPECT_NE(r.err.find("CPUs probed"), std::string::npos) << r.err;
+}
+
+TEST(ProbeCli, TablePrintsARowForEveryCpu) {
+  const auto r = run_command(kCorenoise + " probe" + kQuick);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  std::size_t rows = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" default ") != std::string::npos || line.find(" Intel") != std::string::npos) ++rows;
+  }
+  EXPECT_EQ(rows, native_pus()) << r.out;
+  EXPECT_NE(r.out.find("CPUs probed (isolated; f64 n=128 reps=4"), std::string::npos) << r.out;
+}
+
+TEST(ProbeCli, BothModesSayWhereEachModeGoes) {
+  const auto r = run_command(kCorenoise + " probe --mode both --probes matmul,clock --json -" + kQuick);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["rounds"].size(), 2u);
+  EXPECT_EQ(doc["rounds"][0]["mode"], "isolated");
+  EXPECT_EQ(doc["rounds"][1]["mode"], "concurrent");
+  for (const auto& c : doc["cpus"]) {
+    EXPECT_EQ(c["mode"], "isolated");
+    EXPECT_TRUE(c["concurrent"]["matmul"].contains("seconds")) << c.dump();
+    EXPECT_FALSE(c.contains("detour"));
+  }
+}
+
+TEST(ProbeCli, AnotherMachinesTopologyIsListedNotProbed) {
+  const auto r = run_command(kCorenoise + " probe --topology " + kFixtures +
+                             "/topology/spr-2s-120c-240t.xml --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["cpus"].size(), 240u);
+  for (const auto& c : doc["cpus"]) EXPECT_EQ(c["state"], "skipped");
+  EXPECT_NE(r.err.find("240 PUs listed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("probed none of them"), std::string::npos) << r.err;
+}
+
+struct BadInput {
+  std::string args;
+  std::string message;
+};
+
+TEST(ProbeCli, BadInputExitsOneNamingTheInput) {
+  const std::vector<BadInput> cases = {
+      {"--probes matmul,fft", "unknown probe 'fft'"},
+      {"--cpus 0-", "0-"},
+      {"--cpus 1-0", "1-0"},
+      {"--cpus 4095", "CPU 4095 is not on this machine"},
+      {"--matmul-size 0", "--matmul-size: got '0', expected a matrix order"},
+      {"--matmul-size -3", "--matmul-size"},
+      {"--reps 0", "--reps"},
+      {"--mode sideways", "expected isolated, concurrent or both"},
+      {"--topology /nonexistent/topo.xml", "/nonexistent/topo.xml"},
+      {"--topology " + kFixtures + "/proc/garbage/stat", "stat"},
+      {"--json /nonexistent/dir/out.json", "cannot write '/nonexistent/dir/out.json'"},
+      {"--no-such-option 1", "unknown option '--no-such-option'"},
+      {"--samples", "--samples needs a value"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(kCorenoise + " probe " + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << " printed: " << r.out;
+  }
+}
+
+TEST(ProbeCli, HelpExplainsEveryOption) {
+  const auto r = run_command(kCorenoise + " probe --help");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* option : {"--cpus", "--probes", "--mode", "--samples", "--matmul-size", "--dtype",
+                             "--reps", "--topology", "--json", "--quiet", "Exit status"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option;
+  }
+  EXPECT_EQ(run_command(kCorenoise + " --help").exit_code, 0);
+  EXPECT_EQ(run_command(kCorenoise + " frobnicate").exit_code, 1);
+}
+
+TEST(ProbeCli, QuietPrintsOnlyTheSummary) {
+  const auto r = run_command(kCorenoise + " probe --quiet --probes clock" + kQuick);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// The acceptance test of the detour probe: a SCHED_FIFO thread busy 1 ms
+// out of every 10 ms on CPU 1 makes CPU 1 noisy, with about 10 % of its time
+// lost, and leaves CPU 0 alone.
+TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
+  if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
+  BackgroundProcess injector({NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms",
+                              "10", "--seconds", "60"});
+  const std::string ready = injector.wait_line();
+  ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
+  const auto r = run_command(kCorenoise + " probe --cpus 0,1 --json -");
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  const json doc = json::parse(r.out);
+  const json& cpu0 = doc["cpus"][0];
+  const json& cpu1 = doc["cpus"][1];
+  ASSERT_EQ(cpu1["cpu"], 1);
+  EXPECT_EQ(cpu1["state"], "noisy") << cpu1["cause"];
+  const double noise = cpu1["detour"]["noise_ratio"];
+  EXPECT_NEAR(noise, 0.10, 0.04) << cpu1["detour"].dump();
+  EXPECT_GT(int(cpu1["detour"]["preemptions"]), 0);
+  EXPECT_NE(std::string(cpu1["cause"]).find("preempted"), std::string::npos) << cpu1["cause"];
+  EXPECT_NE(cpu0["state"], "noisy") << cpu0["cause"];
+  EXPECT_LT(double(cpu0["detour"]["noise_ratio"]), 0.03);
+}
+
+}  // namespace
+}  // namespace corenoise

@@ -1,1 +1,184 @@
-// placeholder
+#include "probe/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "probe/report.h"
+
+namespace corenoise {
+namespace {
+
+// A core that measured `matmul` seconds, `hz`, lost `noise` of a 1 s detour
+// window and streamed 1 GB in `stream` seconds, over 5 samples.
+CpuSamples core(unsigned cpu, double matmul = 0.010, double hz = 3e9, double noise = 0.01,
+                double stream = 0.05) {
+  CpuSamples s;
+  s.cpu = cpu;
+  s.matmul_work.flops = 1e9;
+  s.stream_work.bytes = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    // Small symmetric jitter around the given values.
+    const double j = 1 + 0.001 * (i - 2);
+    s.matmul_seconds.push_back(matmul * j);
+    s.clock_hertz.push_back(hz * j);
+    s.stream_seconds.push_back(stream * j);
+    DetourResult d;
+    d.window_seconds = 0.2;
+    d.total_seconds = 0.2 * noise;
+    d.count = 10;
+    d.max_seconds = d.total_seconds / 10;
+    d.preemptions = 3;
+    s.detours.push_back(d);
+  }
+  return s;
+}
+
+ModeVerdicts judge_all(const std::vector<CpuSamples>& samples, const std::string& kind = "default") {
+  std::vector<CoreFigures> cores;
+  for (const auto& s : samples) cores.push_back(summarize(s, kind));
+  return judge(std::move(cores), Thresholds{});
+}
+
+TEST(Analysis, HealthyNodeIsAllOk) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 8; ++cpu) samples.push_back(core(cpu));
+  const auto v = judge_all(samples);
+  ASSERT_EQ(v.references.size(), 1u);
+  EXPECT_EQ(v.references[0].cores, 8u);
+  for (const auto& c : v.cores) {
+    EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+    EXPECT_NEAR(*c.expected_slowdown, 1, 1e-9);
+    EXPECT_NEAR(*c.matmul_flops_per_second, 1e9 / 0.010, 1);
+    EXPECT_NEAR(*c.stream_bytes_per_second, 1e9 / 0.05, 1);
+  }
+}
+
+TEST(Analysis, EachCauseGetsItsVerdict) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 8; ++cpu) samples.push_back(core(cpu));
+  samples[1] = core(1, 0.0125, 2.4e9);           // 20 % lower clock, slower matmul
+  samples[2] = core(2, 0.010, 3e9, 0.12);        // 12 % lost to detours
+  samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07); // slow memory, slightly slow matmul
+  samples[4] = core(4, 0.0110);                  // slower with nothing to explain it
+  const auto v = judge_all(samples);
+  EXPECT_EQ(v.cores[0].state, CoreState::ok);
+  EXPECT_EQ(v.cores[1].state, CoreState::throttled);
+  EXPECT_NE(v.cores[1].cause.find("2.40 GHz"), std::string::npos) << v.cores[1].cause;
+  EXPECT_EQ(v.cores[2].state, CoreState::noisy);
+  EXPECT_NE(v.cores[2].cause.find("12.0%"), std::string::npos) << v.cores[2].cause;
+  EXPECT_NE(v.cores[2].cause.find("preempted"), std::string::npos) << v.cores[2].cause;
+  EXPECT_EQ(v.cores[3].state, CoreState::contended);
+  EXPECT_EQ(v.cores[4].state, CoreState::slow);
+}
+
+TEST(Analysis, DecompositionMultipliesBack) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 5; ++cpu) samples.push_back(core(cpu));
+  samples[0] = core(0, 0.012, 2.7e9, 0.06);
+  const auto v = judge_all(samples);
+  const auto& c = v.cores[0];
+  // expected = clock_ratio × noise_factor × residual, each as defined.
+  EXPECT_NEAR(*c.clock_ratio, 3e9 / 2.7e9, 1e-9);
+  EXPECT_NEAR(*c.noise_factor, (1 - 0.01) / (1 - 0.06), 1e-9);
+  EXPECT_NEAR(*c.matmul_slowdown, 1.2, 1e-9);
+  EXPECT_NEAR(*c.expected_slowdown, 1.2 * (0.99 / 0.94), 1e-9);
+  EXPECT_NEAR(*c.clock_ratio * *c.noise_factor * *c.residual, *c.expected_slowdown, 1e-9);
+}
+
+TEST(Analysis, KindsAreNeverComparedWithEachOther) {
+  std::vector<CoreFigures> cores;
+  for (unsigned cpu = 0; cpu < 4; ++cpu) cores.push_back(summarize(core(cpu), "IntelCore"));
+  // E cores: half the clock, twice the matmul time, but all alike.
+  for (unsigned cpu = 4; cpu < 12; ++cpu) {
+    cores.push_back(summarize(core(cpu, 0.020, 1.5e9), "IntelAtom"));
+  }
+  const auto v = judge(std::move(cores), Thresholds{});
+  EXPECT_EQ(v.references.size(), 2u);
+  for (const auto& c : v.cores) EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+}
+
+TEST(Analysis, FailedAndMissingCoresAreSkipped) {
+  CpuSamples failed = core(0);
+  failed.error = "cannot pin to CPU 0: Invalid argument";
+  CpuSamples empty;
+  empty.cpu = 1;
+  const auto v = judge_all({failed, empty, core(2), core(3)});
+  EXPECT_EQ(v.cores[0].state, CoreState::skipped);
+  EXPECT_EQ(v.cores[0].cause, failed.error);
+  EXPECT_EQ(v.cores[1].state, CoreState::skipped);
+  EXPECT_EQ(v.references.at(0).cores, 2u);
+}
+
+TEST(Analysis, OnlyTheProbesThatRanAreReported) {
+  CpuSamples s = core(0);
+  s.matmul_seconds.clear();
+  s.stream_seconds.clear();
+  const auto v = judge_all({s, core(1)});
+  EXPECT_FALSE(v.cores[0].matmul_seconds.has_value());
+  EXPECT_FALSE(v.cores[0].stream_bytes_per_second.has_value());
+  ASSERT_TRUE(v.cores[0].expected_slowdown.has_value());  // from the clock instead
+}
+
+// Randomized: however the node looks, a core identical to the reference is
+// ok, and the expected slowdown never falls below the clock ratio times the
+// noise factor when matmul tracks the clock exactly.
+TEST(Analysis, RandomizedNodesKeepTheInvariants) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> clock(2e9, 4e9), noise(0, 0.2);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<CpuSamples> samples;
+    // An odd count: the median of an even count averages two cores, and
+    // the mean of 1/x is not 1/mean of x.
+    const unsigned n = 3 + 2 * (rng() % 10);
+    for (unsigned cpu = 0; cpu < n; ++cpu) {
+      const double hz = clock(rng);
+      samples.push_back(core(cpu, 0.010 * 3e9 / hz, hz, noise(rng)));
+    }
+    const auto v = judge_all(samples);
+    for (const auto& c : v.cores) {
+      ASSERT_TRUE(c.residual.has_value());
+      // matmul time is proportional to 1/clock, so nothing is left over.
+      EXPECT_NEAR(*c.residual, 1, 1e-6);
+      EXPECT_NEAR(*c.expected_slowdown, *c.clock_ratio * *c.noise_factor, 1e-6);
+      const bool slow_clock = *c.clock_ratio >= Thresholds{}.throttled_clock_ratio;
+      EXPECT_EQ(c.state == CoreState::throttled, slow_clock);
+    }
+  }
+}
+
+TEST(Report, OverallStateIsTheFirstUnhealthyMode) {
+  std::vector<ProcessingUnit> pus(2);
+  pus[0].cpu = 0;
+  pus[1].cpu = 1;
+  pus[0].kind = pus[1].kind = "default";
+  RoundSamples isolated;
+  isolated.cpus = {core(0), core(1)};
+  RoundSamples concurrent;
+  concurrent.mode = Mode::concurrent;
+  concurrent.cpus = {core(0), core(1, 0.010, 3e9, 0.2)};
+  NodeReport r;
+  r.pus = pus;
+  r.modes.push_back(make_mode_report(isolated, pus, Thresholds{}));
+  r.modes.push_back(make_mode_report(concurrent, pus, Thresholds{}));
+  EXPECT_EQ(r.state(0), CoreState::ok);
+  EXPECT_EQ(r.state(1), CoreState::noisy);
+  EXPECT_EQ(r.deciding_mode(1), 1u);
+  EXPECT_FALSE(r.healthy());
+  EXPECT_EQ(r.count(CoreState::noisy), 1u);
+}
+
+TEST(Report, UnselectedAndUnusablePusAreSkippedWithTheirReason) {
+  std::vector<ProcessingUnit> pus(3);
+  for (unsigned i = 0; i < 3; ++i) pus[i].cpu = i;
+  pus[2].skip_reason = "outside process affinity";
+  RoundSamples round;
+  round.cpus = {core(0)};
+  const ModeReport m = make_mode_report(round, pus, Thresholds{});
+  EXPECT_EQ(m.verdicts.cores[0].state, CoreState::ok);
+  EXPECT_EQ(m.verdicts.cores[1].cause, "not selected");
+  EXPECT_EQ(m.verdicts.cores[2].cause, "outside process affinity");
+}
+
+}  // namespace
+}  // namespace corenoise

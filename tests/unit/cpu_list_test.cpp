@@ -50,10 +50,10 @@ TEST(CpuListTest, TrimsOnlyTheEnds) {
 
 TEST(CpuListTest, RejectsEveryMalformedForm) {
   const std::vector<std::string> bad = {
-      ",",     "0,",    ",0",      "0,,1",    "a",     "1a",    "-1",   "1-",
-      "-",     "1-2-3", "3-1",     "65536",   "0-65536", "99999999999999999999",
-      "1, 2",  "1 2",   "+1",      "0x1",     "1..3",  "1:2",   "0-7:2", "1-a",
-      "\xff",  "\uff12",
+      ",",    "0,",   ",0",     "0,,1", "a",     "1a",      "-1",
+      "1-",   "-",    "1-2-3",  "3-1",  "65536", "0-65536", "99999999999999999999",
+      "1, 2", "1 2",  "+1",     "0x1",  "1..3",  "1:2",     "0-7:2",
+      "1-a",  "\xff", "\uff12",
   };
   for (const std::string& input : bad) {
     try {
@@ -68,18 +68,21 @@ TEST(CpuListTest, RejectsEveryMalformedForm) {
 }
 
 TEST(CpuListTest, MessagesEscapeControlCharacters) {
-  EXPECT_EQ(message("1,\n2"), "invalid CPU list \"1,\\n2\": item \"\\n2\" is not a number: "
-                              "expected N or N-M (decimal CPU numbers)");
+  EXPECT_EQ(message("1,\n2"),
+            "invalid CPU list \"1,\\n2\": item \"\\n2\" is not a number: "
+            "expected N or N-M (decimal CPU numbers)");
   EXPECT_EQ(message(std::string_view("1\0002", 3)),
             "invalid CPU list \"1\\x002\": item \"1\\x002\" is not a number: expected N or N-M "
             "(decimal CPU numbers)");
-  EXPECT_EQ(message("\"1\""), "invalid CPU list \"\\\"1\\\"\": item \"\\\"1\\\"\" is not a number: "
-                              "expected N or N-M (decimal CPU numbers)");
+  EXPECT_EQ(message("\"1\""),
+            "invalid CPU list \"\\\"1\\\"\": item \"\\\"1\\\"\" is not a number: "
+            "expected N or N-M (decimal CPU numbers)");
 }
 
 TEST(CpuListTest, MessagesSayWhatWasExpected) {
-  EXPECT_EQ(message("0,x"), "invalid CPU list \"0,x\": item \"x\" is not a number: expected N or N-M "
-                            "(decimal CPU numbers)");
+  EXPECT_EQ(message("0,x"),
+            "invalid CPU list \"0,x\": item \"x\" is not a number: expected N or N-M "
+            "(decimal CPU numbers)");
   EXPECT_EQ(message("0,,1"), "invalid CPU list \"0,,1\": item \"\" is empty: expected N or N-M");
   EXPECT_EQ(message("5-3"),
             "invalid CPU list \"5-3\": item \"5-3\" is a reversed range: expected N-M with N <= M");
@@ -144,7 +147,8 @@ TEST(CpuListTest, RandomizedMalformedInputOnlyThrowsInvalidArgument) {
   const std::string alphabet = "0123456789,- x\n";
   for (int iteration = 0; iteration < 5000; ++iteration) {
     std::string text;
-    for (int n = static_cast<int>(rng() % 12); n > 0; --n) text += alphabet[rng() % alphabet.size()];
+    for (int n = static_cast<int>(rng() % 12); n > 0; --n)
+      text += alphabet[rng() % alphabet.size()];
     try {
       Cpus cpus = parse_cpu_list(text);
       ASSERT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));

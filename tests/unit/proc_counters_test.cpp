@@ -106,7 +106,8 @@ TEST(ProcCountersTest, SumCpuColumnEdgeCases) {
 }
 
 TEST(ProcCountersTest, StealTicksEdgeCases) {
-  const std::string stat = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu1 1 2 3 4 5 6 7 80\ncpu10 1 2 3 4 5 6 7 99\n";
+  const std::string stat =
+      "cpu  1 2 3 4 5 6 7 8 9 10\ncpu1 1 2 3 4 5 6 7 80\ncpu10 1 2 3 4 5 6 7 99\n";
   EXPECT_EQ(steal_ticks(stat, 1), 80u);
   EXPECT_EQ(steal_ticks(stat, 10), 99u) << "cpu1 must not match cpu10";
   EXPECT_FALSE(steal_ticks(stat, 0));
@@ -141,7 +142,9 @@ TEST(ProcCountersTest, RandomizedGeneratedTables) {
         expected[c] += v;
         text += spaces() + std::to_string(v);
       }
-      if (rng() % 2) text += spaces() + "IR-PCI-MSI " + std::to_string(rng() % 100000) + "-edge eth0";
+      if (rng() % 2) {
+        text += spaces() + "IR-PCI-MSI " + std::to_string(rng() % 100000) + "-edge eth0";
+      }
       text += '\n';
       if (rng() % 5 == 0 && online.size() > 1) text += "ERR:" + spaces() + "12345\n";
     }

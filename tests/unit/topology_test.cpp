@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -181,6 +182,24 @@ TEST(TopologyTest, NativeMarksCpusOutsideProcessAffinity) {
     } else if (CPU_ISSET(p.cpu, &saved)) {
       EXPECT_EQ(p.skip_reason, "outside process affinity") << "cpu " << p.cpu;
     }
+  }
+}
+
+// HWLOC_THISSYSTEM=1 makes hwloc treat the XML as this machine, so its
+// allowed cpuset (PU 1 left out) stands in for a cgroup cpuset; the real
+// process affinity still applies to the other PUs.
+TEST(TopologyTest, DisallowedPusAreKeptWithAReason) {
+  ASSERT_EQ(setenv("HWLOC_THISSYSTEM", "1", 1), 0);
+  Topology t = Topology::load(kTopologyDir + "disallowed-4pu.xml");
+  unsetenv("HWLOC_THISSYSTEM");
+  EXPECT_TRUE(t.is_this_system());
+  ASSERT_EQ(t.pus().size(), 4u);
+  EXPECT_EQ(t.find(1)->skip_reason, "disallowed by cgroup/cpuset");
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  for (unsigned cpu : {0u, 2u, 3u}) {
+    EXPECT_EQ(t.find(cpu)->skip_reason, in_affinity(set, cpu) ? "" : "outside process affinity")
+        << "cpu " << cpu;
   }
 }
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what corenoise needs from Debian 12's packages (only what is
+# missing), then configures and builds it in ./build.
+#
+#   deploy/dev-setup.sh           build dependencies, then build
+#   deploy/dev-setup.sh --tests   also what the test suite and benchmarks use
+#
+# Run as root (or with sudo available) on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
+  prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
+test_packages=(libopenblas-dev)
+
+packages=("${build_packages[@]}")
+case "${1:-}" in
+  --tests) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "usage: $0 [--tests]" >&2; exit 1 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "dev-setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$(nproc)"
