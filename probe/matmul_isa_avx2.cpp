@@ -11,8 +11,8 @@ namespace {
 struct Avx2Tag {};
 
 // 6 rows x 2 ymm = 12 accumulators + 2 B vectors + 1 broadcast = 15 registers.
-using GemmF64 = Gemm<Avx2Tag, double, 32, 6, 2, 256, 120, 2048>;
-using GemmF32 = Gemm<Avx2Tag, float, 32, 6, 2, 256, 120, 2048>;
+using GemmF64 = Gemm<Avx2Tag, double, 32, 6, 2, 256, 120, 2048, 192>;
+using GemmF32 = Gemm<Avx2Tag, float, 32, 6, 2, 256, 120, 2048, 192>;
 
 }  // namespace
 

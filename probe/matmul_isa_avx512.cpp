@@ -12,8 +12,8 @@ struct Avx512Tag {};
 
 // 8 rows x 2 zmm = 16 accumulators.
 #ifndef T64
-#define T64 8, 2, 256, 128, 2048
-#define T32 8, 2, 256, 128, 2048
+#define T64 8, 2, 256, 128, 2048, 192
+#define T32 8, 2, 256, 128, 2048, 256
 #endif
 using GemmF64 = Gemm<Avx512Tag, double, 64, T64>;
 using GemmF32 = Gemm<Avx512Tag, float, 64, T32>;

@@ -11,8 +11,8 @@ namespace {
 struct BaselineTag {};
 
 // 6 rows x 2 xmm = 12 accumulators; mul + add need one temporary.
-using GemmF64 = Gemm<BaselineTag, double, 16, 6, 2, 256, 120, 2048>;
-using GemmF32 = Gemm<BaselineTag, float, 16, 6, 2, 256, 120, 2048>;
+using GemmF64 = Gemm<BaselineTag, double, 16, 6, 2, 256, 120, 2048, 192>;
+using GemmF32 = Gemm<BaselineTag, float, 16, 6, 2, 256, 120, 2048, 192>;
 
 }  // namespace
 
