@@ -1,5 +1,6 @@
 #include "probe/analysis.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -20,6 +21,16 @@ std::optional<double> median_of(const std::vector<double>& values) {
   return stats::median(values);
 }
 
+// The fast decile: an actual timing (lower_quantile), robust to the
+// detours that strike most timings on a noisy machine and to a lone
+// outlier on the fast side.
+constexpr double kIntrinsicQuantile = 0.1;
+
+std::optional<double> fast_decile_of(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  return stats::lower_quantile(values, kIntrinsicQuantile);
+}
+
 std::optional<double> spread_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
   const double m = stats::median(values);
@@ -31,18 +42,28 @@ std::optional<double> ratio(std::optional<double> num, std::optional<double> den
   return *num / *den;
 }
 
-// The dominant kernel-visible reason for lost time, for the cause line.
+// Where the lost time went, as far as the kernel can tell: time taken by
+// other threads and steal are measured in seconds; interrupts only counted;
+// the rest happened below the guest kernel (hypervisor, SMIs).
 std::string attribute(const DetourResult& d) {
-  if (d.steal_seconds && *d.steal_seconds >= 0.5 * d.total_seconds && *d.steal_seconds > 0) {
-    return "steal (the hypervisor ran something else)";
-  }
-  if (d.preemptions > 0) {
-    return format("preempted %llu times by other threads",
-                  static_cast<unsigned long long>(d.preemptions));
-  }
+  const double lost = std::max(d.total_seconds, 1e-12);
+  const double preempted = std::min(d.preempted_seconds.value_or(0), lost);
+  const double steal = std::min(d.steal_seconds.value_or(0), lost - preempted);
+  const double rest = lost - preempted - steal;
   const unsigned long long irqs = d.interrupts.value_or(0) + d.softirqs.value_or(0);
-  if (irqs > 0) return format("%llu interrupts and softirqs", irqs);
-  return "no interrupt, softirq, preemption or steal seen (SMI or hypervisor?)";
+  std::string text;
+  if (preempted > 0) {
+    text += format("%.0f%% preempted by other threads (%llu times)", 100 * preempted / lost,
+                   static_cast<unsigned long long>(d.preemptions));
+  }
+  if (steal > 0) text += format("%s%.0f%% steal", text.empty() ? "" : ", ", 100 * steal / lost);
+  if (rest > 0.005 * lost) {
+    text += format("%s%.0f%% %s", text.empty() ? "" : ", ", 100 * rest / lost,
+                   irqs > 0 ? "in interrupts, softirqs or below the kernel"
+                            : "below the kernel (hypervisor or SMI)");
+  }
+  if (irqs > 0) text += format(" [%llu interrupts and softirqs]", irqs);
+  return text;
 }
 
 KindReference reference_of(const std::string& kind, const std::vector<const CoreFigures*>& cores) {
@@ -59,6 +80,7 @@ KindReference reference_of(const std::string& kind, const std::vector<const Core
   ref.matmul_seconds = median_of(matmul);
   ref.clock_hertz = median_of(clock);
   ref.noise_ratio = median_of(noise);
+  if (!noise.empty()) ref.noise_floor = stats::lower_quantile(noise, 0.25);
   ref.stream_bytes_per_second = median_of(stream);
   return ref;
 }
@@ -68,6 +90,7 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
   c.stream_slowdown = ratio(ref.stream_bytes_per_second, c.stream_bytes_per_second);
   const double noise = c.detour ? c.detour->noise_ratio() : 0;
+  if (c.detour && ref.noise_floor) c.excess_noise = noise - *ref.noise_floor;
   if (c.detour && ref.noise_ratio && noise < 1) {
     c.noise_factor = (1 - *ref.noise_ratio) / (1 - noise);
   }
@@ -81,10 +104,12 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
     c.cause = format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
                      *c.clock_hertz / 1e9, (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(),
                      *ref.clock_hertz / 1e9);
-  } else if (c.detour && noise >= t.noisy_noise_ratio) {
+  } else if (c.excess_noise && *c.excess_noise >= t.noisy_excess_noise) {
     c.state = CoreState::noisy;
-    c.cause = format("loses %.1f%% of its time to %llu detours (max %.0f us): ", noise * 100,
-                     static_cast<unsigned long long>(c.detour->count), c.detour->max_seconds * 1e6) +
+    c.cause = format("loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
+                     "the node's floor: ",
+                     noise * 100, static_cast<unsigned long long>(c.detour->count),
+                     c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
               attribute(*c.detour);
   } else if (c.stream_slowdown && *c.stream_slowdown >= t.contended_stream_ratio) {
     c.state = CoreState::contended;
@@ -124,8 +149,14 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
     c.cause = samples.error;
     return c;
   }
-  c.matmul_seconds = median_of(samples.matmul_seconds);
-  c.matmul_spread = spread_of(samples.matmul_seconds);
+  if (!samples.matmul_seconds.empty()) {
+    const auto& products = samples.matmul_product_seconds;
+    const double reps = static_cast<double>(products.size() / samples.matmul_seconds.size());
+    c.matmul_seconds = products.empty() ? *fast_decile_of(samples.matmul_seconds)
+                                        : *fast_decile_of(products) * reps;
+    c.matmul_spread = spread_of(products.empty() ? samples.matmul_seconds : products);
+    c.matmul_sample_seconds = median_of(samples.matmul_seconds);
+  }
   if (c.matmul_seconds && *c.matmul_seconds > 0) {
     c.matmul_flops_per_second = samples.matmul_work.flops / *c.matmul_seconds;
   }
@@ -136,7 +167,7 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
     for (std::size_t i = 1; i < samples.detours.size(); ++i) merged.merge(samples.detours[i]);
     c.detour = merged;
   }
-  if (const auto t = median_of(samples.stream_seconds); t && *t > 0) {
+  if (const auto t = fast_decile_of(samples.stream_seconds); t && *t > 0) {
     c.stream_bytes_per_second = samples.stream_work.bytes / *t;
   }
   const bool measured = c.matmul_seconds || c.clock_hertz || c.detour || c.stream_bytes_per_second;

@@ -10,9 +10,12 @@
 //     noise_factor = (1 − reference noise) / (1 − noise)  (lost time)
 //     residual     = what neither explains               (contention, …)
 //
-// The matmul slowdown is a ratio of medians, which hides noise that strikes
-// only some samples; the detour probe's noise ratio is a long-window
-// figure, so expected_slowdown = matmul slowdown × noise_factor is what a
+// Speed and lost time are measured apart. The matmul, stream and clock
+// figures are each core's *intrinsic* speed: the fast decile of many short
+// timings (one matmul product is tens of µs), because interruptions only
+// ever add time, and with a noisy hypervisor most timings hold a detour, so
+// even a median is not clean. Lost time is the detour probe's, over long
+// windows. expected_slowdown = matmul slowdown × noise_factor is then what a
 // long fixed-work step on that core would see.
 #pragma once
 
@@ -39,17 +42,19 @@ inline constexpr CoreState kAllCoreStates[] = {CoreState::ok,        CoreState::
 struct CoreFigures {
   unsigned cpu = 0;
   std::string kind;
-  std::optional<double> matmul_seconds;  // median of samples
-  std::optional<double> matmul_flops_per_second;
-  std::optional<double> matmul_spread;   // MAD / median of samples
-  std::optional<double> clock_hertz;     // median of samples
+  std::optional<double> matmul_seconds;  // one sample, uninterrupted: fast-decile product × reps
+  std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul_seconds
+  std::optional<double> matmul_spread;   // MAD / median of the product times
+  std::optional<double> matmul_sample_seconds;  // median measured sample, noise included
+  std::optional<double> clock_hertz;     // median of samples (each the fastest of its chunks)
   std::optional<double> clock_spread;
   std::optional<DetourResult> detour;    // all windows merged
-  std::optional<double> stream_bytes_per_second;  // median of samples
+  std::optional<double> stream_bytes_per_second;  // from the fast-decile sample time
   // Filled by judge():
   std::optional<double> matmul_slowdown;  // matmul time / reference
   std::optional<double> clock_ratio;      // reference clock / clock
   std::optional<double> stream_slowdown;  // reference bandwidth / bandwidth
+  std::optional<double> excess_noise;     // noise ratio − the kind's noise floor
   std::optional<double> noise_factor;
   std::optional<double> residual;
   std::optional<double> expected_slowdown;
@@ -64,7 +69,11 @@ struct KindReference {
   std::size_t cores = 0;
   std::optional<double> matmul_seconds;
   std::optional<double> clock_hertz;
-  std::optional<double> noise_ratio;
+  std::optional<double> noise_ratio;  // median: the typical core, for slowdowns
+  // The quietest quarter's upper bound (lower_quantile 0.25): noise only
+  // ever adds, so the floor that every core could reach is a low quantile.
+  // In a VM it includes what the hypervisor takes from every vCPU alike.
+  std::optional<double> noise_floor;
   std::optional<double> stream_bytes_per_second;
 };
 

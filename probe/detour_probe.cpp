@@ -69,6 +69,7 @@ void DetourResult::merge(const DetourResult& other) {
   add_optional(interrupts, other.interrupts);
   add_optional(softirqs, other.softirqs);
   add_optional(steal_seconds, other.steal_seconds);
+  add_optional(preempted_seconds, other.preempted_seconds);
   preemptions += other.preemptions;
 }
 
@@ -118,6 +119,7 @@ DetourResult DetourProbe::run() const {
   result.interrupts = delta(before.interrupts, after.interrupts);
   result.softirqs = delta(before.softirqs, after.softirqs);
   result.steal_seconds = delta(before.steal_seconds, after.steal_seconds);
+  result.preempted_seconds = delta(before.run_queue_wait_seconds, after.run_queue_wait_seconds);
   return result;
 }
 

@@ -34,6 +34,8 @@ struct DetourResult {
   std::optional<std::uint64_t> softirqs;
   std::optional<double> steal_seconds;
   std::uint64_t preemptions = 0;  // involuntary context switches of the probe thread
+  // Time the probe thread waited for its CPU while other threads ran on it.
+  std::optional<double> preempted_seconds;
 
   double noise_ratio() const { return window_seconds > 0 ? total_seconds / window_seconds : 0; }
   // Adds another window's figures (counts, times and histograms sum; the

@@ -45,8 +45,11 @@ class MatmulKernel {
   MatmulKernel(const MatmulKernel&) = delete;
   MatmulKernel& operator=(const MatmulKernel&) = delete;
 
-  // The timed work: C = A·B, `reps` times. No allocation, no I/O.
-  void run();
+  // The timed work: C = A·B, `reps` times. No allocation, no I/O. If
+  // `product_seconds` is given, the time of each product is written to
+  // product_seconds[0..reps): the sample's time with the intervals that
+  // interruptions struck told apart from the clean ones.
+  void run(double* product_seconds = nullptr);
   // 2·n³·reps FLOP; bytes: the three matrices once per repetition.
   KernelWork work() const;
   // Sum of C's elements, for checking that run() computed the product.

@@ -1,6 +1,6 @@
-// The matmul micro-kernels for the x86-64 baseline (SSE2, 16 xmm registers, no FMA), instantiated from
-// matmul_microkernel.h. probe/CMakeLists.txt compiles this file with the
-// -m flags of that ISA; matmul.cpp only calls it when isa_supported().
+// The matmul GEMM for the x86-64 baseline (SSE2, 16 xmm registers, no FMA), instantiated from
+// matmul_microkernel.h. probe/CMakeLists.txt compiles this file with that ISA's -m flags;
+// matmul.cpp calls it only when isa_supported().
 #include "probe/matmul_isa.h"
 #include "probe/matmul_microkernel.h"
 
@@ -10,9 +10,12 @@ namespace {
 // Internal linkage: see the ODR note in matmul_microkernel.h.
 struct BaselineTag {};
 
-// 6 rows x 2 xmm = 12 accumulators; mul + add need one temporary.
-using GemmF64 = Gemm<BaselineTag, double, 16, 6, 2, 256, 120, 2048, 192>;
-using GemmF32 = Gemm<BaselineTag, float, 16, 6, 2, 256, 120, 2048, 192>;
+// 3 rows x 4 xmm = 12 accumulators; without FMA each step is a multiply
+// into a temporary and an add. 3x4 needs fewer broadcasts (shuffles) per
+// FLOP than 6x2 and measured 5-10% faster on Zen 5.
+// Template arguments: vector bytes, MR, NR in vectors, KC, MC, NC, direct-path n.
+using GemmF64 = Gemm<BaselineTag, double, 16, 3, 4, 256, 126, 2048, 256>;
+using GemmF32 = Gemm<BaselineTag, float, 16, 3, 4, 256, 126, 2048, 256>;
 
 }  // namespace
 

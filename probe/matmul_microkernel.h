@@ -2,14 +2,18 @@
 // with GCC vector extensions and instantiated per ISA by
 // matmul_isa_{baseline,avx2,avx512}.cpp, each compiled with its own -m flags.
 //
-// Structure (row-major C = A·B, all n×n):
-//   for each NC-wide column block of B
-//     for each KC-deep slice:   pack B[KC×NC] into NR-wide panels (L2/L3)
-//       for each MC-tall block: pack A[MC×KC] into MR-tall panels (L2)
-//         for each NR panel, for each MR panel: the MR×NR micro-kernel, whose
-//         accumulators live in registers for the whole KC loop.
-// Panels are zero-padded, so any n >= 1 works; row edges use a micro-kernel
-// instantiated for fewer rows, column edges compute a full NR and store part.
+// Row-major C = A·B, all n×n. The core is an MR×NR register block: MR rows
+// × NR columns of accumulators (NR = kNv vectors) that stay in registers for
+// the whole k loop, fed per k by kNv vector loads of a B row and MR
+// broadcasts of A elements. Two drivers feed it:
+//  - direct (n <= kDirectN, the probe's sizes): no copies; one NR-wide strip
+//    of B stays in L1 while A streams from L2. See run_direct for why.
+//  - packed (larger n): GotoBLAS loops. For each NC-wide column block and
+//    KC-deep slice, pack B into NR-wide k-major panels (zero-padded), then
+//    for each MC-tall block pack A into MR-tall panels, and run the block
+//    over every (NR panel, MR panel) pair.
+// Any n >= 1 works: row edges use the block instantiated for fewer rows;
+// column edges compute a full NR from a zero-padded panel and store part.
 //
 // ODR: each ISA TU compiles this header with different -m flags. Every
 // function here is a member of Gemm<Tag, ...>, and each TU passes a Tag
@@ -28,8 +32,9 @@
 namespace corenoise::matmul_detail {
 
 // kVectorBytes: SIMD width; kMr rows × kNv vectors: the register block;
-// kKc, kMc, kNc: cache blocking (kMc a multiple of kMr, kNc of the panel
-// width). Thread safety: stateless, reentrant.
+// kKc, kMc, kNc: cache blocking of the packed path (kMc a multiple of kMr,
+// kNc of the panel width); kDirectN: the largest n run unpacked.
+// Thread safety: stateless, reentrant.
 template <class Tag, class T, int kVectorBytes, int kMr, int kNv, int kKc, int kMc, int kNc,
           int kDirectN>
 struct Gemm {
@@ -39,7 +44,6 @@ struct Gemm {
   static constexpr int kAlign = 64 / static_cast<int>(sizeof(T));  // elements per cache line
   static_assert(kMc % kMr == 0 && kNc % kNr == 0 && kKc % kAlign == 0,
                 "blocks must hold whole panels");
-  static_assert(kDirectN <= kKc, "the direct path's edge strip must fit the workspace");
 
   static int min_int(int x, int y) { return x < y ? x : y; }
   static std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
@@ -49,49 +53,69 @@ struct Gemm {
     const std::size_t kc = min_int(n, kKc);
     const std::size_t nc = round_up(min_int(n, kNc), kNr);
     const std::size_t mc = round_up(min_int(n, kMc), kMr);
-    return round_up(kc * nc, kAlign) + kKc * mc;
+    const std::size_t packed = round_up(kc * nc, kAlign) + kKc * mc;
+    const std::size_t direct = static_cast<std::size_t>(n) * kNr;  // the edge strip
+    return n <= kDirectN && direct > packed ? direct : packed;
   }
 
-  static V load(const T* p) { return *reinterpret_cast<const V*>(p); }  // 64-byte aligned
   static V loadu(const T* p) {
     V v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
   }
-  static void store(T* p, V v) { *reinterpret_cast<V*>(p) = v; }
+  static void store(T* p, V v) { *reinterpret_cast<V*>(p) = v; }  // p vector-aligned
   static void storeu(T* p, V v) { __builtin_memcpy(p, &v, sizeof v); }
+  // Broadcast, with intrinsics: GCC turns a generic lane-by-lane splat
+  // into a chain of inserts (3x slower on SSE2 f32).
   static V splat(T x) {
-    V v = {};
-    for (int l = 0; l < kVl; ++l) v[l] = x;
-    return v;
+    [[maybe_unused]] constexpr bool kF64 = sizeof(T) == 8;
+    if constexpr (kVectorBytes == 16) {
+      if constexpr (kF64) return (V)_mm_set1_pd(x);
+      if constexpr (!kF64) return (V)_mm_set1_ps(x);
+#if defined(__AVX__)
+    } else if constexpr (kVectorBytes == 32) {
+      if constexpr (kF64) return (V)_mm256_set1_pd(x);
+      if constexpr (!kF64) return (V)_mm256_set1_ps(x);
+#endif
+#if defined(__AVX512F__)
+    } else if constexpr (kVectorBytes == 64) {
+      if constexpr (kF64) return (V)_mm512_set1_pd(x);
+      if constexpr (!kF64) return (V)_mm512_set1_ps(x);
+#endif
+    } else {
+      static_assert(kVectorBytes == 0, "vector width not enabled by this TU's -m flags");
+    }
   }
+
   // a·b + c, fused where the ISA has FMA: -std=c++20 implies
   // -ffp-contract=off, so the compiler would not fuse a*b+c by itself.
   static V fmadd(V a, V b, V c) {
-#if defined(__AVX512F__)
-    if constexpr (kVectorBytes == 64 && sizeof(T) == 8) {
-      return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
-    } else if constexpr (kVectorBytes == 64) {
-      return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-    }
-#endif
+    [[maybe_unused]] constexpr bool kF64 = sizeof(T) == 8;
+    if constexpr (false) {
 #if defined(__FMA__)
-    if constexpr (kVectorBytes == 32 && sizeof(T) == 8) {
-      return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
     } else if constexpr (kVectorBytes == 32) {
-      return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-    }
+      if constexpr (kF64) return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+      if constexpr (!kF64) return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #endif
-    return a * b + c;
+#if defined(__AVX512F__)
+    } else if constexpr (kVectorBytes == 64) {
+      if constexpr (kF64) return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+      if constexpr (!kF64) return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#endif
+    } else {
+      return a * b + c;  // the x86-64 baseline has no FMA
+    }
   }
 
-  // C[M×nr] (+)= Apanel[M×kc]·Bpanel[kc×NR]. a: row i at a + i·kKc (a
-  // compile-time stride, so each broadcast is one load with an immediate
-  // offset); b: k-major, kNr per k. Accumulate when this is not the first
-  // KC slice; nr < kNr only at the right edge of C.
+  // C[M×nr] (+)= A[M×kc]·B[kc×NR]: row i of A at a + i·lda, row k of B at
+  // b + k·ldb (NR elements readable). Accumulate when this is not the first
+  // KC slice; nr < kNr only at the right edge of C. Not inlined into the
+  // drivers: their loop state would take the general registers the
+  // broadcast addresses need (the SSE2 build reloaded them from the stack).
   template <int M>
-  static void micro(int kc, const T* __restrict a, std::ptrdiff_t lda, const T* __restrict b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
-                    bool accumulate, int nr) {
+  __attribute__((noinline)) static void micro(int kc, const T* __restrict a, std::ptrdiff_t lda,
+                                              const T* __restrict b, std::ptrdiff_t ldb, T* c,
+                                              std::ptrdiff_t ldc, bool accumulate, int nr) {
     V acc[M][kNv];
 #pragma GCC unroll 32
     for (int i = 0; i < M; ++i) {
@@ -134,8 +158,8 @@ struct Gemm {
 
   // The micro-kernel for mr <= M rows (only the bottom edge has mr < kMr).
   template <int M>
-  static void micro_rows(int mr, int kc, const T* a, std::ptrdiff_t lda, const T* b, std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc,
-                         bool accumulate, int nr) {
+  static void micro_rows(int mr, int kc, const T* a, std::ptrdiff_t lda, const T* b,
+                         std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc, bool accumulate, int nr) {
     if constexpr (M > 1) {
       if (mr < M) {
         micro_rows<M - 1>(mr, kc, a, lda, b, ldb, c, ldc, accumulate, nr);
@@ -200,9 +224,9 @@ struct Gemm {
   static void run_packed(int n, const T* a, const T* b, T* c, T* work) {
     const std::ptrdiff_t ld = n;
     T* const bp = work;
-    T* const ap = work + round_up(static_cast<std::size_t>(min_int(n, kKc)) *
-                                      round_up(min_int(n, kNc), kNr),
-                                  kAlign);
+    T* const ap =
+        work + round_up(static_cast<std::size_t>(min_int(n, kKc)) * round_up(min_int(n, kNc), kNr),
+                        kAlign);
     for (int jc = 0; jc < n; jc += kNc) {
       const int nc = min_int(kNc, n - jc);
       for (int pc = 0; pc < n; pc += kKc) {

@@ -138,6 +138,12 @@ std::optional<std::uint64_t> steal_ticks(std::string_view stat_text, unsigned cp
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> run_queue_wait_ns(std::string_view schedstat_text) {
+  std::string_view line = next_line(schedstat_text);
+  if (!to_number(next_token(line))) return std::nullopt;  // on-CPU time comes first
+  return to_number(next_token(line));
+}
+
 ProcCounterReader::ProcCounterReader(std::string proc_root) : root_(std::move(proc_root)) {}
 
 CpuCounters ProcCounterReader::read(unsigned cpu) const {
@@ -158,6 +164,9 @@ CpuCounters ProcCounterReader::read(unsigned cpu) const {
               static_cast<double>(*ticks) / static_cast<double>(ticks_per_second);
         }
       }
+    }
+    if (read_file(root_ + "/thread-self/schedstat", buffer)) {
+      if (auto ns = run_queue_wait_ns(buffer)) counters.run_queue_wait_seconds = *ns * 1e-9;
     }
   } catch (const std::bad_alloc&) {
     // Path strings only; a reader that cannot allocate reports no data.

@@ -23,6 +23,7 @@ json detour_json(const DetourResult& d) {
   if (d.interrupts) j["interrupts"] = *d.interrupts;
   if (d.softirqs) j["softirqs"] = *d.softirqs;
   if (d.steal_seconds) j["steal_seconds"] = *d.steal_seconds;
+  if (d.preempted_seconds) j["preempted_seconds"] = *d.preempted_seconds;
   json histogram = json::array();
   for (int i = 0; i < kDetourBuckets; ++i) {
     const double upper = detour_bucket_upper_seconds(i);
@@ -39,6 +40,7 @@ void put_figures(json& j, const CoreFigures& c) {
   j["cause"] = c.cause;
   if (c.state == CoreState::skipped) return;
   put(j, "expected_slowdown", c.expected_slowdown);
+  put(j, "excess_noise", c.excess_noise);
   put(j, "noise_factor", c.noise_factor);
   put(j, "residual", c.residual);
   if (c.matmul_seconds) {
@@ -46,6 +48,7 @@ void put_figures(json& j, const CoreFigures& c) {
     put(m, "flops_per_second", c.matmul_flops_per_second);
     put(m, "slowdown", c.matmul_slowdown);
     put(m, "spread", c.matmul_spread);
+    put(m, "sample_seconds", c.matmul_sample_seconds);
     j["matmul"] = std::move(m);
   }
   if (c.clock_hertz) {
@@ -81,7 +84,7 @@ json settings_json(const NodeReport& r) {
           {"stream_bytes", s.stream_bytes},
           {"thresholds",
            {{"throttled_clock_ratio", s.thresholds.throttled_clock_ratio},
-            {"noisy_noise_ratio", s.thresholds.noisy_noise_ratio},
+            {"noisy_excess_noise", s.thresholds.noisy_excess_noise},
             {"slow_ratio", s.thresholds.slow_ratio},
             {"contended_stream_ratio", s.thresholds.contended_stream_ratio}}}};
 }
@@ -93,6 +96,7 @@ json round_json(const ModeReport& m) {
     put(r, "matmul_seconds", ref.matmul_seconds);
     put(r, "clock_hertz", ref.clock_hertz);
     put(r, "noise_ratio", ref.noise_ratio);
+    put(r, "noise_floor", ref.noise_floor);
     put(r, "stream_bytes_per_second", ref.stream_bytes_per_second);
     refs.push_back(std::move(r));
   }

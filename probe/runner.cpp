@@ -82,6 +82,7 @@ class CpuWorker {
       kernels_.matmul->run();  // warm-up: caches, TLB, and the FPU's power state
       out_.matmul_work = kernels_.matmul->work();
       out_.matmul_seconds.reserve(samples);
+      out_.matmul_product_seconds.resize(samples * static_cast<std::size_t>(settings_.reps));
     }
     if (settings_.runs(ProbeKind::clock)) {
       kernels_.clock.emplace();
@@ -106,9 +107,12 @@ class CpuWorker {
 
   void measure(ProbeKind probe) {
     switch (probe) {
-      case ProbeKind::matmul:
-        out_.matmul_seconds.push_back(time_seconds([&] { kernels_.matmul->run(); }));
+      case ProbeKind::matmul: {
+        double* products = out_.matmul_product_seconds.data() +
+                           out_.matmul_seconds.size() * static_cast<std::size_t>(settings_.reps);
+        out_.matmul_seconds.push_back(time_seconds([&] { kernels_.matmul->run(products); }));
         break;
+      }
       case ProbeKind::clock:
         out_.clock_hertz.push_back(kernels_.clock->run());
         break;

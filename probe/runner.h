@@ -22,7 +22,8 @@ namespace corenoise {
 // Raw measurements of one CPU in one mode; empty vectors for probes not run.
 struct CpuSamples {
   unsigned cpu = 0;
-  std::vector<double> matmul_seconds;
+  std::vector<double> matmul_seconds;          // one per sample: `reps` products
+  std::vector<double> matmul_product_seconds;  // every product of every sample
   std::vector<double> clock_hertz;
   std::vector<double> stream_seconds;
   std::vector<DetourResult> detours;  // one per sample window

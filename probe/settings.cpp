@@ -140,10 +140,11 @@ std::vector<OptionSpec> make_specs() {
                    [](ProbeSettings& s, std::string_view v) {
                      s.thresholds.throttled_clock_ratio = parse_real(v, 1, 100, "a ratio");
                    }});
-  specs.push_back({"noisy-noise-ratio", "RATIO",
-                   "noisy when this share of time is lost to detours (default: 0.03)",
+  specs.push_back({"noisy-excess-noise", "RATIO",
+                   "noisy when this share of time more than the node's noise floor is lost to "
+                   "detours (default: 0.05)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.thresholds.noisy_noise_ratio = parse_real(v, 0, 1, "a ratio");
+                     s.thresholds.noisy_excess_noise = parse_real(v, 0, 1, "a ratio");
                    }});
   specs.push_back({"slow-ratio", "RATIO",
                    "slow when matmul time / reference reaches this (default: 1.05)",
@@ -151,7 +152,7 @@ std::vector<OptionSpec> make_specs() {
                      s.thresholds.slow_ratio = parse_real(v, 1, 100, "a ratio");
                    }});
   specs.push_back({"contended-stream-ratio", "RATIO",
-                   "contended when reference bandwidth / core bandwidth reaches this (default: 1.10)",
+                   "contended when reference bandwidth / core bandwidth reaches this (default: 1.25)",
                    [](ProbeSettings& s, std::string_view v) {
                      s.thresholds.contended_stream_ratio = parse_real(v, 1, 100, "a ratio");
                    }});

@@ -25,9 +25,9 @@ std::string_view to_string(Mode mode);
 // reference core of its kind: 1.05 means 5 % worse.
 struct Thresholds {
   double throttled_clock_ratio = 1.05;    // reference clock / core clock
-  double noisy_noise_ratio = 0.03;        // share of the detour window lost
+  double noisy_excess_noise = 0.05;       // share of time lost beyond the node's noise floor
   double slow_ratio = 1.05;               // matmul time / reference (and expected slowdown)
-  double contended_stream_ratio = 1.10;   // reference bandwidth / core bandwidth
+  double contended_stream_ratio = 1.25;   // reference bandwidth / core bandwidth
 };
 
 struct ProbeSettings {

@@ -32,6 +32,13 @@ double quantile(std::span<const double> values, double q) {
   return quantile_of_sorted(sorted(values), q);
 }
 
+double lower_quantile(std::span<const double> values, double q) {
+  if (values.empty()) return kNaN;
+  const auto s = sorted(values);
+  const double rank = std::floor(std::clamp(q, 0.0, 1.0) * static_cast<double>(s.size() - 1));
+  return s[static_cast<std::size_t>(rank)];
+}
+
 double mad(std::span<const double> values) {
   if (values.empty()) return kNaN;
   const double m = median(values);

@@ -16,6 +16,10 @@ double mad(std::span<const double> values);
 // Quantile q in [0,1] with linear interpolation between order statistics
 // (Hyndman & Fan type 7, R's default). NaN if empty; q is clamped to [0,1].
 double quantile(std::span<const double> values, double q);
+// The order statistic at rank floor(q·(n−1)): an actual value, never an
+// interpolation, so that for two values the 0.25 quantile is the smaller.
+// NaN if empty; q is clamped to [0,1].
+double lower_quantile(std::span<const double> values, double q);
 // Robust z-score: (x - median) / (1.4826 · MAD). The factor makes the MAD a
 // consistent estimator of σ for normal data. 0 when x equals the median;
 // ±infinity when MAD is 0 and x differs from the median.

@@ -150,12 +150,16 @@ TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
   const json& cpu1 = doc["cpus"][1];
   ASSERT_EQ(cpu1["cpu"], 1);
   EXPECT_EQ(cpu1["state"], "noisy") << cpu1["cause"];
-  const double noise = cpu1["detour"]["noise_ratio"];
-  EXPECT_NEAR(noise, 0.10, 0.04) << cpu1["detour"].dump();
-  EXPECT_GT(int(cpu1["detour"]["preemptions"]), 0);
+  // The injector's share is measured exactly, whatever the hypervisor adds
+  // on top (this VM's floor has ranged from 5 % to 35 % within an hour).
+  const json& detour = cpu1["detour"];
+  const double preempted = double(detour["preempted_seconds"]) / double(detour["window_seconds"]);
+  EXPECT_NEAR(preempted, 0.10, 0.03) << detour.dump();
+  EXPECT_GE(double(detour["noise_ratio"]), preempted) << detour.dump();
+  EXPECT_GE(double(cpu1["excess_noise"]), 0.03);
   EXPECT_NE(std::string(cpu1["cause"]).find("preempted"), std::string::npos) << cpu1["cause"];
   EXPECT_NE(cpu0["state"], "noisy") << cpu0["cause"];
-  EXPECT_LT(double(cpu0["detour"]["noise_ratio"]), 0.03);
+  EXPECT_LT(double(cpu0["excess_noise"]), 0.03);
 }
 
 }  // namespace

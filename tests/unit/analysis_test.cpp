@@ -29,6 +29,7 @@ CpuSamples core(unsigned cpu, double matmul = 0.010, double hz = 3e9, double noi
     d.count = 10;
     d.max_seconds = d.total_seconds / 10;
     d.preemptions = 3;
+    d.preempted_seconds = d.total_seconds / 2;
     s.detours.push_back(d);
   }
   return s;
@@ -49,9 +50,29 @@ TEST(Analysis, HealthyNodeIsAllOk) {
   for (const auto& c : v.cores) {
     EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
     EXPECT_NEAR(*c.expected_slowdown, 1, 1e-9);
-    EXPECT_NEAR(*c.matmul_flops_per_second, 1e9 / 0.010, 1);
-    EXPECT_NEAR(*c.stream_bytes_per_second, 1e9 / 0.05, 1);
+    // The fast decile of five samples is the fastest (jitter factor 0.998).
+    EXPECT_NEAR(*c.matmul_flops_per_second, 1e9 / (0.010 * 0.998), 1);
+    EXPECT_NEAR(*c.stream_bytes_per_second, 1e9 / (0.05 * 0.998), 1);
   }
+}
+
+// On a noisy hypervisor most products hold a detour; the intrinsic time is
+// still that of the clean ones, and the noise is left to the detour probe.
+TEST(Analysis, MatmulSpeedIgnoresNoiseInMostProducts) {
+  CpuSamples s = core(0);
+  const int reps = 10;
+  s.matmul_product_seconds.clear();
+  for (std::size_t sample = 0; sample < s.matmul_seconds.size(); ++sample) {
+    for (int r = 0; r < reps; ++r) {
+      const bool hit = r % 10 >= 2;  // 80 % of products interrupted
+      s.matmul_product_seconds.push_back(hit ? 0.0013 : 0.0010);
+    }
+    s.matmul_seconds[sample] = 0.0124;
+  }
+  const CoreFigures c = summarize(s, "default");
+  EXPECT_NEAR(*c.matmul_seconds, 0.0010 * reps, 1e-12);
+  EXPECT_NEAR(*c.matmul_sample_seconds, 0.0124, 1e-12);
+  EXPECT_NEAR(*c.matmul_spread, 0.0, 1e-12);  // MAD of the products: most are alike
 }
 
 TEST(Analysis, EachCauseGetsItsVerdict) {
@@ -59,7 +80,7 @@ TEST(Analysis, EachCauseGetsItsVerdict) {
   for (unsigned cpu = 0; cpu < 8; ++cpu) samples.push_back(core(cpu));
   samples[1] = core(1, 0.0125, 2.4e9);           // 20 % lower clock, slower matmul
   samples[2] = core(2, 0.010, 3e9, 0.12);        // 12 % lost to detours
-  samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07); // slow memory, slightly slow matmul
+  samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07); // 29 % less bandwidth, slightly slow matmul
   samples[4] = core(4, 0.0110);                  // slower with nothing to explain it
   const auto v = judge_all(samples);
   EXPECT_EQ(v.cores[0].state, CoreState::ok);
@@ -67,9 +88,30 @@ TEST(Analysis, EachCauseGetsItsVerdict) {
   EXPECT_NE(v.cores[1].cause.find("2.40 GHz"), std::string::npos) << v.cores[1].cause;
   EXPECT_EQ(v.cores[2].state, CoreState::noisy);
   EXPECT_NE(v.cores[2].cause.find("12.0%"), std::string::npos) << v.cores[2].cause;
-  EXPECT_NE(v.cores[2].cause.find("preempted"), std::string::npos) << v.cores[2].cause;
+  EXPECT_NE(v.cores[2].cause.find("50% preempted by other threads (15 times)"), std::string::npos)
+      << v.cores[2].cause;
+  EXPECT_NE(v.cores[2].cause.find("50% below the kernel"), std::string::npos) << v.cores[2].cause;
   EXPECT_EQ(v.cores[3].state, CoreState::contended);
   EXPECT_EQ(v.cores[4].state, CoreState::slow);
+}
+
+// A VM whose hypervisor takes 6 % from every vCPU alike: that is the
+// node's floor, not a noisy core; a core 10 points above it is.
+TEST(Analysis, NoiseIsJudgedAboveTheNodesFloor) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 6; ++cpu) samples.push_back(core(cpu, 0.010, 3e9, 0.06));
+  auto v = judge_all(samples);
+  for (const auto& c : v.cores) EXPECT_EQ(c.state, CoreState::ok) << c.cause;
+  samples[5] = core(5, 0.010, 3e9, 0.16);
+  v = judge_all(samples);
+  EXPECT_EQ(v.cores[5].state, CoreState::noisy);
+  EXPECT_NEAR(*v.cores[5].excess_noise, 0.10, 1e-9);
+  EXPECT_NEAR(*v.references[0].noise_floor, 0.06, 1e-9);
+  // Two cores: the floor is the quieter one.
+  v = judge_all({core(0, 0.010, 3e9, 0.06), core(1, 0.010, 3e9, 0.16)});
+  EXPECT_EQ(v.cores[0].state, CoreState::ok);
+  EXPECT_EQ(v.cores[1].state, CoreState::noisy);
+  EXPECT_NEAR(*v.cores[1].excess_noise, 0.10, 1e-9);
 }
 
 TEST(Analysis, DecompositionMultipliesBack) {

@@ -26,6 +26,8 @@ TEST(ProcCountersTest, VmFixtureExactSums) {
   EXPECT_EQ(c0.interrupts, 79224u);
   EXPECT_EQ(c0.softirqs, 40635u);
   EXPECT_EQ(c0.steal_seconds, 0.0);
+  ASSERT_TRUE(c0.run_queue_wait_seconds);
+  EXPECT_DOUBLE_EQ(*c0.run_queue_wait_seconds, 25078e-9);
   CpuCounters c1 = reader.read(1);
   EXPECT_EQ(c1.interrupts, 133528u);
   EXPECT_EQ(c1.softirqs, 111413u);
@@ -34,6 +36,19 @@ TEST(ProcCountersTest, VmFixtureExactSums) {
   EXPECT_FALSE(c2.interrupts);
   EXPECT_FALSE(c2.softirqs);
   EXPECT_FALSE(c2.steal_seconds);
+}
+
+TEST(ProcCountersTest, SchedstatRunQueueWait) {
+  EXPECT_EQ(run_queue_wait_ns("5747185 25078 2\n"), 25078u);
+  EXPECT_EQ(run_queue_wait_ns("1 2"), 2u);
+  EXPECT_FALSE(run_queue_wait_ns(""));
+  EXPECT_FALSE(run_queue_wait_ns("5747185"));
+  EXPECT_FALSE(run_queue_wait_ns("5747185 -1"));
+  EXPECT_FALSE(run_queue_wait_ns("x 1 2"));
+  EXPECT_FALSE(ProcCounterReader(kProcDir + "garbage").read(0).run_queue_wait_seconds);
+  EXPECT_FALSE(ProcCounterReader(kProcDir + "4cpu-cpu2-offline").read(0).run_queue_wait_seconds);
+  // The real file of the calling thread.
+  EXPECT_TRUE(ProcCounterReader("/proc").read(0).run_queue_wait_seconds);
 }
 
 // CPU 2 is offline: the header is "CPU0 CPU1 CPU3", so CPU 3 is column 2.

@@ -48,8 +48,8 @@ TEST(Settings, ParsesEveryKindOfValue) {
   EXPECT_FALSE(s.isa.has_value());
   apply(s, "detour-window", "0.5");
   EXPECT_DOUBLE_EQ(s.detour_window_seconds, 0.5);
-  apply(s, "noisy-noise-ratio", "0.1");
-  EXPECT_DOUBLE_EQ(s.thresholds.noisy_noise_ratio, 0.1);
+  apply(s, "noisy-excess-noise", "0.1");
+  EXPECT_DOUBLE_EQ(s.thresholds.noisy_excess_noise, 0.1);
 }
 
 TEST(Settings, BadValuesSayWhatWasExpected) {
@@ -65,7 +65,7 @@ TEST(Settings, BadValuesSayWhatWasExpected) {
             std::string::npos);
   EXPECT_NE(error_of("detour-window", "nan").find("expected a window in seconds"),
             std::string::npos);
-  EXPECT_NE(error_of("noisy-noise-ratio", "1.5").find("expected a ratio from 0"),
+  EXPECT_NE(error_of("noisy-excess-noise", "1.5").find("expected a ratio from 0"),
             std::string::npos);
 }
 

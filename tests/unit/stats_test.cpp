@@ -39,6 +39,15 @@ TEST(Stats, QuantileInterpolatesLinearly) {
   EXPECT_DOUBLE_EQ(stats::quantile(values, 2), 5);
 }
 
+TEST(Stats, LowerQuantileIsAnActualValue) {
+  const std::vector<double> two{0.16, 0.06};
+  EXPECT_DOUBLE_EQ(stats::lower_quantile(two, 0.25), 0.06);
+  const std::vector<double> nine{9, 8, 7, 6, 5, 4, 3, 2, 1};
+  EXPECT_DOUBLE_EQ(stats::lower_quantile(nine, 0.25), 3);
+  EXPECT_DOUBLE_EQ(stats::lower_quantile(nine, 1), 9);
+  EXPECT_DOUBLE_EQ(stats::lower_quantile(nine, 0), 1);
+}
+
 TEST(Stats, RobustZ) {
   EXPECT_DOUBLE_EQ(stats::robust_z(5, 5, 0), 0);
   EXPECT_TRUE(std::isinf(stats::robust_z(6, 5, 0)));
@@ -63,6 +72,9 @@ TEST(Stats, RandomizedProperties) {
     EXPECT_DOUBLE_EQ(stats::quantile(v, 0), lo);
     EXPECT_DOUBLE_EQ(stats::quantile(v, 1), hi);
     EXPECT_DOUBLE_EQ(stats::quantile(v, 0.5), med);
+    const double lq = stats::lower_quantile(v, 0.25);
+    EXPECT_NE(std::find(v.begin(), v.end(), lq), v.end());
+    EXPECT_LE(lq, stats::quantile(v, 0.25));
     double previous = lo;
     for (double q = 0.05; q <= 1.0; q += 0.05) {
       const double value = stats::quantile(v, q);
