@@ -163,8 +163,8 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   c.clock_hertz = median_of(samples.clock_hertz);
   c.clock_spread = spread_of(samples.clock_hertz);
   if (!samples.detours.empty()) {
-    DetourResult merged = samples.detours.front();
-    for (std::size_t i = 1; i < samples.detours.size(); ++i) merged.merge(samples.detours[i]);
+    DetourResult merged;
+    for (const auto& window : samples.detours) merged.merge(window);
     c.detour = merged;
   }
   if (const auto t = fast_decile_of(samples.stream_seconds); t && *t > 0) {

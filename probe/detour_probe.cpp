@@ -60,6 +60,10 @@ double detour_bucket_upper_seconds(int bucket) {
 }
 
 void DetourResult::merge(const DetourResult& other) {
+  if (window_seconds == 0) {  // an empty accumulator takes the first window as it is
+    *this = other;
+    return;
+  }
   window_seconds += other.window_seconds;
   threshold_seconds = std::max(threshold_seconds, other.threshold_seconds);
   count += other.count;

@@ -40,6 +40,7 @@ struct DetourResult {
   double noise_ratio() const { return window_seconds > 0 ? total_seconds / window_seconds : 0; }
   // Adds another window's figures (counts, times and histograms sum; the
   // maximum is the maximum; attribution deltas sum where both have them).
+  // Merging into a default-constructed result copies the other.
   void merge(const DetourResult& other);
 };
 

@@ -224,3 +224,36 @@ TEST(Report, UnselectedAndUnusablePusAreSkippedWithTheirReason) {
 
 }  // namespace
 }  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+TEST(DetourResult, MergeSumsAndKeepsAttributionOnlyWhereAllWindowsHaveIt) {
+  DetourResult a;
+  a.window_seconds = 0.1;
+  a.total_seconds = 0.01;
+  a.count = 4;
+  a.max_seconds = 0.004;
+  a.histogram[3] = 4;
+  a.interrupts = 10;
+  a.preempted_seconds = 0.005;
+  DetourResult b = a;
+  b.max_seconds = 0.006;
+  b.interrupts.reset();  // this window's /proc/interrupts was unreadable
+
+  DetourResult merged;  // empty accumulator
+  merged.merge(a);
+  EXPECT_EQ(merged.interrupts, 10u);
+  merged.merge(b);
+  EXPECT_DOUBLE_EQ(merged.window_seconds, 0.2);
+  EXPECT_DOUBLE_EQ(merged.total_seconds, 0.02);
+  EXPECT_EQ(merged.count, 8u);
+  EXPECT_DOUBLE_EQ(merged.max_seconds, 0.006);
+  EXPECT_EQ(merged.histogram[3], 8u);
+  EXPECT_FALSE(merged.interrupts.has_value());
+  EXPECT_DOUBLE_EQ(*merged.preempted_seconds, 0.01);
+  EXPECT_DOUBLE_EQ(merged.noise_ratio(), 0.1);
+}
+
+}  // namespace
+}  // namespace corenoise
