@@ -9,7 +9,8 @@ bool ParsedArgs::has(const std::string& name) const {
   return false;
 }
 
-ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& value_options,
+ParsedArgs parse_args(const std::vector<std::string>& args,
+                      const std::set<std::string>& value_options,
                       const std::set<std::string>& flags) {
   ParsedArgs parsed;
   for (std::size_t i = 0; i < args.size(); ++i) {

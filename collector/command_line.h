@@ -17,14 +17,16 @@ struct UsageError : std::runtime_error {
 };
 
 struct ParsedArgs {
-  std::vector<std::pair<std::string, std::string>> options;  // name without "--", value ("" for flags)
+  std::vector<std::pair<std::string, std::string>>
+      options;  // name without "--", value ("" for flags)
   std::vector<std::string> positional;
 
   bool has(const std::string& name) const;
 };
 
 // `value_options` take a value; `flags` do not. Throws UsageError.
-ParsedArgs parse_args(const std::vector<std::string>& args, const std::set<std::string>& value_options,
+ParsedArgs parse_args(const std::vector<std::string>& args,
+                      const std::set<std::string>& value_options,
                       const std::set<std::string>& flags);
 
 }  // namespace corenoise

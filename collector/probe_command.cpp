@@ -165,7 +165,8 @@ int run(const CommandOptions& options) {
     if (json_file) {
       *json_file << text;
       json_file->flush();
-      if (!*json_file) throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
+      if (!*json_file)
+        throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
     } else {
       std::cout << text;
     }

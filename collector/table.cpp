@@ -20,7 +20,9 @@ std::string cell(std::string text, int width) {
   return text;
 }
 
-bool shown(const CoreFigures& c) { return !(c.state == CoreState::skipped && c.cause == "not selected"); }
+bool shown(const CoreFigures& c) {
+  return !(c.state == CoreState::skipped && c.cause == "not selected");
+}
 
 void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
   char title[160];
@@ -79,7 +81,8 @@ void print_table(std::ostream& out, const NodeReport& r) {
 std::string summary_line(const NodeReport& r) {
   char head[200];
   std::string modes;
-  for (const auto& m : r.modes) modes += (modes.empty() ? "" : "+") + std::string(to_string(m.mode));
+  for (const auto& m : r.modes)
+    modes += (modes.empty() ? "" : "+") + std::string(to_string(m.mode));
   const std::size_t measured = r.pus.size() - r.count(CoreState::skipped);
   if (r.modes.empty()) {
     std::snprintf(head, sizeof head, "%zu PUs listed from %s, probed none of them", r.pus.size(),
@@ -113,8 +116,9 @@ std::string summary_line(const NodeReport& r) {
   }
   if (worst) {
     char tail[120];
-    std::snprintf(tail, sizeof tail, "; worst: cpu %u %s, expected slowdown %.3f", r.pus[*worst].cpu,
-                  std::string(to_string(r.state(*worst))).c_str(), worst_slowdown);
+    std::snprintf(tail, sizeof tail, "; worst: cpu %u %s, expected slowdown %.3f",
+                  r.pus[*worst].cpu, std::string(to_string(r.state(*worst))).c_str(),
+                  worst_slowdown);
     line += tail;
   }
   return line;

@@ -101,21 +101,23 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
 
   if (c.clock_ratio && *c.clock_ratio >= t.throttled_clock_ratio) {
     c.state = CoreState::throttled;
-    c.cause = format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
-                     *c.clock_hertz / 1e9, (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(),
-                     *ref.clock_hertz / 1e9);
+    c.cause =
+        format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz", *c.clock_hertz / 1e9,
+               (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(), *ref.clock_hertz / 1e9);
   } else if (c.excess_noise && *c.excess_noise >= t.noisy_excess_noise) {
     c.state = CoreState::noisy;
-    c.cause = format("loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
-                     "the node's floor: ",
-                     noise * 100, static_cast<unsigned long long>(c.detour->count),
-                     c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
+    c.cause = format(
+                  "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
+                  "the node's floor: ",
+                  noise * 100, static_cast<unsigned long long>(c.detour->count),
+                  c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
               attribute(*c.detour);
   } else if (c.stream_slowdown && *c.stream_slowdown >= t.contended_stream_ratio) {
     c.state = CoreState::contended;
-    c.cause = format("memory bandwidth %.1f GB/s is %.1f%% below the reference with normal clock "
-                     "and noise",
-                     *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100);
+    c.cause = format(
+        "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal clock "
+        "and noise",
+        *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100);
   } else if (c.expected_slowdown && *c.expected_slowdown >= t.slow_ratio) {
     c.state = CoreState::slow;
     c.cause = format("matmul %.1f%% slower than the reference; clock, noise and memory are normal",
@@ -130,12 +132,18 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
 
 std::string_view to_string(CoreState state) {
   switch (state) {
-    case CoreState::ok: return "ok";
-    case CoreState::noisy: return "noisy";
-    case CoreState::throttled: return "throttled";
-    case CoreState::contended: return "contended";
-    case CoreState::slow: return "slow";
-    case CoreState::skipped: return "skipped";
+    case CoreState::ok:
+      return "ok";
+    case CoreState::noisy:
+      return "noisy";
+    case CoreState::throttled:
+      return "throttled";
+    case CoreState::contended:
+      return "contended";
+    case CoreState::slow:
+      return "slow";
+    case CoreState::skipped:
+      return "skipped";
   }
   return "?";
 }
@@ -182,7 +190,8 @@ ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds)
     if (c.state != CoreState::skipped) by_kind[c.kind].push_back(&c);
   }
   ModeVerdicts verdicts;
-  for (const auto& [kind, members] : by_kind) verdicts.references.push_back(reference_of(kind, members));
+  for (const auto& [kind, members] : by_kind)
+    verdicts.references.push_back(reference_of(kind, members));
   for (auto& c : cores) {
     if (c.state == CoreState::skipped) continue;
     for (const auto& ref : verdicts.references) {

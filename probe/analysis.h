@@ -44,11 +44,11 @@ struct CoreFigures {
   std::string kind;
   std::optional<double> matmul_seconds;  // one sample, uninterrupted: fast-decile product × reps
   std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul_seconds
-  std::optional<double> matmul_spread;   // MAD / median of the product times
-  std::optional<double> matmul_sample_seconds;  // median measured sample, noise included
-  std::optional<double> clock_hertz;     // median of samples (each the fastest of its chunks)
+  std::optional<double> matmul_spread;            // MAD / median of the product times
+  std::optional<double> matmul_sample_seconds;    // median measured sample, noise included
+  std::optional<double> clock_hertz;  // median of samples (each the fastest of its chunks)
   std::optional<double> clock_spread;
-  std::optional<DetourResult> detour;    // all windows merged
+  std::optional<DetourResult> detour;             // all windows merged
   std::optional<double> stream_bytes_per_second;  // from the fast-decile sample time
   // Filled by judge():
   std::optional<double> matmul_slowdown;  // matmul time / reference

@@ -30,8 +30,8 @@ void dependent_adds(std::uint64_t blocks) {
 }  // namespace
 
 ClockProbe::ClockProbe(std::uint64_t adds_per_chunk, int chunks)
-    : blocks_per_chunk_(std::max<std::uint64_t>(1, (adds_per_chunk + kAddsPerBlock - 1) /
-                                                       kAddsPerBlock)),
+    : blocks_per_chunk_(
+          std::max<std::uint64_t>(1, (adds_per_chunk + kAddsPerBlock - 1) / kAddsPerBlock)),
       chunks_(std::max(1, chunks)) {}
 
 double ClockProbe::run() const {

@@ -81,10 +81,9 @@ DetourProbe::DetourProbe(unsigned cpu, double window_seconds, double threshold_s
                          const ProcCounterReader& counters)
     : cpu_(cpu),
       window_ticks_(seconds_to_tsc(window_seconds)),
-      threshold_ticks_(threshold_seconds > 0
-                           ? seconds_to_tsc(threshold_seconds)
-                           : std::max(seconds_to_tsc(kMinThresholdSeconds),
-                                      kThresholdLoopMultiple * min_loop_ticks())),
+      threshold_ticks_(threshold_seconds > 0 ? seconds_to_tsc(threshold_seconds)
+                                             : std::max(seconds_to_tsc(kMinThresholdSeconds),
+                                                        kThresholdLoopMultiple * min_loop_ticks())),
       counters_(counters) {}
 
 double DetourProbe::threshold_seconds() const { return tsc_to_seconds(threshold_ticks_); }
@@ -92,7 +91,8 @@ double DetourProbe::threshold_seconds() const { return tsc_to_seconds(threshold_
 DetourResult DetourProbe::run() const {
   DetourResult result;
   result.threshold_seconds = threshold_seconds();
-  const std::uint64_t first_upper = std::max<std::uint64_t>(1, seconds_to_tsc(kFirstBucketUpperSeconds));
+  const std::uint64_t first_upper =
+      std::max<std::uint64_t>(1, seconds_to_tsc(kFirstBucketUpperSeconds));
   const CpuCounters before = counters_.read(cpu_);
   const std::uint64_t switches_before = involuntary_switches();
 

@@ -22,8 +22,8 @@ enum class Isa { baseline, avx2, avx512 };
 
 std::string_view to_string(Dtype dtype);
 std::string_view to_string(Isa isa);
-std::optional<Dtype> parse_dtype(std::string_view text);   // "f32" | "f64"
-std::optional<Isa> parse_isa(std::string_view text);       // "baseline" | "avx2" | "avx512"
+std::optional<Dtype> parse_dtype(std::string_view text);  // "f32" | "f64"
+std::optional<Isa> parse_isa(std::string_view text);      // "baseline" | "avx2" | "avx512"
 
 // Whether this CPU and OS can run `isa` (CPUID and XCR0 state).
 bool isa_supported(Isa isa);

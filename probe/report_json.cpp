@@ -13,12 +13,9 @@ void put(json& j, const char* key, const std::optional<double>& value) {
 }
 
 json detour_json(const DetourResult& d) {
-  json j = {{"noise_ratio", d.noise_ratio()},
-            {"count", d.count},
-            {"total_seconds", d.total_seconds},
-            {"max_seconds", d.max_seconds},
-            {"window_seconds", d.window_seconds},
-            {"threshold_seconds", d.threshold_seconds},
+  json j = {{"noise_ratio", d.noise_ratio()},     {"count", d.count},
+            {"total_seconds", d.total_seconds},   {"max_seconds", d.max_seconds},
+            {"window_seconds", d.window_seconds}, {"threshold_seconds", d.threshold_seconds},
             {"preemptions", d.preemptions}};
   if (d.interrupts) j["interrupts"] = *d.interrupts;
   if (d.softirqs) j["softirqs"] = *d.softirqs;

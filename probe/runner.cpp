@@ -163,9 +163,9 @@ Runner::Runner(ProbeSettings settings, Topology topology)
       topology_(std::move(topology)),
       isa_(settings_.isa.value_or(best_isa())) {
   if (!isa_supported(isa_)) {
-    throw std::invalid_argument("--isa " + std::string(to_string(isa_)) +
-                                ": this CPU does not support it (best: " +
-                                std::string(to_string(best_isa())) + ")");
+    throw std::invalid_argument(
+        "--isa " + std::string(to_string(isa_)) +
+        ": this CPU does not support it (best: " + std::string(to_string(best_isa())) + ")");
   }
   tsc_hertz();  // calibrate now, not inside the first probe
 }
@@ -183,7 +183,8 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   std::vector<const ProcessingUnit*> pus;
   for (unsigned cpu : cpus) {
     const ProcessingUnit* pu = topology_.find(cpu);
-    if (pu == nullptr) throw std::invalid_argument("CPU " + std::to_string(cpu) + " is not in the topology");
+    if (pu == nullptr)
+      throw std::invalid_argument("CPU " + std::to_string(cpu) + " is not in the topology");
     pus.push_back(pu);
   }
   round.cpus.resize(pus.size());
@@ -193,7 +194,8 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     for (std::size_t i = 0; i < pus.size(); ++i) {
       if (cancel != nullptr && cancel->load()) break;
       StayOffCpus off(allowed, {pus[i]->cpu});
-      std::thread(CpuWorker(settings_, isa_, *pus[i], counters, nullptr, cancel, round.cpus[i])).join();
+      std::thread(CpuWorker(settings_, isa_, *pus[i], counters, nullptr, cancel, round.cpus[i]))
+          .join();
       if (progress) progress(i + 1, pus.size());
     }
   } else {
@@ -202,7 +204,8 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     std::vector<std::thread> threads;
     threads.reserve(pus.size());
     for (std::size_t i = 0; i < pus.size(); ++i) {
-      threads.emplace_back(CpuWorker(settings_, isa_, *pus[i], counters, &barrier, cancel, round.cpus[i]));
+      threads.emplace_back(
+          CpuWorker(settings_, isa_, *pus[i], counters, &barrier, cancel, round.cpus[i]));
     }
     for (auto& t : threads) t.join();
     if (progress) progress(pus.size(), pus.size());

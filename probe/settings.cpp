@@ -91,7 +91,8 @@ std::vector<OptionSpec> make_specs() {
   specs.push_back({"dtype", "TYPE", "matmul element type: f32 or f64 (default: f64)",
                    [](ProbeSettings& s, std::string_view v) {
                      const auto dtype = parse_dtype(v);
-                     if (!dtype) throw std::invalid_argument("got " + quoted(v) + ", expected f32 or f64");
+                     if (!dtype)
+                       throw std::invalid_argument("got " + quoted(v) + ", expected f32 or f64");
                      s.dtype = *dtype;
                    }});
   specs.push_back({"reps", "N", "matmul repetitions per sample (default: 32)",
@@ -113,8 +114,7 @@ std::vector<OptionSpec> make_specs() {
                      }
                      s.isa = *isa;
                    }});
-  specs.push_back({"detour-window", "SECONDS",
-                   "length of one detour-probe window (default: 0.025)",
+  specs.push_back({"detour-window", "SECONDS", "length of one detour-probe window (default: 0.025)",
                    [](ProbeSettings& s, std::string_view v) {
                      s.detour_window_seconds = parse_real(v, 1e-4, 60, "a window in seconds");
                    }});
@@ -127,8 +127,8 @@ std::vector<OptionSpec> make_specs() {
   specs.push_back({"stream-bytes", "BYTES",
                    "stream buffer per core; 0 sizes it from the LLC share (default: 0)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.stream_bytes = static_cast<std::uint64_t>(
-                         parse_integer(v, 0, 1LL << 36, "a byte count"));
+                     s.stream_bytes =
+                         static_cast<std::uint64_t>(parse_integer(v, 0, 1LL << 36, "a byte count"));
                    }});
   specs.push_back({"proc-root", "DIR", "where /proc is mounted (default: /proc)",
                    [](ProbeSettings& s, std::string_view v) {
@@ -151,11 +151,12 @@ std::vector<OptionSpec> make_specs() {
                    [](ProbeSettings& s, std::string_view v) {
                      s.thresholds.slow_ratio = parse_real(v, 1, 100, "a ratio");
                    }});
-  specs.push_back({"contended-stream-ratio", "RATIO",
-                   "contended when reference bandwidth / core bandwidth reaches this (default: 1.25)",
-                   [](ProbeSettings& s, std::string_view v) {
-                     s.thresholds.contended_stream_ratio = parse_real(v, 1, 100, "a ratio");
-                   }});
+  specs.push_back(
+      {"contended-stream-ratio", "RATIO",
+       "contended when reference bandwidth / core bandwidth reaches this (default: 1.25)",
+       [](ProbeSettings& s, std::string_view v) {
+         s.thresholds.contended_stream_ratio = parse_real(v, 1, 100, "a ratio");
+       }});
   return specs;
 }
 
@@ -163,17 +164,19 @@ std::vector<OptionSpec> make_specs() {
 
 std::string_view to_string(ProbeKind probe) {
   switch (probe) {
-    case ProbeKind::matmul: return "matmul";
-    case ProbeKind::clock: return "clock";
-    case ProbeKind::detour: return "detour";
-    case ProbeKind::stream: return "stream";
+    case ProbeKind::matmul:
+      return "matmul";
+    case ProbeKind::clock:
+      return "clock";
+    case ProbeKind::detour:
+      return "detour";
+    case ProbeKind::stream:
+      return "stream";
   }
   return "?";
 }
 
-std::string_view to_string(Mode mode) {
-  return mode == Mode::isolated ? "isolated" : "concurrent";
-}
+std::string_view to_string(Mode mode) { return mode == Mode::isolated ? "isolated" : "concurrent"; }
 
 bool ProbeSettings::runs(ProbeKind probe) const {
   return std::find(probes.begin(), probes.end(), probe) != probes.end();

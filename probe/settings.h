@@ -24,10 +24,10 @@ std::string_view to_string(Mode mode);
 // Verdict thresholds (see docs/verdicts.md). Ratios compare a core with the
 // reference core of its kind: 1.05 means 5 % worse.
 struct Thresholds {
-  double throttled_clock_ratio = 1.05;    // reference clock / core clock
-  double noisy_excess_noise = 0.05;       // share of time lost beyond the node's noise floor
-  double slow_ratio = 1.05;               // matmul time / reference (and expected slowdown)
-  double contended_stream_ratio = 1.25;   // reference bandwidth / core bandwidth
+  double throttled_clock_ratio = 1.05;   // reference clock / core clock
+  double noisy_excess_noise = 0.05;      // share of time lost beyond the node's noise floor
+  double slow_ratio = 1.05;              // matmul time / reference (and expected slowdown)
+  double contended_stream_ratio = 1.25;  // reference bandwidth / core bandwidth
 };
 
 struct ProbeSettings {
@@ -38,7 +38,7 @@ struct ProbeSettings {
   int matmul_size = 128;
   Dtype dtype = Dtype::f64;
   int reps = 32;
-  std::optional<Isa> isa;              // nullopt: the widest the CPU supports
+  std::optional<Isa> isa;  // nullopt: the widest the CPU supports
   double detour_window_seconds = 0.025;
   double detour_threshold_seconds = 0;  // 0: derived per core, at least 1 µs
   std::uint64_t stream_bytes = 0;       // 0: from the core's LLC share

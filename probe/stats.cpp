@@ -51,8 +51,9 @@ double mad(std::span<const double> values) {
 double robust_z(double x, double median, double mad) {
   const double diff = x - median;
   if (diff == 0) return 0;
-  if (mad == 0) return diff > 0 ? std::numeric_limits<double>::infinity()
-                                : -std::numeric_limits<double>::infinity();
+  if (mad == 0)
+    return diff > 0 ? std::numeric_limits<double>::infinity()
+                    : -std::numeric_limits<double>::infinity();
   return diff / (1.4826 * mad);
 }
 

@@ -11,15 +11,16 @@
 namespace corenoise {
 
 struct ProcessingUnit {
-  unsigned cpu = 0;       // OS index of the PU (the `cpu` label; joins node_exporter)
-  unsigned core = 0;      // logical index of its core, unique on the machine
-  unsigned package = 0;   // logical index of its package (socket)
-  int numa_node = -1;     // OS index of its (first) NUMA node, -1 if unknown
-  std::string kind;       // CPU kind: "default" on single-kind machines; otherwise
-                          // hwloc's CoreType (e.g. "IntelCore", "IntelAtom") or "kindN"
-  int kind_efficiency = 0;  // hwloc cpukind efficiency rank; higher = faster kind
-  std::uint64_t l2_bytes = 0;         // size of the L2 (or nearest) cache above this PU, 0 unknown
-  std::uint64_t llc_share_bytes = 0;  // last-level cache size / number of cores sharing it, 0 unknown
+  unsigned cpu = 0;            // OS index of the PU (the `cpu` label; joins node_exporter)
+  unsigned core = 0;           // logical index of its core, unique on the machine
+  unsigned package = 0;        // logical index of its package (socket)
+  int numa_node = -1;          // OS index of its (first) NUMA node, -1 if unknown
+  std::string kind;            // CPU kind: "default" on single-kind machines; otherwise
+                               // hwloc's CoreType (e.g. "IntelCore", "IntelAtom") or "kindN"
+  int kind_efficiency = 0;     // hwloc cpukind efficiency rank; higher = faster kind
+  std::uint64_t l2_bytes = 0;  // size of the L2 (or nearest) cache above this PU, 0 unknown
+  std::uint64_t llc_share_bytes =
+      0;  // last-level cache size / number of cores sharing it, 0 unknown
   // Empty if this process may run on the PU; otherwise why it cannot
   // (e.g. "disallowed by cgroup", "outside process affinity", "not this machine").
   std::string skip_reason;

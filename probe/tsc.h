@@ -4,8 +4,9 @@
 // (constant_tsc, nonstop_tsc), so ticks convert to seconds with one factor.
 #pragma once
 
-#include <cstdint>
 #include <x86intrin.h>
+
+#include <cstdint>
 
 namespace corenoise {
 
@@ -15,7 +16,9 @@ inline std::uint64_t read_tsc() { return __rdtsc(); }
 // (about 30 ms, on first call). Thread-safe.
 double tsc_hertz();
 
-inline double tsc_to_seconds(std::uint64_t ticks) { return static_cast<double>(ticks) / tsc_hertz(); }
+inline double tsc_to_seconds(std::uint64_t ticks) {
+  return static_cast<double>(ticks) / tsc_hertz();
+}
 inline std::uint64_t seconds_to_tsc(double seconds) {
   return static_cast<std::uint64_t>(seconds * tsc_hertz());
 }

@@ -12,7 +12,8 @@
 
 namespace corenoise::bench {
 
-inline ProbeSettings settings_with(const std::vector<std::pair<std::string, std::string>>& options) {
+inline ProbeSettings settings_with(
+    const std::vector<std::pair<std::string, std::string>>& options) {
   ProbeSettings s;
   for (const auto& [name, value] : options) find_probe_option(name)->apply(s, value);
   return s;

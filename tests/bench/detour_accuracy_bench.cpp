@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
 
   std::printf("detour probe, default settings (%d x %.3f s windows per round), %d rounds each\n",
               settings.samples, settings.detour_window_seconds, rounds);
-  std::printf("%4s %10s %12s %14s %16s %10s %15s\n", "cpu", "floor%", "floor_max_us",
-              "injected%", "injected_max_us", "delta_pts", "preempted_pts");
+  std::printf("%4s %10s %12s %14s %16s %10s %15s\n", "cpu", "floor%", "floor_max_us", "injected%",
+              "injected_max_us", "delta_pts", "preempted_pts");
   for (std::size_t i = 0; i < 2; ++i) {
     const double f = stats::median(floor[i].noise), n = stats::median(injected[i].noise);
     std::printf("%4u %10.2f %12.0f %14.2f %16.0f %10.2f %15.2f\n", cpus[i], f * 100,
@@ -86,8 +86,9 @@ int main(int argc, char** argv) {
                 stats::median(injected[i].max_seconds) * 1e6, (n - f) * 100,
                 (stats::median(injected[i].preempted) - stats::median(floor[i].preempted)) * 100);
   }
-  std::printf("injected duty cycle %.1f %%: goal delta on cpu %u within 1.5 points of it, "
-              "cpu %u unchanged\n",
-              duty * 100, noisy, quiet);
+  std::printf(
+      "injected duty cycle %.1f %%: goal delta on cpu %u within 1.5 points of it, "
+      "cpu %u unchanged\n",
+      duty * 100, noisy, quiet);
   return 0;
 }

@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     const CoreFigures f = summarize(s, "default");
-    const double sample_spread =
-        stats::mad(s.matmul_seconds) / stats::median(s.matmul_seconds);
+    const double sample_spread = stats::mad(s.matmul_seconds) / stats::median(s.matmul_seconds);
     product_spreads.push_back(*f.matmul_spread);
     sample_spreads.push_back(sample_spread);
     clock_spreads.push_back(*f.clock_spread);
@@ -42,13 +41,15 @@ int main(int argc, char** argv) {
                 *f.matmul_spread * 100, sample_spread * 100, *f.clock_hertz / 1e9,
                 *f.clock_spread * 100, f.detour->noise_ratio() * 100);
   }
-  std::printf("medians over rounds: products MAD/median %.3f %%, samples MAD/median %.3f %%, "
-              "clock MAD/median %.3f %%\n",
-              stats::median(product_spreads) * 100, stats::median(sample_spreads) * 100,
-              stats::median(clock_spreads) * 100);
-  std::printf("round-to-round MAD/median of the reported figures: matmul %.3f %%, clock %.3f %% "
-              "(goal: <= 0.5 %%)\n",
-              stats::mad(matmul) / stats::median(matmul) * 100,
-              stats::mad(clock) / stats::median(clock) * 100);
+  std::printf(
+      "medians over rounds: products MAD/median %.3f %%, samples MAD/median %.3f %%, "
+      "clock MAD/median %.3f %%\n",
+      stats::median(product_spreads) * 100, stats::median(sample_spreads) * 100,
+      stats::median(clock_spreads) * 100);
+  std::printf(
+      "round-to-round MAD/median of the reported figures: matmul %.3f %%, clock %.3f %% "
+      "(goal: <= 0.5 %%)\n",
+      stats::mad(matmul) / stats::median(matmul) * 100,
+      stats::mad(clock) / stats::median(clock) * 100);
   return 0;
 }

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "process.h"
 #include "probe/topology.h"
+#include "process.h"
 
 namespace corenoise {
 namespace {
@@ -32,7 +32,8 @@ TEST(ProbeCli, JsonCarriesEveryPuWithTheDocumentedFields) {
   EXPECT_EQ(doc["settings"]["reps"], 4);
   ASSERT_EQ(doc["cpus"].size(), native_pus());
   for (const auto& c : doc["cpus"]) {
-    for (const char* key : {"cpu", "core", "package", "numa_node", "kind", "state", "expected_slowdown"}) {
+    for (const char* key :
+         {"cpu", "core", "package", "numa_node", "kind", "state", "expected_slowdown"}) {
       EXPECT_TRUE(c.contains(key)) << key << " in " << c.dump();
     }
     const double seconds = c["matmul"]["seconds"];
@@ -57,14 +58,16 @@ TEST(ProbeCli, TablePrintsARowForEveryCpu) {
   std::size_t rows = 0;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find(" default ") != std::string::npos || line.find(" Intel") != std::string::npos) ++rows;
+    if (line.find(" default ") != std::string::npos || line.find(" Intel") != std::string::npos)
+      ++rows;
   }
   EXPECT_EQ(rows, native_pus()) << r.out;
   EXPECT_NE(r.out.find("CPUs probed (isolated; f64 n=128 reps=4"), std::string::npos) << r.out;
 }
 
 TEST(ProbeCli, BothModesSayWhereEachModeGoes) {
-  const auto r = run_command(kCorenoise + " probe --mode both --probes matmul,clock --json -" + kQuick);
+  const auto r =
+      run_command(kCorenoise + " probe --mode both --probes matmul,clock --json -" + kQuick);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
   const json doc = json::parse(r.out);
   ASSERT_EQ(doc["rounds"].size(), 2u);
@@ -120,8 +123,9 @@ TEST(ProbeCli, BadInputExitsOneNamingTheInput) {
 TEST(ProbeCli, HelpExplainsEveryOption) {
   const auto r = run_command(kCorenoise + " probe --help");
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* option : {"--cpus", "--probes", "--mode", "--samples", "--matmul-size", "--dtype",
-                             "--reps", "--topology", "--json", "--quiet", "Exit status"}) {
+  for (const char* option :
+       {"--cpus", "--probes", "--mode", "--samples", "--matmul-size", "--dtype", "--reps",
+        "--topology", "--json", "--quiet", "Exit status"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
   }
   EXPECT_EQ(run_command(kCorenoise + " --help").exit_code, 0);
@@ -139,8 +143,8 @@ TEST(ProbeCli, QuietPrintsOnlyTheSummary) {
 // lost, and leaves CPU 0 alone.
 TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
-  BackgroundProcess injector({NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms",
-                              "10", "--seconds", "60"});
+  BackgroundProcess injector(
+      {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms", "10", "--seconds", "60"});
   const std::string ready = injector.wait_line();
   ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
   const auto r = run_command(kCorenoise + " probe --cpus 0,1 --json -");

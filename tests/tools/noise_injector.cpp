@@ -47,12 +47,18 @@ int main(int argc, char** argv) {
       if (*end != '\0') usage(("bad value for " + arg).c_str());
       return v;
     };
-    if (arg == "--cpu") cpu = static_cast<int>(value());
-    else if (arg == "--busy-ms") busy_ms = value();
-    else if (arg == "--period-ms") period_ms = value();
-    else if (arg == "--seconds") seconds = value();
-    else if (arg == "--normal") fifo = false;
-    else usage(("unknown option " + arg).c_str());
+    if (arg == "--cpu")
+      cpu = static_cast<int>(value());
+    else if (arg == "--busy-ms")
+      busy_ms = value();
+    else if (arg == "--period-ms")
+      period_ms = value();
+    else if (arg == "--seconds")
+      seconds = value();
+    else if (arg == "--normal")
+      fifo = false;
+    else
+      usage(("unknown option " + arg).c_str());
   }
   if (cpu < 0) usage("--cpu is required");
   if (busy_ms < 0 || period_ms <= 0 || busy_ms > period_ms || seconds <= 0) {

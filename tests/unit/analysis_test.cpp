@@ -35,7 +35,8 @@ CpuSamples core(unsigned cpu, double matmul = 0.010, double hz = 3e9, double noi
   return s;
 }
 
-ModeVerdicts judge_all(const std::vector<CpuSamples>& samples, const std::string& kind = "default") {
+ModeVerdicts judge_all(const std::vector<CpuSamples>& samples,
+                       const std::string& kind = "default") {
   std::vector<CoreFigures> cores;
   for (const auto& s : samples) cores.push_back(summarize(s, kind));
   return judge(std::move(cores), Thresholds{});
@@ -78,10 +79,10 @@ TEST(Analysis, MatmulSpeedIgnoresNoiseInMostProducts) {
 TEST(Analysis, EachCauseGetsItsVerdict) {
   std::vector<CpuSamples> samples;
   for (unsigned cpu = 0; cpu < 8; ++cpu) samples.push_back(core(cpu));
-  samples[1] = core(1, 0.0125, 2.4e9);           // 20 % lower clock, slower matmul
-  samples[2] = core(2, 0.010, 3e9, 0.12);        // 12 % lost to detours
-  samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07); // 29 % less bandwidth, slightly slow matmul
-  samples[4] = core(4, 0.0110);                  // slower with nothing to explain it
+  samples[1] = core(1, 0.0125, 2.4e9);            // 20 % lower clock, slower matmul
+  samples[2] = core(2, 0.010, 3e9, 0.12);         // 12 % lost to detours
+  samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07);  // 29 % less bandwidth, slightly slow matmul
+  samples[4] = core(4, 0.0110);                   // slower with nothing to explain it
   const auto v = judge_all(samples);
   EXPECT_EQ(v.cores[0].state, CoreState::ok);
   EXPECT_EQ(v.cores[1].state, CoreState::throttled);

@@ -55,7 +55,8 @@ TEST(Settings, ParsesEveryKindOfValue) {
 TEST(Settings, BadValuesSayWhatWasExpected) {
   EXPECT_NE(error_of("probes", "matmul,fft").find("unknown probe 'fft'"), std::string::npos);
   EXPECT_NE(error_of("probes", "").find("unknown probe ''"), std::string::npos);
-  EXPECT_NE(error_of("mode", "all").find("expected isolated, concurrent or both"), std::string::npos);
+  EXPECT_NE(error_of("mode", "all").find("expected isolated, concurrent or both"),
+            std::string::npos);
   EXPECT_NE(error_of("matmul-size", "0").find("expected a matrix order from 1"), std::string::npos);
   EXPECT_NE(error_of("matmul-size", "-5").find("got '-5'"), std::string::npos);
   EXPECT_NE(error_of("matmul-size", "12x").find("got '12x'"), std::string::npos);
@@ -74,7 +75,8 @@ TEST(Settings, OptionNamesAreUniqueAndDocumented) {
   for (const auto& spec : probe_option_specs()) {
     EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
     EXPECT_FALSE(spec.help.empty()) << spec.name;
-    EXPECT_NE(spec.help.find("default"), std::string::npos) << spec.name << " should say its default";
+    EXPECT_NE(spec.help.find("default"), std::string::npos)
+        << spec.name << " should say its default";
   }
   EXPECT_EQ(find_probe_option("no-such-option"), nullptr);
 }
