@@ -98,6 +98,16 @@ std::vector<unsigned> select_cpus(const CommandOptions& options, const Topology&
     }
     if (pu->usable()) usable.push_back(cpu);
   }
+  // Asking for CPUs of this machine and getting none probed is an error;
+  // another machine's topology is only listed.
+  if (usable.empty() && topology.is_this_system()) {
+    std::string why;
+    for (unsigned cpu : wanted) {
+      why += (why.empty() ? "" : ", ") + std::string("cpu ") + std::to_string(cpu) + " " +
+             topology.find(cpu)->skip_reason;
+    }
+    throw UsageError("none of the selected CPUs can be probed by this process (" + why + ")");
+  }
   return usable;
 }
 

@@ -50,12 +50,12 @@ void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
         << cell(fixed(c.expected_slowdown, 1, 3), 8) << cell(fixed(c.clock_hertz, 1e-9, 2), 7)
         << cell(fixed(noise, 100, 2), 8) << cell(fixed(detours, 1, 0), 9)
         << cell(fixed(max_detour, 1e6, 0), 8) << cell(fixed(c.stream_bytes_per_second, 1e-9, 1), 13)
-        << "  " << to_string(c.state) << '\n';
+        << "  " << to_string(c.state)
+        << (c.state == CoreState::skipped ? " (" + c.cause + ")" : std::string()) << '\n';
   }
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
     const CoreFigures& c = m.verdicts.cores[i];
-    if (c.state != CoreState::ok && shown(c) && !c.cause.empty() &&
-        c.cause != r.pus[i].skip_reason) {
+    if (c.state != CoreState::ok && c.state != CoreState::skipped && !c.cause.empty()) {
       out << "  cpu " << c.cpu << ' ' << to_string(c.state) << ": " << c.cause << '\n';
     }
   }

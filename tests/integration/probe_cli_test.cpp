@@ -65,6 +65,24 @@ TEST(ProbeCli, TablePrintsARowForEveryCpu) {
   EXPECT_NE(r.out.find("CPUs probed (isolated; f64 n=128 reps=4"), std::string::npos) << r.out;
 }
 
+// PUs this process may not use stay in the report, skipped with the reason.
+TEST(ProbeCli, CpusOutsideTheAffinityAreListedAsSkipped) {
+  if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
+  auto r = run_command("taskset -c 0 " + kCorenoise + " probe --json -" + kQuick);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["cpus"].size(), native_pus());
+  EXPECT_NE(doc["cpus"][0]["state"], "skipped");
+  EXPECT_EQ(doc["cpus"][1]["state"], "skipped");
+  EXPECT_EQ(doc["cpus"][1]["cause"], "outside process affinity");
+  r = run_command("taskset -c 0 " + kCorenoise + " probe" + kQuick);
+  EXPECT_NE(r.out.find("skipped (outside process affinity)"), std::string::npos) << r.out;
+  // Asking only for CPUs it may not use is an error, not an empty success.
+  r = run_command("taskset -c 0 " + kCorenoise + " probe --cpus 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cpu 1 outside process affinity"), std::string::npos) << r.err;
+}
+
 TEST(ProbeCli, BothModesSayWhereEachModeGoes) {
   const auto r =
       run_command(kCorenoise + " probe --mode both --probes matmul,clock --json -" + kQuick);
