@@ -1,0 +1,79 @@
+// What the daemon knows after its latest rounds, as one immutable value.
+// The event loop builds a new Snapshot after every round (or pause, or
+// publication) and swaps it in; the exporter's threads render whichever
+// snapshot is current at scrape time, without locks on the probe path and
+// without doing any work beyond rendering.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/report.h"
+
+namespace corenoise {
+
+// Probe figures are keyed by (cpu, probe, mode) for the ratio metrics.
+struct ProbeKey {
+  unsigned cpu = 0;
+  ProbeKind probe = ProbeKind::matmul;
+  Mode mode = Mode::isolated;
+  auto operator<=>(const ProbeKey&) const = default;
+};
+
+// Monotonic per-CPU counters, summed over every round since start.
+struct CpuCounterTotals {
+  std::uint64_t detours = 0;
+  double detour_seconds = 0;
+};
+
+// /sys facts about a CPU where the kernel exposes them (bare metal).
+struct CpuSysInfo {
+  std::optional<std::uint64_t> core_throttle_count;     // thermal_throttle/core_throttle_count
+  std::optional<std::uint64_t> package_throttle_count;  // thermal_throttle/package_throttle_count
+  std::optional<double> cur_hertz;                      // cpufreq/scaling_cur_freq
+  std::optional<double> max_hertz;                      // cpufreq/cpuinfo_max_freq
+};
+
+struct RoundStats {
+  std::uint64_t rounds = 0;                  // rounds completed in this mode
+  std::optional<double> last_unix_seconds;   // start of the latest round
+  std::optional<double> last_duration_seconds;
+};
+
+struct Snapshot {
+  std::string version;
+  // Topology and the latest round of each mode that has run (report.modes
+  // holds at most one ModeReport per mode, isolated first). Before the first
+  // round, report.modes is empty and every PU is listed.
+  NodeReport report;
+  std::map<Mode, RoundStats> rounds;
+  std::map<unsigned, CpuCounterTotals> totals;  // by cpu
+  // Latest figure / the core's persisted calibration (>1: worse than its baseline).
+  std::map<ProbeKey, double> baseline_slowdown;
+  // Latest figure / the cluster reference the collector published.
+  std::map<ProbeKey, double> cluster_slowdown;
+  std::optional<double> cluster_published_unix_seconds;
+  std::map<unsigned, CpuSysInfo> sys;  // by cpu; absent where /sys has nothing
+  bool paused = false;
+  std::optional<double> paused_until_unix_seconds;  // nullopt while paused: until resumed
+  double started_unix_seconds = 0;
+};
+
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+// Holds the current snapshot. Thread-safe: set() on the event loop, get()
+// from any thread (exporter threads, control socket).
+class SnapshotStore {
+ public:
+  SnapshotPtr get() const { return std::atomic_load(&current_); }
+  void set(SnapshotPtr snapshot) { std::atomic_store(&current_, std::move(snapshot)); }
+
+ private:
+  SnapshotPtr current_ = std::make_shared<const Snapshot>();
+};
+
+}  // namespace corenoise
