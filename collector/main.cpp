@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/daemon_commands.h"
 #include "collector/exit_codes.h"
 #include "collector/probe_command.h"
 
@@ -17,6 +18,14 @@ pinned to each core tell which cores are slower than their peers and why
 
 Commands:
   probe       probe every core of this node once and print a verdict per core
+
+Commands talking to this node's corenoised (--socket PATH, default
+$CORENOISE_SOCKET, else /run/corenoise/ctl.sock):
+  status      paused or not, latest rounds, CPUs per state, unhealthy CPUs
+  pause       pause the periodic rounds [--seconds N]
+  resume      resume the periodic rounds
+  run         run a round now or --at a time, and print its summary
+  calibrate   measure every core and keep it as the core's own baseline
 
 Run 'corenoise COMMAND --help' for the options of a command.
 Options: --help, --version.
@@ -42,6 +51,7 @@ int main(int argc, char** argv) {
     return corenoise::kExitHealthy;
   }
   if (command == "probe") return corenoise::run_probe_command(rest);
+  if (corenoise::is_daemon_command(command)) return corenoise::run_daemon_command(command, rest);
   std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
   return corenoise::kExitFailure;
 }

@@ -1,1 +1,273 @@
-// placeholder: being written
+#include "daemon/config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "probe/cpu_list.h"
+
+namespace corenoise {
+namespace {
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+double parse_real(std::string_view text, double lo, double hi, std::string_view what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < lo || value > hi) {
+    std::ostringstream message;
+    message << "got " << quoted(text) << ", expected " << what << " from " << lo << " to " << hi;
+    throw std::invalid_argument(message.str());
+  }
+  return value;
+}
+
+long long parse_integer(std::string_view text, long long lo, long long hi, std::string_view what,
+                        int base = 10) {
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < lo ||
+      value > hi) {
+    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what));
+  }
+  return value;
+}
+
+std::string nonempty(std::string_view text, std::string_view what) {
+  if (text.empty()) throw std::invalid_argument("got '', expected " + std::string(what));
+  return std::string(text);
+}
+
+std::vector<DaemonOptionSpec> make_specs() {
+  std::vector<DaemonOptionSpec> specs = {
+      {"listen", "HOST:PORT",
+       "address of the Prometheus exporter (/metrics and a landing page at /); IPv4 only "
+       "(default: 0.0.0.0:19847)",
+       [](DaemonConfig& c, std::string_view v) {
+         const auto colon = v.rfind(':');
+         if (colon == std::string_view::npos || colon == 0) {
+           throw std::invalid_argument("got " + quoted(v) + ", expected HOST:PORT");
+         }
+         parse_integer(v.substr(colon + 1), 0, 65535, "a port from 0 to 65535 after the colon");
+         c.listen = std::string(v);
+       }},
+      {"interval", "SECONDS", "mean time between rounds (default: 300)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.interval_seconds = parse_real(v, 0.1, 86400, "seconds");
+       }},
+      {"interval-spread", "RATIO",
+       "each wait is the interval × (1 ± this), at random, so nodes never probe in lockstep "
+       "(default: 0.2)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.interval_spread = parse_real(v, 0, 0.9, "a ratio");
+       }},
+      {"concurrent-every", "N", "every Nth round runs all cores at once; 0 = never (default: 12)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.concurrent_every =
+             static_cast<int>(parse_integer(v, 0, 1000000, "a round count from 0 to 1000000"));
+       }},
+      {"socket", "PATH", "control socket (default: /run/corenoise/ctl.sock)",
+       [](DaemonConfig& c, std::string_view v) { c.socket_path = nonempty(v, "a path"); }},
+      {"socket-mode", "OCTAL",
+       "permissions of the control socket; whoever may connect may read status and results "
+       "(default: 0660)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.socket_mode = static_cast<mode_t>(parse_integer(
+             v.starts_with("0") && v.size() > 1 ? v.substr(1) : v, 0, 0777,
+             "an octal mode from 0 to 0777", 8));
+       }},
+      {"control-group", "GROUP",
+       "group owning the control socket, whose members may also pause, resume, run, publish "
+       "and calibrate (default: none, root only)",
+       [](DaemonConfig& c, std::string_view v) { c.control_group = std::string(v); }},
+      {"state-dir", "DIR", "where per-core calibrations persist (default: /var/lib/corenoise)",
+       [](DaemonConfig& c, std::string_view v) { c.state_dir = nonempty(v, "a directory"); }},
+      {"busy-threshold", "RATIO",
+       "a CPU busier than this since the last round is skipped as busy (default: 0.5)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.busy_threshold = parse_real(v, 0, 1, "a ratio");
+       }},
+      {"busy-policy", "POLICY",
+       "skip (leave busy CPUs alone, so that a running job is not disturbed) or probe "
+       "(default: skip)",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v == "skip") {
+           c.busy_policy = BusyPolicy::skip;
+         } else if (v == "probe") {
+           c.busy_policy = BusyPolicy::probe;
+         } else {
+           throw std::invalid_argument("got " + quoted(v) + ", expected skip or probe");
+         }
+       }},
+      {"cpus", "LIST", "CPUs to watch, e.g. 0-63 (default: every CPU the daemon may use)",
+       [](DaemonConfig& c, std::string_view v) { c.cpus = parse_cpu_list(v); }},
+      {"housekeeping-cpus", "LIST",
+       "CPUs for the event loop and exporter threads (default: any; they always leave the CPU "
+       "being measured)",
+       [](DaemonConfig& c, std::string_view v) { c.housekeeping_cpus = parse_cpu_list(v); }},
+      {"topology", "SPEC", "native, an hwloc XML file or synthetic:DESC (default: native)",
+       [](DaemonConfig& c, std::string_view v) { c.topology = nonempty(v, "a topology"); }},
+      {"sys-root", "DIR",
+       "where /sys is mounted, for thermal throttle counters and cpufreq (default: /sys)",
+       [](DaemonConfig& c, std::string_view v) { c.sys_root = nonempty(v, "a directory"); }},
+      {"log-level", "LEVEL", "error, warning, notice, info or debug (default: info)",
+       [](DaemonConfig& c, std::string_view v) {
+         static const std::map<std::string_view, LogLevel> levels = {
+             {"error", LogLevel::error},
+             {"warning", LogLevel::warning},
+             {"notice", LogLevel::notice},
+             {"info", LogLevel::info},
+             {"debug", LogLevel::debug}};
+         const auto it = levels.find(v);
+         if (it == levels.end()) {
+           throw std::invalid_argument("got " + quoted(v) +
+                                       ", expected error, warning, notice, info or debug");
+         }
+         c.log_level = it->second;
+       }},
+  };
+  for (const auto& probe : probe_option_specs()) {
+    specs.push_back({probe.name, probe.value_name, probe.help,
+                     [apply = probe.apply](DaemonConfig& c, std::string_view v) {
+                       apply(c.probe, v);
+                     }});
+  }
+  return specs;
+}
+
+const DaemonOptionSpec* find_spec(std::string_view name) {
+  for (const auto& spec : daemon_option_specs()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+// Levenshtein distance, for "did you mean" on misspelt keys.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_option(std::string_view name) {
+  std::string best;
+  std::size_t best_distance = 3;  // suggest only close matches
+  for (const auto& spec : daemon_option_specs()) {
+    const std::size_t d = edit_distance(name, spec.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = spec.name;
+    }
+  }
+  return "unknown option " + quoted(name) + (best.empty() ? "" : " (did you mean '" + best + "'?)");
+}
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+const std::vector<DaemonOptionSpec>& daemon_option_specs() {
+  static const std::vector<DaemonOptionSpec> specs = make_specs();
+  return specs;
+}
+
+void apply_config_text(DaemonConfig& config, const std::string& text, const std::string& source) {
+  std::map<std::string, int> seen;  // option -> line
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string raw; std::getline(lines, raw);) {
+    ++number;
+    const std::string where = source + ":" + std::to_string(number) + ": ";
+    std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      throw ConfigError(where + "expected 'NAME = VALUE', got " + quoted(line));
+    }
+    const std::string name(trim(line.substr(0, eq)));
+    const std::string_view value = trim(line.substr(eq + 1));
+    const DaemonOptionSpec* spec = find_spec(name);
+    if (spec == nullptr) throw ConfigError(where + unknown_option(name));
+    if (const auto it = seen.find(name); it != seen.end()) {
+      throw ConfigError(where + "option " + quoted(name) + " is already set on line " +
+                        std::to_string(it->second));
+    }
+    seen[name] = number;
+    try {
+      spec->apply(config, value);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(where + "option " + quoted(name) + ": " + e.what());
+    }
+  }
+}
+
+DaemonConfig load_config(const std::vector<std::string>& args) {
+  DaemonConfig config;
+  // Pass 1: find --config, so the file is applied before the other options.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" || args[i].starts_with("--config=")) {
+      if (args[i] == "--config" && i + 1 >= args.size()) {
+        throw ConfigError("command line: option --config needs a value");
+      }
+      config.config_path = args[i] == "--config" ? args[i + 1] : args[i].substr(9);
+      config.config_path_given = true;
+    }
+  }
+  std::ifstream file(config.config_path);
+  if (file) {
+    std::stringstream text;
+    text << file.rdbuf();
+    if (file.bad()) throw ConfigError(config.config_path + ": cannot read the file");
+    apply_config_text(config, text.str(), config.config_path);
+  } else if (config.config_path_given) {
+    throw ConfigError(config.config_path + ": cannot open the config file: " +
+                      std::strerror(errno));
+  }
+  // Pass 2: the other options override the file.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!arg.starts_with("--")) {
+      throw ConfigError("command line: unexpected argument " + quoted(arg));
+    }
+    std::string name = arg.substr(2);
+    std::string value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else {
+      if (i + 1 >= args.size()) throw ConfigError("command line: option --" + name + " needs a value");
+      value = args[++i];
+    }
+    if (name == "config") continue;
+    const DaemonOptionSpec* spec = find_spec(name);
+    if (spec == nullptr) throw ConfigError("command line: " + unknown_option(name));
+    try {
+      spec->apply(config, value);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("command line: option --" + name + ": " + e.what());
+    }
+  }
+  return config;
+}
+
+}  // namespace corenoise

@@ -1,1 +1,218 @@
-// placeholder: being written
+#include "daemon/control_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace corenoise {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A reply larger than this is a broken daemon, not a big node (the results
+// of a few hundred CPUs are well under a megabyte).
+constexpr std::size_t kMaxReplyBytes = 256u << 20;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string seconds_text(milliseconds d) {
+  const double s = static_cast<double>(d.count()) / 1000;
+  char text[32];
+  std::snprintf(text, sizeof text, s == std::floor(s) ? "%.0f s" : "%.1f s", s);
+  return text;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
+}
+
+// Waits for `events` until the deadline; false on timeout.
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) throw std::system_error(errno, std::system_category(), "poll");
+  }
+}
+
+}  // namespace
+
+std::chrono::milliseconds default_reply_timeout(const ControlRequest& request) {
+  if (std::holds_alternative<RunRequest>(request) ||
+      std::holds_alternative<CalibrateRequest>(request)) {
+    return std::chrono::seconds(120);
+  }
+  return std::chrono::seconds(10);
+}
+
+ControlClient::ControlClient(std::string socket_path, std::chrono::milliseconds connect_timeout)
+    : socket_path_(std::move(socket_path)), connect_timeout_(connect_timeout) {}
+
+nlohmann::json ControlClient::request(const ControlRequest& request) const {
+  return this->request(request, default_reply_timeout(request));
+}
+
+nlohmann::json ControlClient::request(const ControlRequest& request,
+                                      std::chrono::milliseconds timeout) const {
+  return this->request(to_json(request), timeout);
+}
+
+nlohmann::json ControlClient::request(const nlohmann::json& request,
+                                      std::chrono::milliseconds timeout) const {
+  const std::string& path = socket_path_;
+  const std::string where = "corenoised at '" + path + "'";
+  auto unreachable = [&](const std::string& why) {
+    return std::runtime_error("cannot reach " + where + ": " + why);
+  };
+
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof address.sun_path) {
+    throw unreachable("not a valid socket path (1 to " +
+                      std::to_string(sizeof address.sun_path - 1) + " bytes)");
+  }
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) throw unreachable(std::string("socket: ") + std::strerror(errno));
+
+  // A Unix socket connects at once or fails at once; the one wait is a
+  // listener whose backlog is full (EAGAIN), retried until the deadline.
+  const auto connect_deadline = Clock::now() + connect_timeout_;
+  for (;;) {
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      break;
+    }
+    const int error = errno;
+    if (error == EINTR) continue;
+    if (error == EAGAIN || error == EINPROGRESS) {
+      if (error == EINPROGRESS) {
+        if (!wait_for(fd.get(), POLLOUT, connect_deadline)) {
+          throw unreachable("no connection within " + seconds_text(connect_timeout_) +
+                            " (is corenoised running?)");
+        }
+        int so_error = 0;
+        socklen_t length = sizeof so_error;
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &length);
+        if (so_error == 0) break;
+        errno = so_error;
+      } else {
+        if (Clock::now() >= connect_deadline) {
+          throw unreachable("the daemon accepts no connection within " +
+                            seconds_text(connect_timeout_) + " (it may be overloaded or stuck)");
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+        continue;
+      }
+    }
+    switch (errno) {
+      case ENOENT:
+        throw unreachable(
+            "no such socket (is corenoised running? --socket or $CORENOISE_SOCKET choose "
+            "another)");
+      case EACCES:
+      case EPERM:
+        throw unreachable(
+            "permission denied (the socket is for root and the daemon's control group)");
+      case ECONNREFUSED: {
+        // Linux also answers ECONNREFUSED for a path that is no socket.
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+          throw unreachable("not a socket (check --socket or $CORENOISE_SOCKET)");
+        }
+        throw unreachable("connection refused (the socket is left over: corenoised is not running)");
+      }
+      case ENOTSOCK:
+        throw unreachable("not a socket (is corenoised running? check --socket)");
+      default:
+        throw unreachable(std::string(std::strerror(errno)) + " (is corenoised running?)");
+    }
+  }
+
+  const auto deadline = Clock::now() + timeout;
+  auto no_reply = [&] {
+    return std::runtime_error("no reply from " + where + " within " + seconds_text(timeout) +
+                              " (the daemon may be busy, stuck or not running)");
+  };
+
+  // Send. A daemon that refuses the connection (too many clients, a line too
+  // long) replies and closes; its reply is still read below.
+  const std::string line = encode_line(request);
+  std::size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = ::send(fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd.get(), POLLOUT, deadline)) throw no_reply();
+      continue;
+    }
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
+    throw std::runtime_error("cannot send to " + where + ": " + std::strerror(errno));
+  }
+
+  // Read one line.
+  std::string reply;
+  char buffer[65536];
+  for (;;) {
+    if (const auto end = reply.find('\n'); end != std::string::npos) {
+      reply.resize(end);
+      break;
+    }
+    if (reply.size() > kMaxReplyBytes) {
+      throw std::runtime_error(where + " sent a reply longer than " +
+                               std::to_string(kMaxReplyBytes) + " bytes");
+    }
+    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+    if (n > 0) {
+      reply.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd.get(), POLLIN, deadline)) throw no_reply();
+      continue;
+    }
+    if (n == 0 || errno == ECONNRESET || errno == EPIPE) {
+      throw std::runtime_error(where +
+                               " closed the connection without replying (the daemon may have "
+                               "stopped, or is not running)");
+    }
+    throw std::runtime_error("cannot read from " + where + ": " + std::strerror(errno));
+  }
+  try {
+    return parse_reply(reply);
+  } catch (const ProtocolError& e) {
+    throw std::runtime_error(where + " sent a " + e.what());
+  }
+}
+
+}  // namespace corenoise

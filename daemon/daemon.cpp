@@ -1,1 +1,539 @@
-// placeholder: being written
+#include "daemon/daemon.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "daemon/control_server.h"
+#include "daemon/exporter.h"
+#include "daemon/log.h"
+#include "daemon/sys_counters.h"
+#include "probe/pinning.h"
+#include "probe/report_json.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+using Seconds = std::chrono::duration<double>;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string percent(double ratio) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.0f%%", ratio * 100);
+  return text;
+}
+
+std::vector<unsigned> watched_cpus(const DaemonConfig& config, const Topology& topology) {
+  std::vector<unsigned> cpus;
+  for (const auto& pu : topology.pus()) {
+    if (!pu.usable()) continue;
+    if (config.cpus && std::find(config.cpus->begin(), config.cpus->end(), pu.cpu) ==
+                           config.cpus->end()) {
+      continue;
+    }
+    cpus.push_back(pu.cpu);
+  }
+  return cpus;
+}
+
+}  // namespace
+
+Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std::string> args)
+    : io_(io),
+      config_(std::move(config)),
+      args_(std::move(args)),
+      topology_(Topology::load(config_.topology)),
+      calibration_store_(config_.state_dir),
+      round_timer_(io),
+      pause_timer_(io),
+      watchdog_timer_(io),
+      signals_(io, SIGTERM, SIGINT, SIGHUP),
+      random_(std::random_device{}()) {
+  set_log_level(config_.log_level);
+  if (!topology_.is_this_system()) {
+    throw ConfigError("topology '" + config_.topology + "' is not this machine: nothing to watch");
+  }
+  if (config_.cpus) {
+    for (unsigned cpu : *config_.cpus) {
+      if (topology_.find(cpu) == nullptr) {
+        throw ConfigError("option 'cpus': CPU " + std::to_string(cpu) + " is not on this machine");
+      }
+    }
+  }
+  rebuild_runner();
+  for (const auto& pu : topology_.pus()) {
+    if (!pu.usable()) log_warning("cpu " + std::to_string(pu.cpu) + " cannot be probed: " + pu.skip_reason);
+  }
+  try {
+    calibration_ = calibration_store_.load();
+    if (calibration_) log_info("loaded calibration from " + calibration_store_.path());
+  } catch (const std::exception& e) {
+    log_warning(std::string(e.what()) + "; starting without a calibration");
+  }
+  started_unix_seconds_ = unix_now();
+}
+
+Daemon::~Daemon() {
+  cancel_ = true;
+  if (round_thread_.joinable()) round_thread_.join();
+}
+
+void Daemon::rebuild_runner() {
+  runner_ = std::make_unique<Runner>(config_.probe, topology_);
+  if (calibration_ && calibration_->fingerprint !=
+                          calibration_fingerprint(config_.probe, runner_->isa())) {
+    log_notice("probe settings changed: the calibration no longer applies and is redone");
+    calibration_.reset();
+  }
+}
+
+void Daemon::start() {
+  // Threads created from here on (the exporter's, the round thread) inherit
+  // this affinity; probe threads pin themselves.
+  if (config_.housekeeping_cpus && !set_current_affinity(*config_.housekeeping_cpus)) {
+    throw ConfigError("option 'housekeeping-cpus': cannot run on those CPUs");
+  }
+  exporter_ = std::make_unique<Exporter>(config_.listen, store_);
+  log_info("exporter listening on " + config_.listen.substr(0, config_.listen.rfind(':')) + ":" +
+           std::to_string(exporter_->port()));
+  ControlServerOptions options;
+  options.socket_path = config_.socket_path;
+  options.socket_mode = config_.socket_mode;
+  if (!config_.control_group.empty()) options.group = config_.control_group;
+  control_ = std::make_unique<ControlServer>(io_, *this, options);
+  control_->start();
+  log_info("control socket at " + config_.socket_path);
+
+  idle_reference_ = read_cpu_times(config_.probe.proc_root);
+  publish_snapshot();
+  wait_for_signal();
+  arm_watchdog();
+  schedule_next_round();
+  notifier_.notify("READY=1\nSTATUS=watching " +
+                   std::to_string(watched_cpus(config_, topology_).size()) + " CPUs");
+  log_info("corenoised " CORENOISE_VERSION " started; a round every ~" +
+           std::to_string(static_cast<int>(config_.interval_seconds)) + " s");
+}
+
+void Daemon::wait_for_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal != SIGHUP) {
+      shut_down();
+      return;
+    }
+    reload();
+    wait_for_signal();  // async_wait is one-shot
+  });
+}
+
+void Daemon::arm_watchdog() {
+  const auto period = notifier_.watchdog_period();
+  if (!period) return;
+  // Sent from the event loop itself: if the loop hangs, systemd kills us.
+  notifier_.notify("WATCHDOG=1");
+  watchdog_timer_.expires_after(*period);
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !stopping_) arm_watchdog();
+  });
+}
+
+void Daemon::schedule_next_round() {
+  if (stopping_) return;
+  std::uniform_real_distribution<double> spread(-config_.interval_spread, config_.interval_spread);
+  // The first round comes at a random point of the first interval, so that
+  // nodes booted together do not probe together.
+  const double delay = scheduled_rounds_ == 0 && latest_.empty()
+                           ? std::uniform_real_distribution<double>(0, 1)(random_) *
+                                 config_.interval_seconds
+                           : config_.interval_seconds * (1 + spread(random_));
+  next_round_unix_seconds_ = unix_now() + delay;
+  round_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      Seconds(delay)));
+  round_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    next_round_unix_seconds_.reset();
+    if (paused_) return;  // resume() schedules again
+    const bool concurrent = config_.concurrent_every > 0 &&
+                            (scheduled_rounds_ + 1) % config_.concurrent_every == 0;
+    ++scheduled_rounds_;
+    RoundRequest request;
+    request.modes = {concurrent ? Mode::concurrent : Mode::isolated};
+    request.scheduled = true;
+    enqueue(std::move(request));
+  });
+}
+
+void Daemon::enqueue(RoundRequest request) {
+  queue_.push_back(std::move(request));
+  if (!running_) start_next_request();
+}
+
+void Daemon::start_next_request() {
+  while (!running_ && !queue_.empty() && !stopping_) {
+    RoundRequest request = std::move(queue_.front());
+    queue_.pop_front();
+    if (request.scheduled && paused_) continue;
+    running_ = std::move(request);
+  }
+  if (!running_) return;
+
+  // Busy CPUs since the last round (our own probes are not in this window).
+  const auto now_times = read_cpu_times(config_.probe.proc_root);
+  std::map<unsigned, std::string> skipped;
+  std::vector<unsigned> cpus;
+  for (unsigned cpu : watched_cpus(config_, topology_)) {
+    const auto busy = busy_fraction(idle_reference_, now_times, cpu);
+    if (busy && *busy > config_.busy_threshold && config_.busy_policy == BusyPolicy::skip &&
+        !running_->calibrate) {
+      skipped[cpu] = "busy (" + percent(*busy) + " since the last round)";
+      continue;
+    }
+    cpus.push_back(cpu);
+  }
+  auto sys_before = read_sys();
+  cancel_ = false;
+  const std::vector<Mode> modes = running_->modes;
+  round_thread_ = std::thread([this, modes, cpus, skipped = std::move(skipped),
+                               sys_before = std::move(sys_before)]() mutable {
+    std::vector<RoundSamples> rounds;
+    for (Mode mode : modes) {
+      if (cpus.empty() || cancel_) break;
+      rounds.push_back(runner_->run(mode, cpus, {}, &cancel_));
+    }
+    boost::asio::post(io_, [this, rounds = std::move(rounds), skipped = std::move(skipped),
+                            sys_before = std::move(sys_before)]() mutable {
+      finish_round(std::move(rounds), std::move(skipped), std::move(sys_before));
+    });
+  });
+}
+
+std::map<unsigned, CpuSysInfo> Daemon::read_sys() const {
+  std::map<unsigned, CpuSysInfo> result;
+  for (const auto& pu : topology_.pus()) {
+    CpuSysInfo info = read_sys_info(config_.sys_root, pu.cpu);
+    if (info.core_throttle_count || info.package_throttle_count || info.cur_hertz ||
+        info.max_hertz) {
+      result[pu.cpu] = info;
+    }
+  }
+  return result;
+}
+
+void Daemon::apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSysInfo>& before,
+                                const std::map<unsigned, CpuSysInfo>& after) const {
+  auto increase = [](const std::optional<std::uint64_t>& b, const std::optional<std::uint64_t>& a) {
+    return (a && b && *a > *b) ? *a - *b : 0;
+  };
+  for (CoreFigures& c : mode.verdicts.cores) {
+    if (c.state == CoreState::skipped) continue;
+    const auto b = before.find(c.cpu), a = after.find(c.cpu);
+    if (b == before.end() || a == after.end()) continue;
+    const auto core_events = increase(b->second.core_throttle_count, a->second.core_throttle_count);
+    const auto package_events =
+        increase(b->second.package_throttle_count, a->second.package_throttle_count);
+    if (core_events + package_events == 0) continue;
+    // The kernel saw the CPU throttle while we measured it: that is the cause,
+    // whatever the ratios said.
+    c.state = CoreState::throttled;
+    c.cause = std::to_string(core_events) + " core and " + std::to_string(package_events) +
+              " package thermal throttle events during the round" +
+              (c.cause.empty() ? "" : "; " + c.cause);
+  }
+}
+
+void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, std::string> skipped,
+                          std::map<unsigned, CpuSysInfo> sys_before) {
+  if (round_thread_.joinable()) round_thread_.join();
+  RoundRequest request = std::move(*running_);
+  running_.reset();
+  idle_reference_ = read_cpu_times(config_.probe.proc_root);
+  const auto sys_after = read_sys();
+  last_sys_ = sys_after;
+  const bool cancelled = cancel_.load() ||
+                         std::any_of(rounds.begin(), rounds.end(), [](const RoundSamples& r) {
+                           return r.cancelled;
+                         });
+  json summary = json::array();
+  if (!cancelled) {
+    for (const RoundSamples& round : rounds) {
+      ModeReport report =
+          make_mode_report(round, topology_.pus(), config_.probe.thresholds, skipped);
+      apply_sys_verdicts(report, sys_before, sys_after);
+      for (const CoreFigures& c : report.verdicts.cores) {
+        if (c.detour) {
+          totals_[c.cpu].detours += c.detour->count;
+          totals_[c.cpu].detour_seconds += c.detour->total_seconds;
+        }
+      }
+      RoundStats& stats = round_stats_[round.mode];
+      ++stats.rounds;
+      stats.last_unix_seconds = round.started_unix_seconds;
+      stats.last_duration_seconds = round.duration_seconds;
+      update_calibration(report, request.calibrate);
+      summary.push_back({{"mode", to_string(round.mode)},
+                         {"duration_seconds", round.duration_seconds},
+                         {"cpus", round.cpus.size()}});
+      latest_[round.mode] = std::move(report);
+    }
+    publish_snapshot();
+  }
+  const SnapshotPtr snapshot = store_.get();
+  json reply = cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
+                         : json{{"ok", true}, {"rounds", summary}, {"healthy", snapshot->report.healthy()}};
+  if (!cancelled) reply["states"] = round_summary();
+  for (auto& r : request.replies) r(reply);
+  if (!cancelled) {
+    notifier_.notify("STATUS=" + std::string(snapshot->report.healthy() ? "healthy" : "unhealthy") +
+                     " after " + std::to_string(round_stats_[Mode::isolated].rounds +
+                                                round_stats_[Mode::concurrent].rounds) +
+                     " rounds");
+  }
+  if (pending_config_) {
+    apply_config(std::move(*pending_config_));
+    pending_config_.reset();
+  } else if (request.scheduled) {
+    schedule_next_round();
+  }
+  start_next_request();
+}
+
+void Daemon::update_calibration(const ModeReport& report, bool recalibrate) {
+  // Each (cpu, mode) is calibrated by its first round, and all of them again
+  // on `calibrate`.
+  Calibration updated = calibration_.value_or(
+      Calibration{calibration_fingerprint(config_.probe, runner_->isa()), 0, {}});
+  Calibration fresh;
+  calibrate_from(fresh, report);
+  bool changed = false;
+  for (const auto& [key, figures] : fresh.cores) {
+    if (recalibrate || !updated.cores.contains(key)) {
+      updated.cores[key] = figures;
+      changed = true;
+    }
+  }
+  if (changed) {
+    updated.calibrated_unix_seconds = report.started_unix_seconds;
+    try {
+      calibration_store_.save(updated);
+      log_info("calibration saved to " + calibration_store_.path());
+    } catch (const std::exception& e) {
+      log_error(std::string(e.what()) + " (probing goes on; the calibration lives in memory)");
+    }
+  }
+  calibration_ = std::move(updated);
+}
+
+json Daemon::round_summary() const {
+  const SnapshotPtr snapshot = store_.get();
+  json states = json::object();
+  for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = snapshot->report.count(s);
+  return states;
+}
+
+void Daemon::publish_snapshot() {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->version = CORENOISE_VERSION;
+  NodeReport& report = snapshot->report;
+  report.version = CORENOISE_VERSION;
+  report.topology_source = topology_.source();
+  report.this_system = true;
+  report.settings = config_.probe;
+  report.isa = runner_->isa();
+  report.pus = topology_.pus();
+  for (Mode mode : {Mode::isolated, Mode::concurrent}) {
+    if (const auto it = latest_.find(mode); it != latest_.end()) report.modes.push_back(it->second);
+  }
+  snapshot->rounds = round_stats_;
+  snapshot->totals = totals_;
+  if (calibration_) snapshot->baseline_slowdown = baseline_slowdowns(*calibration_, report);
+  snapshot->cluster_slowdown = cluster_slowdown_;
+  snapshot->cluster_published_unix_seconds = cluster_published_;
+  snapshot->sys = last_sys_;
+  snapshot->paused = paused_;
+  snapshot->paused_until_unix_seconds = paused_until_;
+  snapshot->started_unix_seconds = started_unix_seconds_;
+  store_.set(std::move(snapshot));
+}
+
+void Daemon::set_paused(bool paused, std::optional<double> seconds) {
+  paused_ = paused;
+  paused_until_.reset();
+  pause_timer_.cancel();
+  if (paused) {
+    cancel_ = true;  // a job is starting: stop probing now, not at the end of the round
+    round_timer_.cancel();
+    next_round_unix_seconds_.reset();
+    if (seconds) {
+      paused_until_ = unix_now() + *seconds;
+      pause_timer_.expires_after(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(*seconds)));
+      pause_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && paused_) resume();
+      });
+    }
+  } else {
+    round_timer_.cancel();
+    schedule_next_round();
+  }
+  publish_snapshot();
+}
+
+json Daemon::status() {
+  const SnapshotPtr snapshot = store_.get();
+  json rounds = json::object();
+  for (const auto& [mode, stats] : round_stats_) {
+    json r = {{"count", stats.rounds}};
+    if (stats.last_unix_seconds) r["last_unix_seconds"] = *stats.last_unix_seconds;
+    if (stats.last_duration_seconds) r["last_duration_seconds"] = *stats.last_duration_seconds;
+    rounds[std::string(to_string(mode))] = r;
+  }
+  json reply = {{"ok", true},
+                {"version", CORENOISE_VERSION},
+                {"started_unix_seconds", started_unix_seconds_},
+                {"paused", paused_},
+                {"round_running", running_.has_value()},
+                {"rounds", rounds},
+                {"states", round_summary()},
+                {"healthy", snapshot->report.healthy()},
+                {"cpus", snapshot->report.pus.size()}};
+  if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
+  if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
+  if (cluster_published_) {
+    reply["cluster"] = {{"published_unix_seconds", *cluster_published_},
+                        {"reference", cluster_reference_}};
+  }
+  return reply;
+}
+
+json Daemon::results() {
+  json reply = to_json(store_.get()->report);
+  reply["ok"] = true;
+  return reply;
+}
+
+json Daemon::pause(const PauseRequest& request) {
+  set_paused(true, request.seconds);
+  log_info(request.seconds ? "paused for " + std::to_string(*request.seconds) + " s"
+                           : std::string("paused until resumed"));
+  json reply = {{"ok", true}, {"paused", true}};
+  if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
+  return reply;
+}
+
+json Daemon::resume() {
+  if (paused_) log_info("resumed");
+  set_paused(false, std::nullopt);
+  return {{"ok", true}, {"paused", false}};
+}
+
+void Daemon::run(const RunRequest& request, Reply reply) {
+  RoundRequest round;
+  round.modes = request.modes;
+  if (request.wait) round.replies.push_back(std::move(reply));
+  const double delay = request.at_unix_seconds ? *request.at_unix_seconds - unix_now() : 0;
+  if (!request.wait) {
+    reply({{"ok", true}, {"scheduled_unix_seconds", unix_now() + std::max(delay, 0.0)}});
+  }
+  if (delay <= 0) {
+    enqueue(std::move(round));
+    return;
+  }
+  // A synchronized trigger: all nodes start at the same wall-clock instant.
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_);
+  timer->expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(delay)));
+  timer->async_wait([this, timer, round = std::move(round)](const boost::system::error_code& ec) mutable {
+    if (ec || stopping_) {
+      for (auto& r : round.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
+      return;
+    }
+    enqueue(std::move(round));
+  });
+}
+
+json Daemon::publish(const PublishRequest& request) {
+  cluster_slowdown_.clear();
+  for (const ClusterSlowdown& s : request.slowdowns) {
+    cluster_slowdown_[{s.cpu, s.probe, s.mode}] = s.ratio;
+  }
+  cluster_published_ = request.published_unix_seconds;
+  cluster_reference_ = request.reference;
+  publish_snapshot();
+  return {{"ok", true}, {"slowdowns", request.slowdowns.size()}};
+}
+
+void Daemon::calibrate(Reply reply) {
+  RoundRequest round;
+  round.modes = {Mode::isolated, Mode::concurrent};
+  round.calibrate = true;
+  round.replies.push_back(std::move(reply));
+  enqueue(std::move(round));
+}
+
+void Daemon::reload() {
+  notifier_.notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(monotonic_microseconds()));
+  try {
+    DaemonConfig fresh = load_config(args_);
+    if (fresh.listen != config_.listen || fresh.socket_path != config_.socket_path ||
+        fresh.topology != config_.topology) {
+      log_warning("listen, socket and topology changes take effect on restart");
+      fresh.listen = config_.listen;
+      fresh.socket_path = config_.socket_path;
+      fresh.topology = config_.topology;
+    }
+    Runner(fresh.probe, topology_);  // validates the settings against this CPU
+    if (running_) {
+      // The round thread uses the current runner until it posts back.
+      log_info("configuration accepted; it applies after the round in progress");
+      pending_config_ = std::move(fresh);
+    } else {
+      apply_config(std::move(fresh));
+    }
+  } catch (const std::exception& e) {
+    log_error(std::string("reload rejected, the old configuration stays in force: ") + e.what());
+  }
+  notifier_.notify("READY=1");
+}
+
+void Daemon::apply_config(DaemonConfig fresh) {
+  config_ = std::move(fresh);
+  set_log_level(config_.log_level);
+  rebuild_runner();
+  if (!paused_) {
+    round_timer_.cancel();
+    schedule_next_round();
+  }
+  log_info("configuration reloaded from " + config_.config_path);
+}
+
+void Daemon::shut_down() {
+  if (stopping_) return;
+  stopping_ = true;
+  notifier_.notify("STOPPING=1");
+  log_info("stopping");
+  cancel_ = true;
+  round_timer_.cancel();
+  pause_timer_.cancel();
+  watchdog_timer_.cancel();
+  signals_.cancel();
+  if (control_) control_->stop();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (round_thread_.joinable()) round_thread_.join();
+  log_debug("round thread joined in " +
+            std::to_string(Seconds(std::chrono::steady_clock::now() - t0).count()) + " s");
+  for (auto& request : queue_) {
+    for (auto& r : request.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
+  }
+  queue_.clear();
+  // The exporter is not torn down: civetweb's mg_stop() waits out its 2 s
+  // poll quantum, and SIGTERM must take under a second. main() leaves with
+  // _exit() once the loop returns; everything that must outlive us (the
+  // calibration file, the socket's removal) is already done.
+  io_.stop();
+}
+
+}  // namespace corenoise

@@ -1,1 +1,627 @@
-// placeholder: being written
+#include "daemon/exporter.h"
+
+#include <CivetServer.h>
+#include <arpa/inet.h>
+#include <civetweb.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <initializer_list>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "daemon/log.h"
+#include "probe/stream_probe.h"
+
+namespace corenoise {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// The families in the order they are served. An index into the table
+// below; series are appended to whichever family they belong to while the
+// snapshot is walked once, so each family's series stay contiguous.
+enum Family : std::size_t {
+  kBuildInfo,
+  kStartTime,
+  kPaused,
+  kRoundTimestamp,
+  kRoundDuration,
+  kRoundsTotal,
+  kClusterPublishTimestamp,
+  kCpuInfo,
+  kCoreState,
+  kProbeDuration,
+  kSlowdown,
+  kClusterSlowdown,
+  kBaselineSlowdown,
+  kClockHertz,
+  kMatmulFlops,
+  kMemoryBandwidth,
+  kNoiseRatio,
+  kExcessNoiseRatio,
+  kDetourMax,
+  kDetoursTotal,
+  kDetourSecondsTotal,
+  kThermalThrottleTotal,
+  kCpufreqHertz,
+  kFamilyCount,
+};
+
+struct FamilySpec {
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+
+// HELP texts name the unit and where the value comes from; docs/metrics.md
+// says the same at length.
+constexpr FamilySpec kFamilies[kFamilyCount] = {
+    {"corenoise_build_info", MetricType::Gauge, "Always 1; the version label is corenoised's."},
+    {"corenoise_start_time_seconds", MetricType::Gauge,
+     "When corenoised started, in seconds since the Unix epoch."},
+    {"corenoise_paused", MetricType::Gauge, "1 while probing is paused, else 0."},
+    {"corenoise_round_timestamp_seconds", MetricType::Gauge,
+     "Start of the last round of this mode, in seconds since the Unix epoch."},
+    {"corenoise_round_duration_seconds", MetricType::Gauge,
+     "Duration of the last round of this mode, in seconds."},
+    {"corenoise_rounds_total", MetricType::Counter,
+     "Rounds completed in this mode since corenoised started."},
+    {"corenoise_cluster_publish_timestamp_seconds", MetricType::Gauge,
+     "When the collector last published cluster slowdowns to this node, in seconds since the "
+     "Unix epoch."},
+    {"corenoise_cpu_info", MetricType::Gauge,
+     "Always 1, one series per PU: its core and package (hwloc logical indexes), NUMA node (OS "
+     "index) and CPU kind."},
+    {"corenoise_core_state", MetricType::Gauge,
+     "1 for the state of this CPU after the last rounds (first non-ok verdict of any mode), 0 "
+     "for the other states."},
+    {"corenoise_probe_duration_seconds", MetricType::Gauge,
+     "From the last round of this mode: the uninterrupted time of one probe sample, in seconds "
+     "(matmul: reps products; stream: one triad pass)."},
+    {"corenoise_slowdown_ratio", MetricType::Gauge,
+     "From the last round of this mode: slowdown versus the node's reference core of the same "
+     "kind, as a ratio (1 = the reference, >1 slower); probe=expected is matmul x noise factor."},
+    {"corenoise_cluster_slowdown_ratio", MetricType::Gauge,
+     "From the last round of this mode: slowdown versus the cluster reference the collector "
+     "published, as a ratio (>1 slower)."},
+    {"corenoise_baseline_slowdown_ratio", MetricType::Gauge,
+     "From the last round of this mode: slowdown versus this core's own calibration, as a ratio "
+     "(>1 slower)."},
+    {"corenoise_clock_hertz", MetricType::Gauge,
+     "From the last round of this mode: effective core clock, in hertz."},
+    {"corenoise_matmul_flops_per_second", MetricType::Gauge,
+     "From the last round of this mode: matmul probe rate, in floating-point operations per "
+     "second."},
+    {"corenoise_memory_bandwidth_bytes_per_second", MetricType::Gauge,
+     "From the last round of this mode: STREAM triad bandwidth, in bytes per second."},
+    {"corenoise_noise_ratio", MetricType::Gauge,
+     "From the last isolated round (else concurrent): share of time lost to detours, as a ratio "
+     "0-1."},
+    {"corenoise_excess_noise_ratio", MetricType::Gauge,
+     "From the last isolated round (else concurrent): noise ratio minus the node's noise floor "
+     "for this CPU kind, as a ratio."},
+    {"corenoise_detour_max_seconds", MetricType::Gauge,
+     "From the last isolated round (else concurrent): longest detour, in seconds."},
+    {"corenoise_detours_total", MetricType::Counter,
+     "Detours seen on this CPU over all rounds since corenoised started."},
+    {"corenoise_detour_seconds_total", MetricType::Counter,
+     "Time lost to detours on this CPU over all rounds since corenoised started, in seconds."},
+    {"corenoise_thermal_throttle_events_total", MetricType::Counter,
+     "Thermal throttle events the kernel counted (/sys thermal_throttle), once per core "
+     "(scope=core) and once per package (scope=package), on their first CPU."},
+    {"corenoise_cpufreq_hertz", MetricType::Gauge,
+     "cpufreq frequency of this CPU when scraped (type=current) and its maximum (type=max), in "
+     "hertz."},
+};
+
+using Labels = std::initializer_list<std::pair<const char*, std::string_view>>;
+
+class Builder {
+ public:
+  Builder() {
+    families_.resize(kFamilyCount);
+    for (std::size_t i = 0; i < kFamilyCount; ++i) {
+      families_[i].name = kFamilies[i].name;
+      families_[i].help = kFamilies[i].help;
+      families_[i].type = kFamilies[i].type;
+    }
+  }
+
+  // Preallocation matters at 512 PUs: a ClientMetric is a few hundred bytes
+  // and regrowing a vector of 5,000 of them costs more than filling it.
+  void reserve(Family family, std::size_t series) { families_[family].metric.reserve(series); }
+
+  // Adds one series; a missing or non-finite value adds nothing, so that
+  // an absent figure is absent on /metrics too, never a fake zero or NaN.
+  void add(Family family, Labels labels, std::optional<double> value) {
+    if (!value || !std::isfinite(*value)) return;
+    MetricFamily& f = families_[family];
+    ClientMetric& m = f.metric.emplace_back();
+    m.label.reserve(labels.size());
+    for (const auto& [name, label_value] : labels) {
+      m.label.push_back({name, std::string(label_value)});
+    }
+    if (f.type == MetricType::Counter) {
+      m.counter.value = *value;
+    } else {
+      m.gauge.value = *value;
+    }
+  }
+
+  std::vector<MetricFamily> take() && {
+    std::erase_if(families_, [](const MetricFamily& f) { return f.metric.empty(); });
+    return std::move(families_);
+  }
+
+ private:
+  std::vector<MetricFamily> families_;
+};
+
+// The bytes one triad pass moves on `pu`. The report keeps bandwidth, not
+// the buffer size, so this repeats the runner's sizing (the settings' size,
+// else default_stream_bytes of the LLC share) and StreamProbe's rounding to
+// whole elements; bandwidth was computed as these bytes / the pass time, so
+// the quotient gives back the measured pass time.
+double stream_pass_bytes(const ProbeSettings& settings, const ProcessingUnit& pu) {
+  const std::size_t requested = settings.stream_bytes > 0
+                                    ? static_cast<std::size_t>(settings.stream_bytes)
+                                    : default_stream_bytes(pu.llc_share_bytes);
+  const std::size_t elements = std::max<std::size_t>(1024, requested / (3 * sizeof(double)));
+  return static_cast<double>(elements * 3 * sizeof(double));
+}
+
+std::optional<double> quotient(double numerator, std::optional<double> denominator) {
+  if (!denominator || *denominator <= 0) return std::nullopt;
+  return numerator / *denominator;
+}
+
+std::optional<double> as_double(std::optional<std::uint64_t> v) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v);
+}
+
+// Per-mode figures of one measured CPU.
+void add_mode_figures(Builder& b, const ProcessingUnit& pu, const std::string& cpu,
+                      std::string_view mode, const CoreFigures& c, const ProbeSettings& settings) {
+  b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_seconds);
+  if (c.stream_bytes_per_second) {
+    b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}},
+          quotient(stream_pass_bytes(settings, pu), c.stream_bytes_per_second));
+  }
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_slowdown);
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "clock"}, {"mode", mode}}, c.clock_ratio);
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}}, c.stream_slowdown);
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "expected"}, {"mode", mode}}, c.expected_slowdown);
+  b.add(kClockHertz, {{"cpu", cpu}, {"mode", mode}}, c.clock_hertz);
+  b.add(kMatmulFlops, {{"cpu", cpu}, {"mode", mode}}, c.matmul_flops_per_second);
+  b.add(kMemoryBandwidth, {{"cpu", cpu}, {"mode", mode}}, c.stream_bytes_per_second);
+}
+
+void add_ratio_map(Builder& b, Family family, const std::map<ProbeKey, double>& ratios,
+                   const std::vector<bool>& measured) {
+  for (const auto& [key, ratio] : ratios) {
+    if (key.cpu >= measured.size() || !measured[key.cpu]) continue;
+    b.add(family,
+          {{"cpu", std::to_string(key.cpu)},
+           {"probe", to_string(key.probe)},
+           {"mode", to_string(key.mode)}},
+          ratio);
+  }
+}
+
+// /sys facts. Thermal throttle counters are per core and per package in the
+// kernel but repeated on every CPU of it: summing them over CPUs would count
+// each event several times, so each core (package) is reported once, on its
+// first CPU in topology order.
+void add_sys(Builder& b, const Snapshot& s) {
+  std::set<unsigned> cores_seen, packages_seen;
+  std::vector<unsigned> core_firsts, package_firsts;
+  for (const ProcessingUnit& pu : s.report.pus) {
+    if (cores_seen.insert(pu.core).second) core_firsts.push_back(pu.cpu);
+    if (packages_seen.insert(pu.package).second) package_firsts.push_back(pu.cpu);
+  }
+  for (unsigned cpu : core_firsts) {
+    if (const auto it = s.sys.find(cpu); it != s.sys.end()) {
+      b.add(kThermalThrottleTotal, {{"cpu", std::to_string(cpu)}, {"scope", "core"}},
+            as_double(it->second.core_throttle_count));
+    }
+  }
+  for (unsigned cpu : package_firsts) {
+    if (const auto it = s.sys.find(cpu); it != s.sys.end()) {
+      b.add(kThermalThrottleTotal, {{"cpu", std::to_string(cpu)}, {"scope", "package"}},
+            as_double(it->second.package_throttle_count));
+    }
+  }
+  for (const auto& [cpu, info] : s.sys) {
+    const std::string label = std::to_string(cpu);
+    b.add(kCpufreqHertz, {{"cpu", label}, {"type", "current"}}, info.cur_hertz);
+    b.add(kCpufreqHertz, {{"cpu", label}, {"type", "max"}}, info.max_hertz);
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
+  Builder b;
+  const NodeReport& report = s.report;
+  const auto& pus = report.pus;
+
+  b.add(kBuildInfo, {{"version", s.version.empty() ? CORENOISE_VERSION : s.version}}, 1.0);
+  if (s.started_unix_seconds > 0) b.add(kStartTime, {}, s.started_unix_seconds);
+  b.add(kPaused, {}, s.paused ? 1.0 : 0.0);
+  for (const auto& [mode, stats] : s.rounds) {
+    const std::string_view m = to_string(mode);
+    b.add(kRoundTimestamp, {{"mode", m}}, stats.last_unix_seconds);
+    b.add(kRoundDuration, {{"mode", m}}, stats.last_duration_seconds);
+    b.add(kRoundsTotal, {{"mode", m}}, static_cast<double>(stats.rounds));
+  }
+  b.add(kClusterPublishTimestamp, {}, s.cluster_published_unix_seconds);
+
+  // Only modes whose verdicts line up with the topology (one per PU, same
+  // CPU) are used: a malformed snapshot loses figures, never mislabels them.
+  std::vector<const ModeReport*> modes;
+  for (const ModeReport& m : report.modes) {
+    const auto& cores = m.verdicts.cores;
+    if (cores.size() != pus.size()) continue;
+    bool aligned = true;
+    for (std::size_t i = 0; i < pus.size() && aligned; ++i) aligned = cores[i].cpu == pus[i].cpu;
+    if (aligned) modes.push_back(&m);
+  }
+
+  // Per-CPU labels, and which CPUs were measured: skipped ones (and all
+  // before the first round) get cpu_info and core_state only.
+  std::vector<std::string> cpu_labels;
+  cpu_labels.reserve(pus.size());
+  std::vector<bool> measured;
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    cpu_labels.push_back(std::to_string(pus[i].cpu));
+    if (pus[i].cpu >= measured.size()) measured.resize(pus[i].cpu + 1, false);
+    measured[pus[i].cpu] = !modes.empty() && report.state(i) != CoreState::skipped;
+  }
+
+  const std::size_t n = pus.size();
+  const std::size_t nm = modes.size();
+  b.reserve(kCpuInfo, n);
+  b.reserve(kCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
+  b.reserve(kProbeDuration, 2 * n * nm);
+  b.reserve(kSlowdown, 4 * n * nm);
+  b.reserve(kClusterSlowdown, s.cluster_slowdown.size());
+  b.reserve(kBaselineSlowdown, s.baseline_slowdown.size());
+  for (Family f : {kClockHertz, kMatmulFlops, kMemoryBandwidth}) b.reserve(f, n * nm);
+  for (Family f :
+       {kNoiseRatio, kExcessNoiseRatio, kDetourMax, kDetoursTotal, kDetourSecondsTotal}) {
+    b.reserve(f, n);
+  }
+
+  for (std::size_t i = 0; i < n; ++i) {
+    const ProcessingUnit& pu = pus[i];
+    b.add(kCpuInfo,
+          {{"cpu", cpu_labels[i]},
+           {"core", std::to_string(pu.core)},
+           {"package", std::to_string(pu.package)},
+           // Empty (the same as no label to Prometheus) where hwloc knows no node.
+           {"numa_node", pu.numa_node >= 0 ? std::to_string(pu.numa_node) : std::string()},
+           {"kind", pu.kind}},
+          1.0);
+  }
+  // Before the first round there is no verdict yet: no core_state at all
+  // rather than every CPU reading "skipped".
+  if (!modes.empty()) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const CoreState state = report.state(i);
+      for (CoreState candidate : kAllCoreStates) {
+        b.add(kCoreState, {{"cpu", cpu_labels[i]}, {"state", to_string(candidate)}},
+              candidate == state ? 1.0 : 0.0);
+      }
+    }
+  }
+
+  for (const ModeReport* m : modes) {
+    const std::string_view mode = to_string(m->mode);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!measured[pus[i].cpu]) continue;
+      add_mode_figures(b, pus[i], cpu_labels[i], mode, m->verdicts.cores[i], report.settings);
+    }
+  }
+  add_ratio_map(b, kClusterSlowdown, s.cluster_slowdown, measured);
+  add_ratio_map(b, kBaselineSlowdown, s.baseline_slowdown, measured);
+
+  // Noise without a mode label: the isolated round's where it measured this
+  // CPU (the core's own noise, the figure verdicts are drawn from), else the
+  // concurrent round's. report.modes is in run order, isolated first.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!measured[pus[i].cpu]) continue;
+    for (const ModeReport* m : modes) {
+      const CoreFigures& c = m->verdicts.cores[i];
+      if (!c.detour || c.detour->window_seconds <= 0) continue;
+      b.add(kNoiseRatio, {{"cpu", cpu_labels[i]}}, c.detour->noise_ratio());
+      b.add(kExcessNoiseRatio, {{"cpu", cpu_labels[i]}}, c.excess_noise);
+      b.add(kDetourMax, {{"cpu", cpu_labels[i]}}, c.detour->max_seconds);
+      break;
+    }
+  }
+  for (const auto& [cpu, totals] : s.totals) {
+    if (cpu >= measured.size() || !measured[cpu]) continue;
+    const std::string label = std::to_string(cpu);
+    b.add(kDetoursTotal, {{"cpu", label}}, static_cast<double>(totals.detours));
+    b.add(kDetourSecondsTotal, {{"cpu", label}}, totals.detour_seconds);
+  }
+  add_sys(b, s);
+  return std::move(b).take();
+}
+
+std::string render_metrics(const std::vector<MetricFamily>& families) {
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+// --- HTTP -----------------------------------------------------------------
+
+class Exporter::Collector : public prometheus::Collectable {
+ public:
+  explicit Collector(const SnapshotStore& store) : store_(store) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    // Runs on a civetweb thread, where an escaping exception would end the
+    // daemon: a failed render (only bad_alloc is possible) serves no
+    // corenoise_* series this time, and says so.
+    try {
+      const SnapshotPtr snapshot = store_.get();
+      return collect_metrics(*snapshot);
+    } catch (const std::exception& e) {
+      log_error(std::string("metrics: cannot render the snapshot: ") + e.what());
+      return {};
+    }
+  }
+
+ private:
+  const SnapshotStore& store_;
+};
+
+namespace {
+
+const std::string& landing_page() {
+  static const std::string page =
+      "<!DOCTYPE html>\n"
+      "<html lang=\"en\">\n"
+      "<head><meta charset=\"utf-8\"><title>corenoised</title></head>\n"
+      "<body>\n"
+      "<h1>corenoised " CORENOISE_VERSION
+      "</h1>\n"
+      "<p>Per-core slowdown, clock, noise and memory bandwidth of this node.</p>\n"
+      // Relative, so the link still works behind a proxy that adds a prefix.
+      "<p><a href=\"metrics\">Metrics</a></p>\n"
+      "</body>\n"
+      "</html>\n";
+  return page;
+}
+
+// Writes a whole response; HEAD gets the headers only. Returns the status,
+// which tells civetweb the request is handled.
+int respond(mg_connection* conn, int status, const char* reason, const char* content_type,
+            std::string_view body, bool head, const char* extra_headers = "") {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\n"
+            "Content-Type: %s\r\n"
+            "Content-Length: %zu\r\n"
+            "%s"
+            "Connection: close\r\n\r\n",
+            status, reason, content_type, body.size(), extra_headers);
+  if (!head) mg_write(conn, body.data(), body.size());
+  return status;
+}
+
+// civetweb calls this first for every request; returning 0 lets it go on to
+// prometheus-cpp's handler. The Exposer gives no other hook: its handler
+// for /metrics also matches /metrics/anything and answers every method it
+// does not implement with civetweb's own reply, so the routing is here.
+int begin_request(mg_connection* conn) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  const std::string_view method = ri->request_method ? ri->request_method : "";
+  const std::string_view uri = ri->local_uri ? ri->local_uri : "";
+  const bool head = method == "HEAD";
+  if (uri != "/" && uri != "/metrics") {
+    return respond(conn, 404, "Not Found", "text/plain; charset=utf-8",
+                   "404 Not Found: try /metrics\n", head);
+  }
+  if (method != "GET" && !head) {
+    return respond(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8",
+                   "405 Method Not Allowed: GET or HEAD only\n", false, "Allow: GET, HEAD\r\n");
+  }
+  if (uri == "/") {
+    return respond(conn, 200, "OK", "text/html; charset=utf-8", landing_page(), head);
+  }
+  if (head) {
+    // The headers a GET would get, without rendering a body only to count
+    // its bytes: no Content-Length, which HTTP allows for HEAD.
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\n"
+              "Connection: close\r\n\r\n");
+    return 200;
+  }
+  return 0;
+}
+
+// "HOST:PORT" with a numeric port: anything else civetweb would read as
+// something we do not want (a bare port listens on all interfaces, a
+// trailing "s" means TLS, a comma a second listener).
+std::string check_listen(const std::string& listen) {
+  const std::size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
+    return "expected HOST:PORT, e.g. 127.0.0.1:9847";
+  }
+  const std::string_view host(listen.data(), colon);
+  const std::string_view port(listen.data() + colon + 1);
+  if (host.front() == '[' || host.find(':') != std::string_view::npos) {
+    return "IPv6 addresses are not supported (Debian's civetweb is built without IPv6)";
+  }
+  if (host.find_first_of(", \t") != std::string_view::npos) {
+    return "expected one HOST:PORT";
+  }
+  // civetweb reads any N.N.N.N with sscanf and would bind 999.1.1.1 to
+  // whatever the overflow gives.
+  in_addr ipv4{};
+  if (host.find_first_not_of("0123456789.") == std::string_view::npos &&
+      ::inet_pton(AF_INET, std::string(host).c_str(), &ipv4) != 1) {
+    return "'" + std::string(host) + "' is not an IPv4 address";
+  }
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
+      std::stoul(std::string(port)) > 65535) {
+    return "expected a port number from 0 to 65535";
+  }
+  return {};
+}
+
+// civetweb reports why it cannot start only through its log callback (the
+// exception CivetServer throws just says "null context"), and it starts in
+// the constructing thread: so messages logged on that thread during
+// construction are collected for the error; any later one (a bad client, a
+// worker's trouble) goes to the daemon's log.
+thread_local std::vector<std::string>* startup_messages = nullptr;
+
+int log_message(const mg_connection*, const char* message) {
+  if (startup_messages != nullptr) {
+    startup_messages->emplace_back(message);
+  } else {
+    log_debug(std::string("http: ") + message);
+  }
+  return 1;  // handled: civetweb logs nothing itself
+}
+
+// The first message, without civetweb's repetition of the address and errno:
+// "cannot bind to 127.0.0.1:9847: 98 (Address already in use)" gives
+// "Address already in use".
+std::string startup_reason(const std::vector<std::string>& messages, const std::string& what) {
+  if (messages.empty()) return what;
+  std::string reason = messages.front();
+  const std::string bind_prefix = "cannot bind to ";
+  if (reason.rfind(bind_prefix, 0) == 0) {
+    if (const std::size_t colon = reason.find(": ", bind_prefix.size());
+        colon != std::string::npos) {
+      reason = reason.substr(colon + 2);
+    }
+    const std::size_t open = reason.find(" (");
+    if (open != std::string::npos && reason.back() == ')' &&
+        reason.find_first_not_of("0123456789") == open) {
+      reason = reason.substr(open + 2, reason.size() - open - 3);
+    }
+  }
+  if (reason.find("invalid port spec") != std::string::npos) {
+    reason = "not an IPv4 address or a host name that resolves to one";
+  }
+  return reason;
+}
+
+// A numeric IPv4 address that reaches the listener bound to `host`, or ""
+// if there is none (then stopping just takes civetweb's 2 s).
+std::string connectable_host(const std::string& host) {
+  if (host == "0.0.0.0") return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
+  char text[INET_ADDRSTRLEN] = {};
+  const auto* addr = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  const bool ok = ::inet_ntop(AF_INET, &addr->sin_addr, text, sizeof text) != nullptr;
+  ::freeaddrinfo(found);
+  if (!ok) return "";
+  return std::string(text) == "0.0.0.0" ? "127.0.0.1" : text;
+}
+
+// Opens and closes one TCP connection to host:port; failures do not matter.
+void poke(const std::string& host, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) {
+    ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+Exporter::Exporter(const std::string& listen, const SnapshotStore& store)
+    : listen_(listen), collector_(std::make_shared<Collector>(store)) {
+  if (const std::string problem = check_listen(listen); !problem.empty()) {
+    throw std::runtime_error("cannot listen on " + listen + ": " + problem);
+  }
+  CivetCallbacks callbacks;  // zeroed by its constructor; copied by CivetServer
+  callbacks.begin_request = begin_request;
+  callbacks.log_message = log_message;
+  const std::vector<std::string> options = {
+      "listening_ports", listen,
+      // Two workers: enough for Prometheus and a curl, and few threads to
+      // keep off the measured cores.
+      "num_threads", "2",
+      // A client that stalls mid-request holds a worker only this long.
+      "request_timeout_ms", "10000",
+      // A response is a few large writes: Nagle's algorithm would only hold
+      // back its last segment.
+      "tcp_nodelay", "1"};
+  std::vector<std::string> messages;
+  startup_messages = &messages;
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(options, &callbacks);
+  } catch (const std::exception& e) {
+    startup_messages = nullptr;
+    throw std::runtime_error("cannot listen on " + listen + ": " +
+                             startup_reason(messages, e.what()));
+  }
+  startup_messages = nullptr;
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  if (ports.empty() || ports.front() <= 0) {
+    throw std::runtime_error("cannot listen on " + listen + ": no listening port after start");
+  }
+  port_ = ports.front();
+  wake_host_ = connectable_host(std::string(listen, 0, listen.rfind(':')));
+  exposer_->RegisterCollectable(collector_);
+}
+
+// civetweb's listener thread polls its sockets with a 2 s timeout and looks
+// at the stop flag only between polls, so a plain stop takes up to 2 s (for
+// every daemon stop and every test). A connection makes the poll return: a
+// helper connects every 20 ms while the server stops. The connections are
+// never accepted (the stop flag is checked first) and die with the socket.
+Exporter::~Exporter() {
+  if (!exposer_) return;
+  std::atomic<bool> stopped = false;
+  std::thread waker;
+  if (!wake_host_.empty()) {
+    waker = std::thread([&stopped, host = wake_host_, port = port_] {
+      while (!stopped.load()) {
+        poke(host, port);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  exposer_.reset();
+  stopped = true;
+  if (waker.joinable()) waker.join();
+}
+
+}  // namespace corenoise

@@ -1,1 +1,86 @@
-int main() { return 0; }
+// corenoised: the per-node daemon. Start-up errors (bad configuration, a
+// taken port, an unusable socket path) exit 1 with a message naming the
+// input; once running, nothing a client or a probe does stops it.
+#include <boost/asio.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: corenoised [--config FILE] [--OPTION VALUE]...
+
+The corenoise daemon: runs fixed-work probes pinned to every core of this
+node at intervals, exports per-core slowdown metrics for Prometheus on
+--listen (/metrics), and takes orders from `corenoise` over the control
+socket. Run it as a systemd service (Type=notify; SIGHUP reloads).
+
+Options are read from the config file first (NAME = VALUE per line, '#'
+comments; default /etc/corenoise/corenoised.conf, ignored if missing unless
+--config names it) and then from the command line, which wins.
+
+  --config FILE        the config file (default: /etc/corenoise/corenoised.conf)
+  --check-config       validate the configuration, print it, and exit
+  --help, --version
+)";
+
+void print_usage() {
+  std::cout << kUsage;
+  for (const auto& spec : corenoise::daemon_option_specs()) {
+    std::string left = "  --" + spec.name + " " + spec.value_name;
+    left.resize(std::max<std::size_t>(left.size() + 2, 32), ' ');
+    std::cout << left << spec.help << '\n';
+  }
+  std::cout << "\nExit status: 0 stopped cleanly, 1 could not start (the message says why).\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool check_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      print_usage();
+      return 0;
+    }
+    if (arg == "--version") {
+      std::cout << "corenoised " CORENOISE_VERSION "\n";
+      return 0;
+    }
+    if (arg == "--check-config") {
+      check_only = true;
+      continue;
+    }
+    args.push_back(arg);
+  }
+  try {
+    corenoise::DaemonConfig config = corenoise::load_config(args);
+    if (check_only) {
+      std::cout << "configuration OK (" << config.config_path
+                << (config.config_path_given ? "" : ", if present") << ")\n";
+      return 0;
+    }
+    boost::asio::io_context io(1);
+    corenoise::Daemon daemon(io, std::move(config), args);
+    daemon.start();
+    io.run();
+    // Stopped by a signal: the daemon has cleaned up what matters (see
+    // Daemon::shut_down); skip the slow teardown of the HTTP server.
+    corenoise::log_info("stopped");
+    std::fflush(nullptr);
+    _exit(0);
+  } catch (const std::exception& e) {
+    corenoise::log_error(std::string("corenoised: ") + e.what());
+    return 1;
+  }
+}

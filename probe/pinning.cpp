@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <system_error>
 
@@ -44,6 +46,31 @@ bool set_current_affinity(const std::vector<unsigned>& cpus) {
     }
   }
   return any && sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+struct ProcessOffCpus::Saved {
+  pid_t tid;
+  cpu_set_t affinity;
+};
+
+ProcessOffCpus::ProcessOffCpus(const std::vector<unsigned>& measured) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    Saved saved{tid, {}};
+    if (tid <= 0 || sched_getaffinity(tid, sizeof saved.affinity, &saved.affinity) != 0) continue;
+    cpu_set_t reduced = saved.affinity;
+    for (unsigned cpu : measured) {
+      if (cpu < CPU_SETSIZE) CPU_CLR(cpu, &reduced);
+    }
+    if (CPU_COUNT(&reduced) == 0 || CPU_EQUAL(&reduced, &saved.affinity)) continue;
+    // A thread that exited meanwhile is simply not restored.
+    if (sched_setaffinity(tid, sizeof reduced, &reduced) == 0) saved_.push_back(saved);
+  }
+}
+
+ProcessOffCpus::~ProcessOffCpus() {
+  for (const auto& s : saved_) sched_setaffinity(s.tid, sizeof s.affinity, &s.affinity);
 }
 
 }  // namespace corenoise

@@ -3,6 +3,8 @@
 // never silently run unpinned.
 #pragma once
 
+#include <sys/types.h>
+
 #include <vector>
 
 namespace corenoise {
@@ -15,5 +17,23 @@ std::vector<unsigned> current_affinity();
 // Restricts the calling thread to `cpus`; returns false if the set is empty
 // or the kernel refuses (the affinity is then unchanged).
 bool set_current_affinity(const std::vector<unsigned>& cpus);
+
+// While alive, keeps every thread of this process (the event loop, the
+// exporter's HTTP threads, the caller) off `measured`: each thread's
+// affinity loses those CPUs unless nothing would be left, in which case that
+// thread keeps its affinity (it can only sleep there). Restores each
+// thread's affinity on destruction. Threads started meanwhile inherit their
+// creator's affinity; probe threads pin themselves afterwards.
+class ProcessOffCpus {
+ public:
+  explicit ProcessOffCpus(const std::vector<unsigned>& measured);
+  ~ProcessOffCpus();
+  ProcessOffCpus(const ProcessOffCpus&) = delete;
+  ProcessOffCpus& operator=(const ProcessOffCpus&) = delete;
+
+ private:
+  struct Saved;
+  std::vector<Saved> saved_;
+};
 
 }  // namespace corenoise

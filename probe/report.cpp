@@ -3,7 +3,8 @@
 namespace corenoise {
 
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
-                            const Thresholds& thresholds) {
+                            const Thresholds& thresholds,
+                            const std::map<unsigned, std::string>& skip_reasons) {
   std::vector<CoreFigures> cores;
   cores.reserve(pus.size());
   for (const auto& pu : pus) {
@@ -18,7 +19,10 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
       skipped.cpu = pu.cpu;
       skipped.kind = pu.kind;
       skipped.state = CoreState::skipped;
-      skipped.cause = pu.usable() ? "not selected" : pu.skip_reason;
+      const auto reason = skip_reasons.find(pu.cpu);
+      skipped.cause = reason != skip_reasons.end() ? reason->second
+                      : pu.usable()                ? "not selected"
+                                                   : pu.skip_reason;
       cores.push_back(std::move(skipped));
     }
   }

@@ -3,6 +3,7 @@
 // daemon will serve from its snapshot, and what the collector reduces.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ struct NodeReport {
 };
 
 // A ModeReport for all of `pus`: measured CPUs from `round`, the others
-// skipped with their skip_reason (or "not selected").
+// skipped with the reason in `skip_reasons` (by cpu), else their
+// skip_reason, else "not selected".
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
-                            const Thresholds& thresholds);
+                            const Thresholds& thresholds,
+                            const std::map<unsigned, std::string>& skip_reasons = {});
 
 }  // namespace corenoise

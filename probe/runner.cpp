@@ -135,26 +135,6 @@ class CpuWorker {
   CpuKernels kernels_;
 };
 
-// Restricts the calling thread to the allowed CPUs other than `measured`
-// while alive, so that it never shares a core with a probe; where nothing
-// is left it keeps its affinity (it only sleeps in join()).
-class StayOffCpus {
- public:
-  StayOffCpus(const std::vector<unsigned>& allowed, const std::vector<unsigned>& measured)
-      : saved_(current_affinity()) {
-    std::vector<unsigned> rest;
-    for (unsigned cpu : allowed) {
-      if (std::find(measured.begin(), measured.end(), cpu) == measured.end()) rest.push_back(cpu);
-    }
-    if (!rest.empty()) set_current_affinity(rest);
-  }
-  ~StayOffCpus() { set_current_affinity(saved_); }
-  StayOffCpus(const StayOffCpus&) = delete;
-  StayOffCpus& operator=(const StayOffCpus&) = delete;
-
- private:
-  std::vector<unsigned> saved_;
-};
 
 }  // namespace
 
@@ -178,7 +158,6 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   round.started_unix_seconds = unix_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const ProcCounterReader counters(settings_.proc_root);
-  const std::vector<unsigned> allowed = current_affinity();
 
   std::vector<const ProcessingUnit*> pus;
   for (unsigned cpu : cpus) {
@@ -193,13 +172,13 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   if (mode == Mode::isolated) {
     for (std::size_t i = 0; i < pus.size(); ++i) {
       if (cancel != nullptr && cancel->load()) break;
-      StayOffCpus off(allowed, {pus[i]->cpu});
+      const ProcessOffCpus off({pus[i]->cpu});
       std::thread(CpuWorker(settings_, isa_, *pus[i], counters, nullptr, cancel, round.cpus[i]))
           .join();
       if (progress) progress(i + 1, pus.size());
     }
   } else {
-    StayOffCpus off(allowed, cpus);
+    const ProcessOffCpus off(cpus);
     SpinBarrier barrier(pus.size(), cancel);
     std::vector<std::thread> threads;
     threads.reserve(pus.size());

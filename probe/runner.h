@@ -3,8 +3,8 @@
 // a spin barrier (concurrent: the all-core behaviour a full MPI job sees).
 //
 // oslat's rules: each probe thread pins first, then allocates (NUMA-local
-// memory), warms up, and records into preallocated vectors; the calling
-// thread moves off a CPU while that CPU is measured.
+// memory), warms up, and records into preallocated vectors; every other
+// thread of the process moves off a CPU while that CPU is measured.
 #pragma once
 
 #include <atomic>

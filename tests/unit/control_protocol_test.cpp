@@ -1,1 +1,319 @@
-// placeholder
+// The control protocol's parser and encoders: every command, every malformed
+// form with the message a user would read, and randomized inputs that must
+// only ever produce a request or a ProtocolError.
+#include "daemon/control_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+// The ProtocolError message for `line`, or "" if it parsed.
+std::string error_of(std::string_view line) {
+  try {
+    parse_request(line);
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_REFUSED(line, fragment)                                           \
+  do {                                                                           \
+    const std::string message = error_of(line);                                  \
+    EXPECT_NE(message.find(fragment), std::string::npos)                         \
+        << "line: " << (line) << "\nmessage: '" << message << "'\nexpected: " << (fragment); \
+  } while (0)
+
+TEST(ControlProtocol, ParsesFieldlessCommands) {
+  EXPECT_TRUE(std::holds_alternative<StatusRequest>(parse_request(R"({"command":"status"})")));
+  EXPECT_TRUE(std::holds_alternative<ResultsRequest>(parse_request(R"({"command":"results"})")));
+  EXPECT_TRUE(std::holds_alternative<ResumeRequest>(parse_request(R"({"command":"resume"})")));
+  EXPECT_TRUE(
+      std::holds_alternative<CalibrateRequest>(parse_request(R"({"command":"calibrate"})")));
+  // Whitespace and a CRLF line ending (a telnet-ish client) are fine.
+  EXPECT_TRUE(std::holds_alternative<StatusRequest>(parse_request(" { \"command\" : \"status\" }\r")));
+}
+
+TEST(ControlProtocol, ParsesPause) {
+  auto pause = std::get<PauseRequest>(parse_request(R"({"command":"pause"})"));
+  EXPECT_FALSE(pause.seconds);
+  pause = std::get<PauseRequest>(parse_request(R"({"command":"pause","seconds":300})"));
+  EXPECT_EQ(pause.seconds, 300);
+  pause = std::get<PauseRequest>(parse_request(R"({"command":"pause","seconds":0.5})"));
+  EXPECT_EQ(pause.seconds, 0.5);
+}
+
+TEST(ControlProtocol, ParsesRun) {
+  auto run = std::get<RunRequest>(parse_request(R"({"command":"run"})"));
+  EXPECT_FALSE(run.at_unix_seconds);
+  EXPECT_EQ(run.modes, std::vector<Mode>{Mode::isolated});
+  EXPECT_TRUE(run.wait);
+  run = std::get<RunRequest>(parse_request(
+      R"({"command":"run","at_unix_seconds":1795963026.5,"mode":"both","wait":false})"));
+  EXPECT_EQ(run.at_unix_seconds, 1795963026.5);
+  EXPECT_EQ(run.modes, (std::vector<Mode>{Mode::isolated, Mode::concurrent}));
+  EXPECT_FALSE(run.wait);
+  run = std::get<RunRequest>(parse_request(R"({"command":"run","mode":"concurrent"})"));
+  EXPECT_EQ(run.modes, std::vector<Mode>{Mode::concurrent});
+}
+
+TEST(ControlProtocol, ParsesPublish) {
+  const auto publish = std::get<PublishRequest>(parse_request(
+      R"({"command":"publish","published_unix_seconds":1795963000,"reference":{"nodes":32},)"
+      R"("slowdowns":[{"cpu":0,"probe":"matmul","mode":"isolated","ratio":1.02},)"
+      R"({"cpu":7,"probe":"stream","mode":"concurrent","ratio":0.98},)"
+      R"({"cpu":7.0,"probe":"clock","mode":"concurrent","ratio":1}]})"));
+  EXPECT_EQ(publish.published_unix_seconds, 1795963000);
+  EXPECT_EQ(publish.reference, json({{"nodes", 32}}));
+  ASSERT_EQ(publish.slowdowns.size(), 3u);
+  EXPECT_EQ(publish.slowdowns[0].cpu, 0u);
+  EXPECT_EQ(publish.slowdowns[0].probe, ProbeKind::matmul);
+  EXPECT_EQ(publish.slowdowns[0].mode, Mode::isolated);
+  EXPECT_DOUBLE_EQ(publish.slowdowns[0].ratio, 1.02);
+  EXPECT_EQ(publish.slowdowns[1].cpu, 7u);
+  EXPECT_EQ(publish.slowdowns[1].probe, ProbeKind::stream);
+  EXPECT_EQ(publish.slowdowns[1].mode, Mode::concurrent);
+  EXPECT_EQ(publish.slowdowns[2].probe, ProbeKind::clock);
+  // An empty publication is valid: it clears the cluster figures.
+  EXPECT_TRUE(std::get<PublishRequest>(parse_request(R"({"command":"publish",)"
+                                                    R"("published_unix_seconds":1,)"
+                                                    R"("reference":{},"slowdowns":[]})"))
+                  .slowdowns.empty());
+}
+
+TEST(ControlProtocol, RefusesMalformedLines) {
+  EXPECT_REFUSED("", "malformed request");
+  EXPECT_REFUSED("{bad", "malformed request");
+  EXPECT_REFUSED("{\"command\":\"status\"} trailing", "malformed request");
+  EXPECT_REFUSED("[1,2]", "must be a JSON object");
+  EXPECT_REFUSED("\"status\"", "must be a JSON object");
+  EXPECT_REFUSED("{}", "no \"command\"");
+  EXPECT_REFUSED(R"({"command":7})", "'command' must be a string, got 7");
+  EXPECT_REFUSED(R"({"command":"stats"})", "unknown command \"stats\" (expected status,");
+  EXPECT_REFUSED(R"({"command":"STATUS"})", "unknown command");
+  // Invalid UTF-8 inside a string.
+  EXPECT_REFUSED("{\"command\":\"st\xff\"}", "malformed request");
+  // Deep nesting stops at the limit instead of recursing.
+  EXPECT_REFUSED(std::string(100000, '['), "nested deeper than");
+  EXPECT_REFUSED(R"({"command":"publish","published_unix_seconds":1,"slowdowns":[],"reference":)" +
+                     std::string(40, '[') + std::string(40, ']') + "}",
+                 "nested deeper than");
+}
+
+TEST(ControlProtocol, RefusesBadFieldsNamingThem) {
+  EXPECT_REFUSED(R"({"command":"status","verbose":true})",
+                 "status: unknown field 'verbose' (it takes no fields)");
+  EXPECT_REFUSED(R"({"command":"resume","x":1})", "resume: unknown field 'x'");
+  EXPECT_REFUSED(R"({"command":"results","x":1})", "results: unknown field 'x'");
+  EXPECT_REFUSED(R"({"command":"calibrate","x":1})", "calibrate: unknown field 'x'");
+  EXPECT_REFUSED(R"({"command":"pause","seconds":"x"})",
+                 R"(pause: 'seconds' must be a number > 0, got "x")");
+  EXPECT_REFUSED(R"({"command":"pause","seconds":0})", "pause: 'seconds' must be a number > 0, got 0");
+  EXPECT_REFUSED(R"({"command":"pause","seconds":-5})", "got -5");
+  EXPECT_REFUSED(R"({"command":"pause","seconds":null})", "got null");
+  EXPECT_REFUSED(R"({"command":"pause","seconds":1e999})", "number overflow");
+  EXPECT_REFUSED(R"({"command":"pause","second":5})",
+                 "pause: unknown field 'second' (expected seconds)");
+  EXPECT_REFUSED(R"({"command":"run","mode":"fast"})",
+                 R"(run: 'mode' must be one of "isolated", "concurrent", "both", got "fast")");
+  EXPECT_REFUSED(R"({"command":"run","mode":["isolated"]})", "run: 'mode' must be one of");
+  EXPECT_REFUSED(R"({"command":"run","wait":"yes"})", R"(run: 'wait' must be true or false, got "yes")");
+  EXPECT_REFUSED(R"({"command":"run","wait":1})", "run: 'wait' must be true or false, got 1");
+  EXPECT_REFUSED(R"({"command":"run","at_unix_seconds":-1})",
+                 "run: 'at_unix_seconds' must be a number >= 0, got -1");
+  EXPECT_REFUSED(R"({"command":"run","at_unix_seconds":"now"})", "'at_unix_seconds'");
+  EXPECT_REFUSED(R"({"command":"run","at":5})", "run: unknown field 'at' (expected at_unix_seconds, mode, wait)");
+  // A long value is echoed cut short, not in full.
+  const std::string long_mode = R"({"command":"run","mode":")" + std::string(10000, 'x') + "\"}";
+  EXPECT_LT(error_of(long_mode).size(), 200u);
+}
+
+TEST(ControlProtocol, RefusesBadPublications) {
+  const std::string head = R"({"command":"publish","published_unix_seconds":1,"reference":{},)";
+  auto with = [&](const std::string& slowdowns) { return head + R"("slowdowns":)" + slowdowns + "}"; };
+  EXPECT_REFUSED(R"({"command":"publish","reference":{},"slowdowns":[]})",
+                 "publish: missing field 'published_unix_seconds'");
+  EXPECT_REFUSED(R"({"command":"publish","published_unix_seconds":1,"slowdowns":[]})",
+                 "publish: missing field 'reference'");
+  EXPECT_REFUSED(R"({"command":"publish","published_unix_seconds":1,"reference":{}})",
+                 "publish: missing field 'slowdowns'");
+  EXPECT_REFUSED(R"({"command":"publish","published_unix_seconds":"x","reference":{},"slowdowns":[]})",
+                 "publish: 'published_unix_seconds' must be a number >= 0");
+  EXPECT_REFUSED(R"({"command":"publish","published_unix_seconds":1,"reference":[],"slowdowns":[]})",
+                 "publish: 'reference' must be an object, got []");
+  EXPECT_REFUSED(with("{}"), "publish: 'slowdowns' must be an array");
+  EXPECT_REFUSED(with("[5]"), "publish: 'slowdowns[0]' must be an object, got 5");
+  EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"isolated"}])"),
+                 "publish: missing field 'slowdowns[0].ratio'");
+  EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"isolated","ratio":1,"x":2}])"),
+                 "publish: unknown field 'slowdowns[0].x' (expected cpu, probe, mode, ratio)");
+  EXPECT_REFUSED(
+      with(R"([{"cpu":0,"probe":"matmul","mode":"isolated","ratio":1},)"
+           R"({"cpu":-1,"probe":"matmul","mode":"isolated","ratio":1}])"),
+      "publish: 'slowdowns[1].cpu' must be an integer >= 0, got -1");
+  EXPECT_REFUSED(with(R"([{"cpu":1.5,"probe":"matmul","mode":"isolated","ratio":1}])"),
+                 "'slowdowns[0].cpu' must be an integer >= 0, got 1.5");
+  EXPECT_REFUSED(with(R"([{"cpu":99999999999,"probe":"matmul","mode":"isolated","ratio":1}])"),
+                 "'slowdowns[0].cpu' must be an integer >= 0");
+  EXPECT_REFUSED(with(R"([{"cpu":"0","probe":"matmul","mode":"isolated","ratio":1}])"),
+                 "'slowdowns[0].cpu' must be an integer >= 0, got \"0\"");
+  EXPECT_REFUSED(
+      with(R"([{"cpu":0,"probe":"gemm","mode":"isolated","ratio":1}])"),
+      R"('slowdowns[0].probe' must be one of "matmul", "clock", "detour", "stream", got "gemm")");
+  EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"both","ratio":1}])"),
+                 R"('slowdowns[0].mode' must be one of "isolated", "concurrent", got "both")");
+  EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"isolated","ratio":0}])"),
+                 "'slowdowns[0].ratio' must be a number > 0, got 0");
+  EXPECT_REFUSED(with(R"([{"cpu":3,"probe":"matmul","mode":"isolated","ratio":1},)"
+                      R"({"cpu":3,"probe":"matmul","mode":"isolated","ratio":2}])"),
+                 "publish: 'slowdowns[1]' repeats cpu 3 matmul isolated");
+}
+
+TEST(ControlProtocol, NamesAndMutation) {
+  EXPECT_EQ(command_name(StatusRequest{}), "status");
+  EXPECT_EQ(command_name(CalibrateRequest{}), "calibrate");
+  EXPECT_EQ(command_name(PublishRequest{}), "publish");
+  EXPECT_FALSE(is_mutating(StatusRequest{}));
+  EXPECT_FALSE(is_mutating(ResultsRequest{}));
+  EXPECT_TRUE(is_mutating(PauseRequest{}));
+  EXPECT_TRUE(is_mutating(ResumeRequest{}));
+  EXPECT_TRUE(is_mutating(RunRequest{}));
+  EXPECT_TRUE(is_mutating(PublishRequest{}));
+  EXPECT_TRUE(is_mutating(CalibrateRequest{}));
+}
+
+TEST(ControlProtocol, Replies) {
+  EXPECT_EQ(ok_reply(), json({{"ok", true}}));
+  EXPECT_EQ(ok_reply(nullptr), json({{"ok", true}}));
+  EXPECT_EQ(ok_reply({{"paused", true}}), json({{"ok", true}, {"paused", true}}));
+  EXPECT_EQ(ok_reply(json::array({1})), json({{"ok", true}, {"result", {1}}}));
+  // A handler's own refusal passes through.
+  EXPECT_EQ(ok_reply(error_reply("busy")), json({{"ok", false}, {"error", "busy"}}));
+  EXPECT_EQ(encode_line(error_reply("x")), "{\"error\":\"x\",\"ok\":false}\n");
+  // Invalid UTF-8 from a handler is repaired, never thrown.
+  const std::string line = encode_line(error_reply("bad \xff byte"));
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  EXPECT_NO_THROW(parse_reply(line.substr(0, line.size() - 1)));
+
+  EXPECT_TRUE(parse_reply(R"({"ok":true,"paused":false})")["ok"].get<bool>());
+  EXPECT_THROW(parse_reply("{}"), ProtocolError);
+  EXPECT_THROW(parse_reply(R"({"ok":"yes"})"), ProtocolError);
+  EXPECT_THROW(parse_reply(R"({"ok":false})"), ProtocolError);
+  EXPECT_THROW(parse_reply("nope"), ProtocolError);
+}
+
+TEST(ControlProtocol, ToJsonRoundTrips) {
+  const std::vector<ControlRequest> requests = {
+      StatusRequest{},
+      ResultsRequest{},
+      PauseRequest{},
+      PauseRequest{42.5},
+      ResumeRequest{},
+      RunRequest{},
+      RunRequest{1795963026.25, {Mode::concurrent}, false},
+      RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
+      PublishRequest{10, json({{"nodes", 3}}), {{5, ProbeKind::detour, Mode::concurrent, 1.5}}},
+      CalibrateRequest{}};
+  for (const auto& request : requests) {
+    const std::string line = encode_line(to_json(request));
+    const ControlRequest back = parse_request(std::string_view(line).substr(0, line.size() - 1));
+    EXPECT_EQ(back.index(), request.index()) << line;
+    EXPECT_EQ(to_json(back), to_json(request)) << line;
+  }
+  EXPECT_THROW(to_json(RunRequest{std::nullopt, {}, true}), std::invalid_argument);
+  EXPECT_THROW(to_json(RunRequest{std::nullopt, {Mode::concurrent, Mode::isolated}, true}),
+               std::invalid_argument);
+}
+
+// Random requests (valid and mutated) and random bytes: the parser returns a
+// request or throws ProtocolError, nothing else, and a request it accepts
+// encodes back to an equivalent one.
+TEST(ControlProtocol, RandomizedInputsNeverCrash) {
+  std::mt19937_64 rng(20240601);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<json> values = {nullptr, true,  false, 0,  -1,  1,   0.5, 1e308, -1e-308,
+                                    "",      "x",   "isolated",   "both",    "matmul",
+                                    json::array(), json::object(), json::array({1, "a"})};
+  const std::vector<std::string> commands = {"status", "results", "pause",     "resume",
+                                             "run",    "publish", "calibrate", "nope"};
+  const std::vector<std::string> fields = {"seconds",   "at_unix_seconds", "mode",
+                                           "wait",      "reference",       "slowdowns",
+                                           "published_unix_seconds", "cpu", "x"};
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string line;
+    if (i % 3 == 0) {
+      // Random bytes, biased towards JSON's own characters.
+      const std::string alphabet = "{}[]\":,0123456789.-+eEtrufalsn \\\x01\xff\xc3\xa9" "abc";
+      const std::size_t n = pick(64);
+      for (std::size_t k = 0; k < n; ++k) line += alphabet[pick(alphabet.size())];
+    } else {
+      json request = json::object();
+      if (pick(10) != 0) request["command"] = commands[pick(commands.size())];
+      const std::size_t n = pick(4);
+      for (std::size_t k = 0; k < n; ++k) {
+        json value = values[pick(values.size())];
+        if (pick(4) == 0) {
+          json entry = {{"cpu", values[pick(values.size())]},
+                        {"probe", pick(2) ? json("matmul") : values[pick(values.size())]},
+                        {"mode", pick(2) ? json("isolated") : values[pick(values.size())]},
+                        {"ratio", pick(2) ? json(1.1) : values[pick(values.size())]}};
+          value = json::array({entry});
+        }
+        request[fields[pick(fields.size())]] = value;
+      }
+      line = request.dump();
+      if (i % 7 == 0 && !line.empty()) line.erase(pick(line.size()), 1);  // break it
+    }
+    try {
+      const ControlRequest request = parse_request(line);
+      ++accepted;
+      const std::string again = encode_line(to_json(request));
+      const ControlRequest back = parse_request(std::string_view(again).substr(0, again.size() - 1));
+      ASSERT_EQ(to_json(back), to_json(request)) << line;
+    } catch (const ProtocolError& e) {
+      ASSERT_GT(std::string(e.what()).size(), 0u);
+    }
+  }
+  EXPECT_GT(accepted, 100);  // the generator reaches valid requests, not only errors
+}
+
+TEST(ControlProtocol, StatusAndRunFieldsFollowTheDocumentedShape) {
+  Snapshot snapshot;
+  snapshot.version = "0.1.0";
+  snapshot.report.hostname = "node17";
+  snapshot.started_unix_seconds = 100;
+  snapshot.paused = true;
+  snapshot.paused_until_unix_seconds = 500;
+  snapshot.rounds[Mode::isolated] = {3, 400.0, 0.6};
+  json status = status_fields(snapshot);
+  EXPECT_EQ(status["version"], "0.1.0");
+  EXPECT_EQ(status["hostname"], "node17");
+  EXPECT_EQ(status["paused"], true);
+  EXPECT_EQ(status["paused_until_unix_seconds"], 500);
+  EXPECT_EQ(status["summary"]["healthy"], true);
+  EXPECT_EQ(status["summary"]["states"]["ok"], 0);
+  EXPECT_EQ(status["modes"]["isolated"]["rounds"], 3);
+  EXPECT_EQ(status["modes"]["isolated"]["last_duration_seconds"], 0.6);
+  EXPECT_TRUE(status["unhealthy"].is_array());
+  EXPECT_FALSE(status.contains("cluster"));
+  snapshot.cluster_published_unix_seconds = 450;
+  status = status_fields(snapshot, {{"nodes", 2}});
+  EXPECT_EQ(status["cluster"]["published_unix_seconds"], 450);
+  EXPECT_EQ(status["cluster"]["reference"]["nodes"], 2);
+
+  const json run = run_fields(snapshot.report);
+  EXPECT_TRUE(run["rounds"].is_array());
+  EXPECT_TRUE(run["summary"].contains("healthy"));
+  EXPECT_TRUE(run["unhealthy"].is_array());
+}
+
+}  // namespace
+}  // namespace corenoise

@@ -1,1 +1,588 @@
-// placeholder
+// The exporter over real HTTP on loopback: values and labels for known
+// inputs, absent figures absent, routing, bind errors, the docs/metrics.md
+// contract, and `promtool check metrics` on what is served.
+#include "daemon/exporter.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "probe/report.h"
+
+namespace corenoise {
+namespace {
+
+// --- a minimal blocking HTTP/1.1 client ---------------------------------
+
+struct HttpResponse {
+  int status = 0;
+  std::string headers;  // lower-cased header block, without the status line
+  std::string body;
+};
+
+HttpResponse http(int port, const std::string& method, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  timeval timeout{10, 0};  // a hung server fails the test instead of hanging it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect failed");
+  }
+  const std::string request = method + " " + path +
+                              " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                              "Content-Length: 0\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  HttpResponse r;
+  const std::size_t end = raw.find("\r\n\r\n");
+  if (end == std::string::npos) throw std::runtime_error("no HTTP header in: " + raw);
+  std::sscanf(raw.c_str(), "HTTP/1.%*d %d", &r.status);
+  r.headers = raw.substr(raw.find("\r\n") + 2, end - raw.find("\r\n"));
+  for (char& c : r.headers) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  r.body = raw.substr(end + 4);
+  return r;
+}
+
+// --- parsing the exposition text ---------------------------------------
+
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+struct Exposition {
+  std::vector<Sample> samples;
+  std::vector<std::string> families;         // from # TYPE lines, in order
+  std::map<std::string, std::string> types;  // family -> type
+
+  // Series of `name` whose labels include all of `match`.
+  std::vector<Sample> find(const std::string& name,
+                           const std::map<std::string, std::string>& match = {}) const {
+    std::vector<Sample> out;
+    for (const Sample& s : samples) {
+      if (s.name != name) continue;
+      bool ok = true;
+      for (const auto& [k, v] : match) {
+        const auto it = s.labels.find(k);
+        ok = ok && it != s.labels.end() && it->second == v;
+      }
+      if (ok) out.push_back(s);
+    }
+    return out;
+  }
+  // The value of the single series of `name` matching `labels` exactly.
+  std::optional<double> value(const std::string& name,
+                              const std::map<std::string, std::string>& labels = {}) const {
+    std::optional<double> found;
+    for (const Sample& s : samples) {
+      if (s.name == name && s.labels == labels) {
+        if (found) ADD_FAILURE() << "duplicate series " << name;
+        found = s.value;
+      }
+    }
+    return found;
+  }
+};
+
+Exposition parse(const std::string& text) {
+  Exposition e;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream f(line.substr(7));
+      std::string name, type;
+      f >> name >> type;
+      e.families.push_back(name);
+      e.types[name] = type;
+      continue;
+    }
+    if (line[0] == '#') continue;
+    Sample s;
+    std::size_t i = line.find_first_of("{ ");
+    s.name = line.substr(0, i);
+    if (line[i] == '{') {
+      ++i;
+      while (line[i] != '}') {
+        const std::size_t eq = line.find('=', i);
+        const std::string key = line.substr(i, eq - i);
+        std::string value;
+        std::size_t j = eq + 2;  // past ="
+        for (; line[j] != '"'; ++j) {
+          if (line[j] == '\\') {
+            ++j;
+            value += line[j] == 'n' ? '\n' : line[j];
+          } else {
+            value += line[j];
+          }
+        }
+        s.labels[key] = value;
+        i = j + 1;
+        if (line[i] == ',') ++i;
+      }
+      ++i;
+    }
+    s.value = std::stod(line.substr(i + 1));
+    e.samples.push_back(std::move(s));
+  }
+  return e;
+}
+
+// --- snapshots -----------------------------------------------------------
+
+std::vector<ProcessingUnit> four_pus() {
+  // Two cores of two PUs on one package; cpu 3's NUMA node is unknown.
+  std::vector<ProcessingUnit> pus(4);
+  for (unsigned i = 0; i < 4; ++i) {
+    pus[i].cpu = i;
+    pus[i].core = i / 2;
+    pus[i].package = 0;
+    pus[i].numa_node = i == 3 ? -1 : 0;
+    pus[i].kind = "default";
+  }
+  return pus;
+}
+
+constexpr double kMatmulFlops = 2.0 * 128 * 128 * 128 * 32;
+constexpr double kStreamBytes = 24e6;  // 1e6 elements: what stream_bytes = 24e6 gives
+
+DetourResult detour(double window, double lost, std::uint64_t count, double max) {
+  DetourResult d;
+  d.window_seconds = window;
+  d.total_seconds = lost;
+  d.count = count;
+  d.max_seconds = max;
+  return d;
+}
+
+CpuSamples samples(unsigned cpu, double matmul, double hertz, std::optional<DetourResult> d,
+                   std::optional<double> stream) {
+  CpuSamples s;
+  s.cpu = cpu;
+  s.matmul_seconds = {matmul};
+  s.matmul_work.flops = kMatmulFlops;
+  s.clock_hertz = {hertz};
+  if (d) s.detours = {*d};
+  if (stream) {
+    s.stream_seconds = {*stream};
+    s.stream_work.bytes = kStreamBytes;
+  }
+  return s;
+}
+
+// cpu 0 ok, cpu 1 noisy, cpu 2 slow, cpu 3 not measured. The concurrent
+// round ran matmul and clock only.
+Snapshot full_snapshot() {
+  Snapshot s;
+  s.version = "9.8.7-test";
+  s.started_unix_seconds = 1700000000;
+  s.paused = true;
+  s.report.pus = four_pus();
+  s.report.settings.stream_bytes = static_cast<std::uint64_t>(kStreamBytes);
+  const Thresholds thresholds;
+
+  RoundSamples isolated;
+  isolated.mode = Mode::isolated;
+  isolated.cpus = {samples(0, 0.002, 3e9, detour(0.1, 0.001, 10, 0.0005), 0.001),
+                   samples(1, 0.002, 3e9, detour(0.1, 0.011, 40, 0.002), 0.001),
+                   samples(2, 0.003, 3e9, detour(0.1, 0.001, 10, 0.0005), 0.001)};
+  s.report.modes.push_back(make_mode_report(isolated, s.report.pus, thresholds));
+
+  RoundSamples concurrent;
+  concurrent.mode = Mode::concurrent;
+  concurrent.cpus = {samples(0, 0.004, 2.5e9, std::nullopt, std::nullopt),
+                     samples(1, 0.004, 2.5e9, std::nullopt, std::nullopt),
+                     samples(2, 0.004, 2.5e9, std::nullopt, std::nullopt)};
+  s.report.modes.push_back(make_mode_report(concurrent, s.report.pus, thresholds));
+
+  s.rounds[Mode::isolated] = {5, 1700000100.5, 0.61};
+  s.rounds[Mode::concurrent] = {2, 1700000200.25, std::nullopt};
+  s.totals[0] = {100, 0.01};
+  s.totals[1] = {400, 0.11};
+  s.totals[3] = {7, 0.5};  // measured once, skipped now
+  s.baseline_slowdown[{0, ProbeKind::matmul, Mode::isolated}] = 1.02;
+  s.baseline_slowdown[{3, ProbeKind::matmul, Mode::isolated}] = 1.5;
+  s.cluster_slowdown[{2, ProbeKind::matmul, Mode::isolated}] = 1.4;
+  s.cluster_slowdown[{2, ProbeKind::clock, Mode::concurrent}] = 1.1;
+  s.cluster_published_unix_seconds = 1700000300;
+  s.sys[0] = {11, 22, 2.5e9, 3.5e9};
+  s.sys[1] = {11, 22, 2.4e9, 3.5e9};  // same core and package as cpu 0: not counted again
+  s.sys[2] = {33, 22, std::nullopt, 3.5e9};
+  return s;
+}
+
+struct Served {
+  SnapshotStore store;
+  std::unique_ptr<Exporter> exporter;
+  explicit Served(Snapshot s) {
+    store.set(std::make_shared<const Snapshot>(std::move(s)));
+    exporter = std::make_unique<Exporter>("127.0.0.1:0", store);
+  }
+  HttpResponse get(const std::string& path = "/metrics") {
+    return http(exporter->port(), "GET", path);
+  }
+  Exposition scrape() {
+    const HttpResponse r = get();
+    EXPECT_EQ(r.status, 200) << r.body;
+    return parse(r.body);
+  }
+};
+
+using L = std::map<std::string, std::string>;
+
+// --- tests -----------------------------------------------------------------
+
+TEST(ExporterTest, ServesKnownValuesWithTheirLabels) {
+  Served served(full_snapshot());
+  ASSERT_GT(served.exporter->port(), 0);
+  const HttpResponse r = served.get();
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.headers.find("content-type: text/plain"), std::string::npos) << r.headers;
+  const Exposition e = parse(r.body);
+
+  EXPECT_EQ(e.value("corenoise_build_info", {{"version", "9.8.7-test"}}), 1.0);
+  EXPECT_EQ(e.value("corenoise_start_time_seconds"), 1700000000.0);
+  EXPECT_EQ(e.value("corenoise_paused"), 1.0);
+  EXPECT_EQ(e.value("corenoise_rounds_total", {{"mode", "isolated"}}), 5.0);
+  EXPECT_EQ(e.value("corenoise_rounds_total", {{"mode", "concurrent"}}), 2.0);
+  EXPECT_EQ(e.value("corenoise_round_timestamp_seconds", {{"mode", "isolated"}}), 1700000100.5);
+  EXPECT_EQ(e.value("corenoise_round_duration_seconds", {{"mode", "isolated"}}), 0.61);
+  EXPECT_EQ(e.value("corenoise_cluster_publish_timestamp_seconds"), 1700000300.0);
+  EXPECT_EQ(e.types.at("corenoise_rounds_total"), "counter");
+  EXPECT_EQ(e.types.at("corenoise_detours_total"), "counter");
+  EXPECT_EQ(e.types.at("corenoise_slowdown_ratio"), "gauge");
+
+  EXPECT_EQ(
+      e.value(
+          "corenoise_cpu_info",
+          {{"cpu", "2"}, {"core", "1"}, {"package", "0"}, {"numa_node", "0"}, {"kind", "default"}}),
+      1.0);
+  // Unknown NUMA node: an empty label, which Prometheus reads as no label.
+  ASSERT_EQ(e.find("corenoise_cpu_info", {{"cpu", "3"}}).size(), 1u);
+  EXPECT_EQ(e.find("corenoise_cpu_info", {{"cpu", "3"}})[0].labels.at("numa_node"), "");
+
+  const L iso0 = {{"cpu", "0"}, {"mode", "isolated"}};
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_clock_hertz", iso0), 3e9);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_clock_hertz", {{"cpu", "0"}, {"mode", "concurrent"}}),
+                   2.5e9);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_matmul_flops_per_second", iso0), kMatmulFlops / 0.002);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_memory_bandwidth_bytes_per_second", iso0), 24e9);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_probe_duration_seconds",
+                            {{"cpu", "0"}, {"probe", "matmul"}, {"mode", "isolated"}}),
+                   0.002);
+  // One triad pass: the buffer bytes over the bandwidth, i.e. the pass time.
+  EXPECT_NEAR(*e.value("corenoise_probe_duration_seconds",
+                       {{"cpu", "0"}, {"probe", "stream"}, {"mode", "isolated"}}),
+              0.001, 1e-12);
+
+  const auto slowdown = [&](const char* cpu, const char* probe, const char* mode) {
+    return e.value("corenoise_slowdown_ratio", {{"cpu", cpu}, {"probe", probe}, {"mode", mode}});
+  };
+  EXPECT_DOUBLE_EQ(*slowdown("2", "matmul", "isolated"), 1.5);
+  EXPECT_DOUBLE_EQ(*slowdown("2", "expected", "isolated"), 1.5);
+  EXPECT_DOUBLE_EQ(*slowdown("0", "clock", "isolated"), 1.0);
+  EXPECT_DOUBLE_EQ(*slowdown("0", "stream", "isolated"), 1.0);
+  // cpu 1 loses 11 % against a reference of 1 %: noise factor 0.99 / 0.89.
+  EXPECT_FALSE(slowdown("1", "detour", "isolated")) << "the noise factor is expected / matmul";
+  EXPECT_DOUBLE_EQ(*slowdown("1", "expected", "isolated"), 0.99 / 0.89);
+  EXPECT_DOUBLE_EQ(*slowdown("1", "matmul", "concurrent"), 1.0);
+
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_noise_ratio", {{"cpu", "1"}}), 0.11);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_excess_noise_ratio", {{"cpu", "1"}}), 0.10);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_detour_max_seconds", {{"cpu", "1"}}), 0.002);
+  EXPECT_EQ(e.value("corenoise_detours_total", {{"cpu", "1"}}), 400.0);
+  EXPECT_EQ(e.value("corenoise_detour_seconds_total", {{"cpu", "1"}}), 0.11);
+
+  EXPECT_EQ(e.value("corenoise_baseline_slowdown_ratio",
+                    {{"cpu", "0"}, {"probe", "matmul"}, {"mode", "isolated"}}),
+            1.02);
+  EXPECT_EQ(e.value("corenoise_cluster_slowdown_ratio",
+                    {{"cpu", "2"}, {"probe", "clock"}, {"mode", "concurrent"}}),
+            1.1);
+
+  // Throttle counters once per core and once per package, on its first CPU.
+  EXPECT_EQ(e.value("corenoise_thermal_throttle_events_total", {{"cpu", "0"}, {"scope", "core"}}),
+            11.0);
+  EXPECT_EQ(e.value("corenoise_thermal_throttle_events_total", {{"cpu", "2"}, {"scope", "core"}}),
+            33.0);
+  EXPECT_EQ(
+      e.value("corenoise_thermal_throttle_events_total", {{"cpu", "0"}, {"scope", "package"}}),
+      22.0);
+  EXPECT_EQ(e.find("corenoise_thermal_throttle_events_total").size(), 3u);
+  EXPECT_EQ(e.value("corenoise_cpufreq_hertz", {{"cpu", "1"}, {"type", "current"}}), 2.4e9);
+  EXPECT_EQ(e.value("corenoise_cpufreq_hertz", {{"cpu", "2"}, {"type", "max"}}), 3.5e9);
+}
+
+TEST(ExporterTest, ExactlyOneStatePerCpu) {
+  Served served(full_snapshot());
+  const Exposition e = served.scrape();
+  const std::map<std::string, std::string> expected = {
+      {"0", "ok"}, {"1", "noisy"}, {"2", "slow"}, {"3", "skipped"}};
+  for (const auto& [cpu, state] : expected) {
+    const auto series = e.find("corenoise_core_state", {{"cpu", cpu}});
+    ASSERT_EQ(series.size(), std::size(kAllCoreStates)) << "cpu " << cpu;
+    int ones = 0;
+    for (const Sample& s : series) {
+      EXPECT_TRUE(s.value == 0 || s.value == 1);
+      if (s.value == 1) {
+        ++ones;
+        EXPECT_EQ(s.labels.at("state"), state) << "cpu " << cpu;
+      }
+    }
+    EXPECT_EQ(ones, 1) << "cpu " << cpu;
+  }
+}
+
+TEST(ExporterTest, AbsentFiguresAreAbsent) {
+  Served served(full_snapshot());
+  const Exposition e = served.scrape();
+  // The concurrent round ran no stream or detour probe; the clock probe has
+  // no duration; a round duration that is unknown is not zero.
+  EXPECT_TRUE(
+      e.find("corenoise_memory_bandwidth_bytes_per_second", {{"mode", "concurrent"}}).empty());
+  EXPECT_TRUE(
+      e.find("corenoise_probe_duration_seconds", {{"probe", "stream"}, {"mode", "concurrent"}})
+          .empty());
+  EXPECT_TRUE(
+      e.find("corenoise_slowdown_ratio", {{"probe", "stream"}, {"mode", "concurrent"}}).empty());
+  EXPECT_TRUE(e.find("corenoise_probe_duration_seconds", {{"probe", "clock"}}).empty());
+  EXPECT_FALSE(e.value("corenoise_round_duration_seconds", {{"mode", "concurrent"}}));
+  EXPECT_FALSE(e.value("corenoise_cpufreq_hertz", {{"cpu", "2"}, {"type", "current"}}));
+  // The skipped CPU: cpu_info and core_state only, even where the snapshot
+  // holds older totals or a baseline ratio for it.
+  std::set<std::string> names;
+  for (const Sample& s : e.samples) {
+    const auto it = s.labels.find("cpu");
+    if (it != s.labels.end() && it->second == "3") names.insert(s.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"corenoise_cpu_info", "corenoise_core_state"}));
+  // No NaN or Inf in ours (prometheus-cpp's summary has NaN quantiles until
+  // its first observation).
+  for (const Sample& s : e.samples) {
+    if (s.name.rfind("corenoise_", 0) == 0) {
+      EXPECT_TRUE(std::isfinite(s.value)) << s.name;
+    }
+  }
+}
+
+TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
+  Snapshot s;
+  s.version = "1.0";
+  s.started_unix_seconds = 1700000000;
+  s.report.pus = four_pus();
+  Served served(std::move(s));
+  const Exposition e = served.scrape();
+  std::set<std::string> names;
+  for (const Sample& sample : e.samples) {
+    if (sample.name.rfind("corenoise_", 0) == 0) names.insert(sample.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"corenoise_build_info", "corenoise_start_time_seconds",
+                                          "corenoise_paused", "corenoise_cpu_info"}));
+  EXPECT_EQ(e.value("corenoise_paused"), 0.0);
+  EXPECT_EQ(e.find("corenoise_cpu_info").size(), 4u);
+}
+
+TEST(ExporterTest, NoiseFallsBackToTheConcurrentRound) {
+  Snapshot s;
+  s.report.pus = four_pus();
+  RoundSamples concurrent;
+  concurrent.mode = Mode::concurrent;
+  concurrent.cpus = {samples(0, 0.002, 3e9, detour(0.1, 0.002, 5, 0.001), std::nullopt),
+                     samples(1, 0.002, 3e9, detour(0.1, 0.004, 5, 0.001), std::nullopt)};
+  s.report.modes.push_back(make_mode_report(concurrent, s.report.pus, Thresholds{}));
+  const Exposition e = parse(render_metrics(collect_metrics(s)));
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_noise_ratio", {{"cpu", "0"}}), 0.02);
+  EXPECT_DOUBLE_EQ(*e.value("corenoise_noise_ratio", {{"cpu", "1"}}), 0.04);
+  EXPECT_FALSE(e.value("corenoise_noise_ratio", {{"cpu", "2"}}));
+  // Without a version in the snapshot, the build's.
+  EXPECT_EQ(e.value("corenoise_build_info", {{"version", CORENOISE_VERSION}}), 1.0);
+  // Not published yet, no start time: absent, not zero.
+  EXPECT_TRUE(e.find("corenoise_cluster_publish_timestamp_seconds").empty());
+  EXPECT_TRUE(e.find("corenoise_start_time_seconds").empty());
+}
+
+TEST(ExporterTest, StableOrder) {
+  const Snapshot s = full_snapshot();
+  const std::string a = render_metrics(collect_metrics(s));
+  EXPECT_EQ(a, render_metrics(collect_metrics(s)));
+  const Exposition e = parse(a);
+  // Families in a fixed order; within one, CPUs in topology order.
+  EXPECT_EQ(e.families.front(), "corenoise_build_info");
+  std::vector<std::string> cpus;
+  for (const Sample& x : e.find("corenoise_cpu_info")) cpus.push_back(x.labels.at("cpu"));
+  EXPECT_EQ(cpus, (std::vector<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST(ExporterTest, ServesTheCurrentSnapshot) {
+  Served served(full_snapshot());
+  EXPECT_EQ(served.scrape().value("corenoise_paused"), 1.0);
+  Snapshot next = full_snapshot();
+  next.paused = false;
+  served.store.set(std::make_shared<const Snapshot>(std::move(next)));
+  EXPECT_EQ(served.scrape().value("corenoise_paused"), 0.0);
+}
+
+std::string docs_path() { return std::string(CORENOISE_FIXTURES) + "/../../docs/metrics.md"; }
+
+// The names docs/metrics.md lists in its tables ("| `name` | type | ...").
+std::set<std::string> documented_metrics() {
+  std::ifstream in(docs_path());
+  EXPECT_TRUE(in) << "cannot read " << docs_path();
+  std::set<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::size_t end = line.find('`', 3);
+    names.insert(line.substr(3, end - 3));
+  }
+  return names;
+}
+
+TEST(ExporterTest, EveryMetricIsDocumentedAndEveryDocumentedMetricIsEmitted) {
+  Served served(full_snapshot());
+  served.get();  // so that prometheus-cpp's own summary has observations
+  const Exposition e = served.scrape();
+  const std::set<std::string> documented = documented_metrics();
+  const std::set<std::string> emitted(e.families.begin(), e.families.end());
+  for (const std::string& name : emitted) {
+    EXPECT_TRUE(documented.count(name)) << name << " is served but not in docs/metrics.md";
+  }
+  for (const std::string& name : documented) {
+    EXPECT_TRUE(emitted.count(name)) << name
+                                     << " is in docs/metrics.md but a full snapshot "
+                                        "does not emit it";
+  }
+  for (const Sample& s : e.samples) {
+    bool known = false;
+    for (const std::string& family : emitted) {
+      known = known || s.name == family || s.name == family + "_sum" || s.name == family + "_count";
+    }
+    EXPECT_TRUE(known) << s.name << " has no # TYPE line";
+  }
+}
+
+TEST(ExporterTest, PassesPromtoolCheckMetrics) {
+  Served served(full_snapshot());
+  served.get();
+  const std::string text = served.get().body;
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("corenoise_exporter_test_" + std::to_string(::getpid()) + ".prom");
+  std::ofstream(file) << text;
+  // promtool is a hard requirement of this test (CI installs Debian's
+  // `prometheus` package): a missing promtool fails here, exit status 127.
+  const std::string command = "promtool check metrics < '" + file.string() + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = ::pclose(pipe);
+  std::filesystem::remove(file);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "promtool check metrics (127: promtool not installed; "
+                                       "apt-get install prometheus):\n"
+                                    << output;
+}
+
+TEST(ExporterTest, LandingPageLinksMetricsAndNamesTheVersion) {
+  Served served(full_snapshot());
+  const HttpResponse r = served.get("/");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.headers.find("content-type: text/html"), std::string::npos) << r.headers;
+  EXPECT_NE(r.body.find("href=\"metrics\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(CORENOISE_VERSION), std::string::npos) << r.body;
+
+  const HttpResponse head = http(served.exporter->port(), "HEAD", "/");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  const HttpResponse head_metrics = http(served.exporter->port(), "HEAD", "/metrics");
+  EXPECT_EQ(head_metrics.status, 200);
+  EXPECT_TRUE(head_metrics.body.empty());
+}
+
+TEST(ExporterTest, RefusesOtherMethodsAndPaths) {
+  Served served(full_snapshot());
+  const int port = served.exporter->port();
+  const HttpResponse post = http(port, "POST", "/metrics");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_NE(post.headers.find("allow: get, head"), std::string::npos) << post.headers;
+  EXPECT_EQ(post.body.find("corenoise_"), std::string::npos);
+  EXPECT_EQ(http(port, "PUT", "/").status, 405);
+  EXPECT_EQ(http(port, "DELETE", "/metrics").status, 405);
+  EXPECT_EQ(http(port, "OPTIONS", "/metrics").status, 405);
+  EXPECT_EQ(http(port, "GET", "/nope").status, 404);
+  EXPECT_EQ(http(port, "GET", "/metrics/extra").status, 404);
+  EXPECT_EQ(http(port, "GET", "/index.html").status, 404);
+  EXPECT_EQ(http(port, "POST", "/nope").status, 404);
+  // Still serving after refusals.
+  EXPECT_EQ(served.get().status, 200);
+}
+
+std::string construction_error(const std::string& listen) {
+  SnapshotStore store;
+  try {
+    Exporter exporter(listen, store);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExporterTest, TakenPortThrowsNamingTheAddress) {
+  SnapshotStore store;
+  Exporter first("127.0.0.1:0", store);
+  const std::string address = "127.0.0.1:" + std::to_string(first.port());
+  const std::string message = construction_error(address);
+  EXPECT_NE(message.find("cannot listen on " + address), std::string::npos) << message;
+  EXPECT_NE(message.find("in use"), std::string::npos) << message;
+  // The first one still serves.
+  EXPECT_EQ(http(first.port(), "GET", "/").status, 200);
+}
+
+TEST(ExporterTest, BadAddressesThrowNamingTheAddress) {
+  for (const std::string bad :
+       {"nonsense", "127.0.0.1", ":9847", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:80s",
+        "[::1]:9847", "127.0.0.1:1,127.0.0.1:2", "999.1.1.1:0"}) {
+    const std::string message = construction_error(bad);
+    EXPECT_NE(message.find("cannot listen on " + bad + ": "), std::string::npos)
+        << bad << " -> " << message;
+  }
+}
+
+}  // namespace
+}  // namespace corenoise

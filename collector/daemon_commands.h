@@ -1,0 +1,28 @@
+// The `corenoise` commands that talk to this node's corenoised over its
+// control socket (docs/control.md): status, pause, resume, run, calibrate.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace corenoise {
+
+// True for status, pause, resume, run and calibrate.
+bool is_daemon_command(std::string_view command);
+
+// Runs `command` with its arguments. Exit codes (rtla's scheme): 0 done and
+// healthy, 1 error (daemon unreachable, request refused, bad input), 2 status
+// or a waited-for run reports unhealthy cores.
+int run_daemon_command(const std::string& command, const std::vector<std::string>& args);
+
+// The human view of a status / completed-run reply. `now_unix_seconds`
+// makes "40 s ago" testable. Tolerant: fields a daemon did not send are
+// left out, never an error.
+void print_status(std::ostream& out, const nlohmann::json& reply, double now_unix_seconds);
+void print_run(std::ostream& out, const nlohmann::json& reply, double now_unix_seconds);
+
+}  // namespace corenoise

@@ -1,0 +1,99 @@
+// The control-socket protocol between corenoised and the `corenoise` command:
+// newline-delimited JSON, one request object per line, one reply object per
+// line, replies in request order. docs/control.md is the contract (every
+// command, field, reply and error); this file is its only implementation.
+//
+// Pure: no I/O, no clock, no global state, so every function here is safe
+// to call from any thread and to feed arbitrary bytes (a fuzzer's target).
+// Parsing never throws anything but ProtocolError (and std::bad_alloc).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/control_handler.h"
+#include "daemon/snapshot.h"
+
+namespace corenoise {
+
+// Where corenoised listens unless configured otherwise (the `corenoise`
+// command also reads $CORENOISE_SOCKET).
+inline constexpr const char* kDefaultControlSocket = "/run/corenoise/ctl.sock";
+
+// Requests without fields, as tags for the variant.
+struct StatusRequest {};
+struct ResultsRequest {};
+struct ResumeRequest {};
+struct CalibrateRequest {};
+
+using ControlRequest = std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest,
+                                    RunRequest, PublishRequest, CalibrateRequest>;
+
+// A request line the daemon refuses; what() is the message for the client,
+// naming the command, the field and what was expected.
+struct ProtocolError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Deepest JSON nesting a request may have. The reference of a publish is
+// kept and echoed by `status`, and serializing JSON recurses, so a deep
+// value must be refused at the door rather than overflow the daemon's stack.
+inline constexpr int kMaxRequestDepth = 32;
+
+// One request line (without its '\n'; a trailing '\r' is tolerated).
+// Unknown commands and unknown fields are errors, so a typo never silently
+// falls back to a default. Throws ProtocolError.
+ControlRequest parse_request(std::string_view line);
+// The same, from an already parsed value (not a parse_request overload: a
+// string converts to json, and the call would be ambiguous).
+ControlRequest request_from_json(const nlohmann::json& request);
+
+// The request as sent on the wire (what parse_request accepts). Throws
+// std::invalid_argument for values the protocol cannot express (e.g. a
+// RunRequest whose modes are not isolated, concurrent or both, or a
+// non-finite number).
+nlohmann::json to_json(const ControlRequest& request);
+
+// "status", "pause", ... as on the wire.
+std::string_view command_name(const ControlRequest& request);
+// True for pause, resume, run, publish and calibrate: the commands only root
+// or the control group may send.
+bool is_mutating(const ControlRequest& request);
+
+// Replies. A handler's reply fields become {"ok":true, ...fields}; a reply
+// that already has "ok" is passed through, so a handler can refuse
+// ({"ok":false,"error":...}); a non-object result is wrapped as "result".
+nlohmann::json ok_reply(nlohmann::json fields = nlohmann::json::object());
+nlohmann::json error_reply(std::string_view message);
+
+// `value` as one line with its '\n'. Never throws on content: strings that
+// are not valid UTF-8 are repaired (U+FFFD), so a bad byte in some handler's
+// message cannot turn a reply into an exception.
+std::string encode_line(const nlohmann::json& value);
+
+// A reply line as the client reads it: an object with a boolean "ok" (and a
+// string "error" when ok is false). Throws ProtocolError otherwise.
+nlohmann::json parse_reply(std::string_view line);
+
+// Reply fields the daemon's handler should use, so that what it sends is what
+// docs/control.md promises and what `corenoise status` / `run` render.
+//
+// `status`: version, hostname, started_unix_seconds, paused,
+// paused_until_unix_seconds (only while paused with a deadline), summary
+// ({pus, healthy, states}), modes ({mode: {rounds, last_unix_seconds,
+// last_duration_seconds}}), unhealthy ([{cpu, state, cause, mode}]) and
+// cluster ({published_unix_seconds, reference}) once a reference was
+// published. `reference` is the value of the latest publish (may be null).
+nlohmann::json status_fields(const Snapshot& snapshot,
+                             const nlohmann::json& reference = nullptr);
+// `run` (after the round, with wait): summary, rounds ([{mode,
+// started_unix_seconds, duration_seconds, cancelled}] for the modes that ran,
+// in order) and unhealthy, as in status_fields.
+nlohmann::json run_fields(const NodeReport& report);
+
+}  // namespace corenoise

@@ -1,0 +1,80 @@
+// corenoised's control socket: a Unix stream socket speaking the protocol of
+// control_protocol.h (docs/control.md) on the daemon's own io_context.
+//
+// Threading: single-threaded. Construct, start(), stop() and destroy on the
+// thread that runs the io_context (or while it is not running); every
+// ControlHandler method is called on that thread. The Reply callbacks given
+// to ControlHandler::run/calibrate may be called from any thread, at any
+// later time, exactly once: they post to the io_context, and a reply whose
+// client has gone (or whose server was stopped) is dropped. The io_context
+// must outlive every such call.
+//
+// Robustness: no client can crash or stall the daemon. Lines are bounded
+// (max_line_bytes), silent or non-reading clients are dropped after
+// idle_timeout, connections are capped (max_connections), every completion
+// handler catches everything (no exception reaches io_context::run), a
+// handler that throws becomes an error reply, and a malformed line gets an
+// error reply without closing the connection.
+//
+// Permissions: anyone who can open the socket (its mode and group) may send
+// status and results; pause, resume, run, publish and calibrate need a peer
+// (SO_PEERCRED) with uid 0, or with `group` as its primary gid or as one of
+// its user's supplementary groups (getgrouplist).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "daemon/control_handler.h"
+
+namespace corenoise {
+
+struct ControlServerOptions {
+  std::string socket_path = "/run/corenoise/ctl.sock";
+  mode_t socket_mode = 0660;  // permission bits of the socket file
+  // The control group, by name: the socket file's group (chown), and the
+  // group whose members may send mutating commands. nullopt: the socket keeps
+  // the daemon's group and only root may mutate.
+  std::optional<std::string> group;
+  std::size_t max_line_bytes = 64 * 1024;  // a longer request line: error reply, then close
+  std::chrono::milliseconds idle_timeout{10'000};  // waiting on a client longer than this: close
+  std::size_t max_connections = 64;  // one more: error reply, then close
+};
+
+class ControlServer {
+ public:
+  // Binds and listens: removes a stale socket file (only a socket nobody
+  // listens on), binds, chmods, chowns, listens. Does not accept until
+  // start(). Throws std::runtime_error naming the path, or the group, and
+  // what went wrong (another daemon listening, not a socket, unknown group,
+  // bind/chown failure, path too long).
+  ControlServer(boost::asio::io_context& io, ControlHandler& handler,
+                ControlServerOptions options);
+  ~ControlServer();  // stop()
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  void start();  // begin accepting
+  // Closes the listener and every connection (pending async replies are
+  // dropped) and unlinks the socket file. Idempotent.
+  void stop();
+
+  const ControlServerOptions& options() const;
+  // Open connections right now. Readable from any thread (tests, metrics).
+  std::size_t connection_count() const;
+
+  struct State;  // shared with connections, so late completions find it
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace corenoise

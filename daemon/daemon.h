@@ -1,0 +1,122 @@
+// corenoised's event loop: one Boost.Asio io_context thread owns all state
+// (timers, signals, the control socket, systemd notification); rounds run
+// on a separate thread, which posts its results back; the exporter's HTTP
+// threads only read the current immutable Snapshot.
+//
+// Lifecycle: construct (validates and loads calibration), start() (binds the
+// exporter and the socket — errors throw with the address or path — then
+// READY=1), io_context::run() until SIGTERM/SIGINT (STOPPING=1, the round in
+// progress is cancelled and joined, the socket removed, within a second).
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/busy_cpus.h"
+#include "daemon/calibration_store.h"
+#include "daemon/config.h"
+#include "daemon/control_handler.h"
+#include "daemon/sd_notify.h"
+#include "daemon/snapshot.h"
+#include "probe/runner.h"
+
+namespace corenoise {
+
+class ControlServer;
+class Exporter;
+
+class Daemon : public ControlHandler {
+ public:
+  // `args` are the command-line options, kept so that SIGHUP can re-read the
+  // config file and apply them again on top.
+  Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std::string> args);
+  ~Daemon() override;
+
+  void start();
+
+  // ControlHandler: called on the event-loop thread.
+  nlohmann::json status() override;
+  nlohmann::json results() override;
+  nlohmann::json pause(const PauseRequest& request) override;
+  nlohmann::json resume() override;
+  void run(const RunRequest& request, Reply reply) override;
+  nlohmann::json publish(const PublishRequest& request) override;
+  void calibrate(Reply reply) override;
+
+ private:
+  // A round asked for by the schedule, `run` or `calibrate`.
+  struct RoundRequest {
+    std::vector<Mode> modes;
+    bool calibrate = false;
+    bool scheduled = false;  // by the timer (skipped while paused)
+    std::vector<Reply> replies;
+  };
+
+  void schedule_next_round();
+  void enqueue(RoundRequest request);
+  void start_next_request();
+  void finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, std::string> skipped,
+                    std::map<unsigned, CpuSysInfo> sys_before);
+  void apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSysInfo>& before,
+                          const std::map<unsigned, CpuSysInfo>& after) const;
+  void publish_snapshot();
+  void reload();
+  void apply_config(DaemonConfig fresh);
+  void update_calibration(const ModeReport& report, bool recalibrate);
+  void wait_for_signal();
+  void shut_down();
+  void set_paused(bool paused, std::optional<double> seconds);
+  void arm_watchdog();
+  void rebuild_runner();
+  nlohmann::json round_summary() const;
+  std::map<unsigned, CpuSysInfo> read_sys() const;
+
+  boost::asio::io_context& io_;
+  DaemonConfig config_;
+  std::optional<DaemonConfig> pending_config_;  // a reload accepted during a round
+  std::vector<std::string> args_;
+  Topology topology_;
+  std::unique_ptr<Runner> runner_;
+  SnapshotStore store_;
+  CalibrationStore calibration_store_;
+  std::optional<Calibration> calibration_;
+  SystemdNotifier notifier_;
+  std::unique_ptr<Exporter> exporter_;
+  std::unique_ptr<ControlServer> control_;
+
+  boost::asio::steady_timer round_timer_;
+  boost::asio::steady_timer pause_timer_;
+  boost::asio::steady_timer watchdog_timer_;
+  boost::asio::signal_set signals_;
+  std::mt19937_64 random_;
+
+  std::deque<RoundRequest> queue_;
+  std::optional<RoundRequest> running_;
+  std::thread round_thread_;
+  std::atomic<bool> cancel_{false};
+  std::uint64_t scheduled_rounds_ = 0;
+  bool stopping_ = false;
+  bool paused_ = false;
+  std::optional<double> paused_until_;
+  std::optional<double> next_round_unix_seconds_;
+  std::map<unsigned, CpuTimes> idle_reference_;  // /proc/stat at the end of the last round
+  std::map<unsigned, CpuSysInfo> last_sys_;
+  std::map<Mode, ModeReport> latest_;
+  std::map<Mode, RoundStats> round_stats_;
+  std::map<unsigned, CpuCounterTotals> totals_;
+  std::map<ProbeKey, double> cluster_slowdown_;
+  std::optional<double> cluster_published_;
+  nlohmann::json cluster_reference_;
+  double started_unix_seconds_ = 0;
+};
+
+}  // namespace corenoise
