@@ -84,8 +84,7 @@ const CommandHelp* find_help(std::string_view command) {
 }
 
 double now_unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double parse_number(const std::string& option, const std::string& text, bool positive) {
@@ -143,13 +142,15 @@ std::optional<std::string> text(const json& object, const char* key) {
   return it->get<std::string>();
 }
 
-// "120 CPUs: 118 ok, 1 noisy, 1 throttled" from a summary object.
-std::string states_text(const json& summary) {
+// "120 CPUs: 118 ok, 1 noisy, 1 throttled" from a reply's "cpus" and "states".
+std::string states_text(const json& reply) {
   std::string out;
-  if (const auto pus = number(summary, "pus")) out = std::to_string(static_cast<long>(*pus)) + " CPUs";
+  if (const auto cpus = number(reply, "cpus")) {
+    out = std::to_string(static_cast<long>(*cpus)) + " CPUs";
+  }
   std::string states;
-  if (summary.is_object() && summary.contains("states") && summary["states"].is_object()) {
-    for (const auto& [state, count] : summary["states"].items()) {
+  if (reply.contains("states") && reply["states"].is_object()) {
+    for (const auto& [state, count] : reply["states"].items()) {
       if (!count.is_number() || count.get<double>() == 0) continue;
       states += (states.empty() ? "" : ", ") + std::to_string(count.get<long>()) + " " + state;
     }
@@ -159,10 +160,9 @@ std::string states_text(const json& summary) {
 }
 
 std::optional<bool> healthy(const json& reply) {
-  if (!reply.contains("summary") || !reply["summary"].is_object()) return std::nullopt;
-  const json& summary = reply["summary"];
-  if (!summary.contains("healthy") || !summary["healthy"].is_boolean()) return std::nullopt;
-  return summary["healthy"].get<bool>();
+  const auto it = reply.find("healthy");
+  if (it == reply.end() || !it->is_boolean()) return std::nullopt;
+  return it->get<bool>();
 }
 
 void print_unhealthy(std::ostream& out, const json& reply) {
@@ -269,7 +269,7 @@ int execute(const std::string& command, const Options& options) {
     if (command == "status") {
       print_status(std::cout, reply, now);
     } else if (waited_run) {
-      print_run(std::cout, reply, now);
+      print_run(std::cout, reply);
     } else if (command == "run") {
       const auto at = number(reply, "scheduled_unix_seconds");
       std::cout << "corenoise: " << options.mode << " round scheduled"
@@ -284,10 +284,8 @@ int execute(const std::string& command, const Options& options) {
     } else if (command == "resume") {
       std::cout << "corenoise: probing resumed\n";
     } else if (command == "calibrate") {
-      const auto cpus = number(reply, "calibrated_cpus");
-      std::cout << "corenoise: calibrated "
-                << (cpus ? std::to_string(static_cast<long>(*cpus)) + " CPUs" : "this node")
-                << '\n';
+      print_run(std::cout, reply);
+      std::cout << "corenoise: calibrated: these figures are now each core's baseline\n";
     }
   }
   if (command == "status" || waited_run) {
@@ -309,21 +307,26 @@ void print_status(std::ostream& out, const json& reply, double now) {
   }
   out << '\n';
 
+  out << "probing: ";
   if (reply.value("paused", false)) {
     if (const auto until = number(reply, "paused_until_unix_seconds")) {
-      out << "probing: paused until " << local_time_text(*until) << " (another "
-          << duration_text(*until - now) << ")\n";
+      out << "paused until " << local_time_text(*until) << " (another "
+          << duration_text(*until - now) << ")";
     } else {
-      out << "probing: paused until resumed\n";
+      out << "paused until resumed";
     }
   } else {
-    out << "probing: active\n";
+    out << (reply.value("round_running", false) ? "a round is running" : "active");
+    if (const auto next = number(reply, "next_round_unix_seconds")) {
+      out << ", next round " << (*next > now ? "in " + duration_text(*next - now) : "now");
+    }
   }
+  out << '\n';
 
-  if (reply.contains("modes") && reply["modes"].is_object()) {
-    for (const auto& [mode, stats] : reply["modes"].items()) {
-      const auto rounds = number(stats, "rounds");
-      out << mode << " rounds: " << (rounds ? static_cast<long>(*rounds) : 0);
+  if (reply.contains("rounds") && reply["rounds"].is_object()) {
+    for (const auto& [mode, stats] : reply["rounds"].items()) {
+      const auto count = number(stats, "count");
+      out << mode << " rounds: " << (count ? static_cast<long>(*count) : 0);
       if (const auto last = number(stats, "last_unix_seconds")) {
         out << ", last " << duration_text(now - *last) << " ago";
       }
@@ -338,34 +341,32 @@ void print_status(std::ostream& out, const json& reply, double now) {
       out << "cluster reference: published " << duration_text(now - *published) << " ago\n";
     }
   }
-  out << "cores: " << states_text(reply.value("summary", json::object())) << '\n';
+  out << "cores: " << states_text(reply) << '\n';
   print_unhealthy(out, reply);
   const auto ok = healthy(reply);
   out << "corenoise: "
       << (ok == std::nullopt ? "health unknown"
-                             : *ok ? "every measured CPU ok" : "unhealthy CPUs found")
+          : *ok              ? "every measured CPU ok"
+                             : "unhealthy CPUs found")
       << '\n';
 }
 
-void print_run(std::ostream& out, const json& reply, double now) {
-  (void)now;
+void print_run(std::ostream& out, const json& reply) {
   if (reply.contains("rounds") && reply["rounds"].is_array()) {
     for (const json& round : reply["rounds"]) {
       out << text(round, "mode").value_or("?") << " round";
-      if (const auto started = number(round, "started_unix_seconds")) {
-        out << " at " << local_time_text(*started);
+      if (const auto cpus = number(round, "cpus")) {
+        out << " on " << static_cast<long>(*cpus) << " CPUs";
       }
       if (const auto took = number(round, "duration_seconds")) {
-        out << ", took " << duration_text(*took);
+        out << " took " << duration_text(*took);
       }
-      if (round.value("cancelled", false)) out << " (cancelled)";
       out << '\n';
     }
   }
   print_unhealthy(out, reply);
-  const auto ok = healthy(reply);
-  out << "corenoise: " << states_text(reply.value("summary", json::object()));
-  if (ok == false) out << "; unhealthy CPUs found";
+  out << "corenoise: " << states_text(reply);
+  if (healthy(reply) == false) out << "; unhealthy CPUs found";
   out << '\n';
 }
 

@@ -27,13 +27,13 @@ memory bandwidth, and a verdict: ok, noisy, throttled, contended or slow.
 Exit status: 0 all probed CPUs ok, 1 error or bad input, 2 unhealthy CPUs.
 
 Selection and output:
-  --cpus LIST         CPUs to probe, e.g. 0-3,8 (default: every usable CPU)
-  --topology SPEC     native (default), an hwloc XML file, or synthetic:DESC;
-                      a topology of another machine is listed, not probed
-  --json FILE         write the report as JSON to FILE; '-' writes it to
-                      stdout instead of the table (schema: docs/json.md)
-  --quiet             print only the summary line (and errors)
-  --help              this text
+  --cpus LIST               CPUs to probe, e.g. 0-3,8 (default: every usable CPU)
+  --topology SPEC           native (default), an hwloc XML file, or
+                            synthetic:DESC; another machine is listed, not probed
+  --json FILE               write the report as JSON to FILE; '-' writes it to
+                            stdout instead of the table (schema: docs/json.md)
+  --quiet                   print only the summary line (and errors)
+  --help                    this text
 
 Probe settings (the same names as in corenoised's config file):
 )";
@@ -49,9 +49,7 @@ struct CommandOptions {
 void print_usage(std::ostream& out) {
   out << kUsage;
   for (const auto& spec : probe_option_specs()) {
-    std::string left = "  --" + spec.name + " " + spec.value_name;
-    left.resize(std::max<std::size_t>(left.size() + 2, 22), ' ');
-    out << left << spec.help << '\n';
+    out << format_option_help(spec.name, spec.value_name, spec.help);
   }
 }
 

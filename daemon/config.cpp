@@ -67,7 +67,9 @@ std::vector<DaemonOptionSpec> make_specs() {
        [](DaemonConfig& c, std::string_view v) {
          c.interval_spread = parse_real(v, 0, 0.9, "a ratio");
        }},
-      {"concurrent-every", "N", "every Nth round runs all cores at once; 0 = never (default: 12)",
+      {"concurrent-every", "N",
+       "with mode isolated, every Nth round runs all cores at once instead; 0 = never "
+       "(default: 12)",
        [](DaemonConfig& c, std::string_view v) {
          c.concurrent_every =
              static_cast<int>(parse_integer(v, 0, 1000000, "a round count from 0 to 1000000"));
@@ -78,9 +80,9 @@ std::vector<DaemonOptionSpec> make_specs() {
        "permissions of the control socket; whoever may connect may read status and results "
        "(default: 0660)",
        [](DaemonConfig& c, std::string_view v) {
-         c.socket_mode = static_cast<mode_t>(parse_integer(
-             v.starts_with("0") && v.size() > 1 ? v.substr(1) : v, 0, 0777,
-             "an octal mode from 0 to 0777", 8));
+         c.socket_mode =
+             static_cast<mode_t>(parse_integer(v.starts_with("0") && v.size() > 1 ? v.substr(1) : v,
+                                               0, 0777, "an octal mode from 0 to 0777", 8));
        }},
       {"control-group", "GROUP",
        "group owning the control socket, whose members may also pause, resume, run, publish "
@@ -118,12 +120,11 @@ std::vector<DaemonOptionSpec> make_specs() {
        [](DaemonConfig& c, std::string_view v) { c.sys_root = nonempty(v, "a directory"); }},
       {"log-level", "LEVEL", "error, warning, notice, info or debug (default: info)",
        [](DaemonConfig& c, std::string_view v) {
-         static const std::map<std::string_view, LogLevel> levels = {
-             {"error", LogLevel::error},
-             {"warning", LogLevel::warning},
-             {"notice", LogLevel::notice},
-             {"info", LogLevel::info},
-             {"debug", LogLevel::debug}};
+         static const std::map<std::string_view, LogLevel> levels = {{"error", LogLevel::error},
+                                                                     {"warning", LogLevel::warning},
+                                                                     {"notice", LogLevel::notice},
+                                                                     {"info", LogLevel::info},
+                                                                     {"debug", LogLevel::debug}};
          const auto it = levels.find(v);
          if (it == levels.end()) {
            throw std::invalid_argument("got " + quoted(v) +
@@ -133,10 +134,9 @@ std::vector<DaemonOptionSpec> make_specs() {
        }},
   };
   for (const auto& probe : probe_option_specs()) {
-    specs.push_back({probe.name, probe.value_name, probe.help,
-                     [apply = probe.apply](DaemonConfig& c, std::string_view v) {
-                       apply(c.probe, v);
-                     }});
+    specs.push_back(
+        {probe.name, probe.value_name, probe.help,
+         [apply = probe.apply](DaemonConfig& c, std::string_view v) { apply(c.probe, v); }});
   }
   return specs;
 }
@@ -240,8 +240,8 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
     if (file.bad()) throw ConfigError(config.config_path + ": cannot read the file");
     apply_config_text(config, text.str(), config.config_path);
   } else if (config.config_path_given) {
-    throw ConfigError(config.config_path + ": cannot open the config file: " +
-                      std::strerror(errno));
+    throw ConfigError(config.config_path +
+                      ": cannot open the config file: " + std::strerror(errno));
   }
   // Pass 2: the other options override the file.
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -255,7 +255,8 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
       value = name.substr(eq + 1);
       name.resize(eq);
     } else {
-      if (i + 1 >= args.size()) throw ConfigError("command line: option --" + name + " needs a value");
+      if (i + 1 >= args.size())
+        throw ConfigError("command line: option --" + name + " needs a value");
       value = args[++i];
     }
     if (name == "config") continue;

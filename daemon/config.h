@@ -52,7 +52,7 @@ struct ConfigError : std::runtime_error {
 struct DaemonOptionSpec {
   std::string name;
   std::string value_name;
-  std::string help;  // says the default
+  std::string help;                                            // says the default
   std::function<void(DaemonConfig&, std::string_view)> apply;  // throws std::invalid_argument
 };
 

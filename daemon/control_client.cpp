@@ -145,7 +145,8 @@ nlohmann::json ControlClient::request(const nlohmann::json& request,
         if (::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
           throw unreachable("not a socket (check --socket or $CORENOISE_SOCKET)");
         }
-        throw unreachable("connection refused (the socket is left over: corenoised is not running)");
+        throw unreachable(
+            "connection refused (the socket is left over: corenoised is not running)");
       }
       case ENOTSOCK:
         throw unreachable("not a socket (is corenoised running? check --socket)");

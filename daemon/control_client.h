@@ -6,9 +6,8 @@
 #pragma once
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "daemon/control_protocol.h"
 

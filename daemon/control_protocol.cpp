@@ -61,10 +61,9 @@ void check_fields(std::string_view command, const json& object,
     if (known) continue;
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    throw ProtocolError(std::string(command) + ": unknown field '" + std::string(where) + key +
-                        "'" +
-                        (list.empty() ? std::string(" (it takes no fields)")
-                                      : " (expected " + list + ")"));
+    throw ProtocolError(
+        std::string(command) + ": unknown field '" + std::string(where) + key + "'" +
+        (list.empty() ? std::string(" (it takes no fields)") : " (expected " + list + ")"));
   }
 }
 
@@ -161,9 +160,10 @@ PublishRequest parse_publish(const json& r) {
     const json& cpu = entry["cpu"];
     // A CPU index is an integer; 3.0 is accepted as 3 (some encoders write
     // every number as a double), 3.5 and -1 are not.
-    const bool integral = (cpu.is_number_unsigned()) ||
-                          (cpu.is_number_float() && std::isfinite(cpu.get<double>()) &&
-                           cpu.get<double>() >= 0 && std::floor(cpu.get<double>()) == cpu.get<double>());
+    const bool integral =
+        (cpu.is_number_unsigned()) ||
+        (cpu.is_number_float() && std::isfinite(cpu.get<double>()) && cpu.get<double>() >= 0 &&
+         std::floor(cpu.get<double>()) == cpu.get<double>());
     if (!integral || cpu.get<double>() > std::numeric_limits<unsigned>::max()) {
       fail("publish", at + ".cpu", "an integer >= 0", cpu);
     }
@@ -188,27 +188,6 @@ std::string plain_message(const std::exception& e) {
     if (const auto end = text.find("] "); end != std::string::npos) text.erase(0, end + 2);
   }
   return text;
-}
-
-json summary_json(const NodeReport& report) {
-  json states = json::object();
-  for (CoreState state : kAllCoreStates) states[std::string(to_string(state))] = report.count(state);
-  return {{"pus", report.pus.size()}, {"healthy", report.healthy()}, {"states", states}};
-}
-
-json unhealthy_json(const NodeReport& report) {
-  json list = json::array();
-  if (report.modes.empty()) return list;
-  for (std::size_t i = 0; i < report.pus.size(); ++i) {
-    const CoreState state = report.state(i);
-    if (state == CoreState::ok || state == CoreState::skipped) continue;
-    const ModeReport& mode = report.modes[report.deciding_mode(i)];
-    list.push_back({{"cpu", report.pus[i].cpu},
-                    {"state", to_string(state)},
-                    {"cause", mode.verdicts.cores[i].cause},
-                    {"mode", to_string(mode.mode)}});
-  }
-  return list;
 }
 
 }  // namespace
@@ -292,7 +271,8 @@ json to_json(const ControlRequest& request) {
     } else if (run->modes == std::vector<Mode>{Mode::isolated, Mode::concurrent}) {
       out["mode"] = "both";
     } else {
-      throw std::invalid_argument("run: modes must be isolated, concurrent or both (in that order)");
+      throw std::invalid_argument(
+          "run: modes must be isolated, concurrent or both (in that order)");
     }
     out["wait"] = run->wait;
   } else if (const auto* publish = std::get_if<PublishRequest>(&request)) {
@@ -311,7 +291,7 @@ json to_json(const ControlRequest& request) {
 }
 
 std::string_view command_name(const ControlRequest& request) {
-  constexpr std::string_view kNames[] = {"status", "results",  "pause",    "resume",
+  constexpr std::string_view kNames[] = {"status", "results", "pause",    "resume",
                                          "run",    "publish", "calibrate"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlRequest>);
   return kNames[request.index()];
@@ -329,9 +309,7 @@ json ok_reply(json fields) {
   return fields;
 }
 
-json error_reply(std::string_view message) {
-  return {{"ok", false}, {"error", message}};
-}
+json error_reply(std::string_view message) { return {{"ok", false}, {"error", message}}; }
 
 std::string encode_line(const json& value) {
   std::string line = value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -355,44 +333,6 @@ json parse_reply(std::string_view line) {
     throw ProtocolError("malformed reply: \"ok\" is false but there is no \"error\" string");
   }
   return reply;
-}
-
-json status_fields(const Snapshot& snapshot, const json& reference) {
-  json out{{"version", snapshot.version},
-           {"hostname", snapshot.report.hostname},
-           {"started_unix_seconds", snapshot.started_unix_seconds},
-           {"paused", snapshot.paused},
-           {"summary", summary_json(snapshot.report)},
-           {"unhealthy", unhealthy_json(snapshot.report)}};
-  if (snapshot.paused && snapshot.paused_until_unix_seconds) {
-    out["paused_until_unix_seconds"] = *snapshot.paused_until_unix_seconds;
-  }
-  json modes = json::object();
-  for (const auto& [mode, stats] : snapshot.rounds) {
-    json m{{"rounds", stats.rounds}};
-    if (stats.last_unix_seconds) m["last_unix_seconds"] = *stats.last_unix_seconds;
-    if (stats.last_duration_seconds) m["last_duration_seconds"] = *stats.last_duration_seconds;
-    modes[std::string(to_string(mode))] = std::move(m);
-  }
-  out["modes"] = std::move(modes);
-  if (snapshot.cluster_published_unix_seconds) {
-    out["cluster"] = {{"published_unix_seconds", *snapshot.cluster_published_unix_seconds},
-                      {"reference", reference}};
-  }
-  return out;
-}
-
-json run_fields(const NodeReport& report) {
-  json rounds = json::array();
-  for (const ModeReport& mode : report.modes) {
-    rounds.push_back({{"mode", to_string(mode.mode)},
-                      {"started_unix_seconds", mode.started_unix_seconds},
-                      {"duration_seconds", mode.duration_seconds},
-                      {"cancelled", mode.cancelled}});
-  }
-  return {{"summary", summary_json(report)},
-          {"rounds", std::move(rounds)},
-          {"unhealthy", unhealthy_json(report)}};
 }
 
 }  // namespace corenoise

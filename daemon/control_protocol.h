@@ -9,15 +9,13 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 
-#include <nlohmann/json.hpp>
-
 #include "daemon/control_handler.h"
-#include "daemon/snapshot.h"
 
 namespace corenoise {
 
@@ -79,21 +77,5 @@ std::string encode_line(const nlohmann::json& value);
 // A reply line as the client reads it: an object with a boolean "ok" (and a
 // string "error" when ok is false). Throws ProtocolError otherwise.
 nlohmann::json parse_reply(std::string_view line);
-
-// Reply fields the daemon's handler should use, so that what it sends is what
-// docs/control.md promises and what `corenoise status` / `run` render.
-//
-// `status`: version, hostname, started_unix_seconds, paused,
-// paused_until_unix_seconds (only while paused with a deadline), summary
-// ({pus, healthy, states}), modes ({mode: {rounds, last_unix_seconds,
-// last_duration_seconds}}), unhealthy ([{cpu, state, cause, mode}]) and
-// cluster ({published_unix_seconds, reference}) once a reference was
-// published. `reference` is the value of the latest publish (may be null).
-nlohmann::json status_fields(const Snapshot& snapshot,
-                             const nlohmann::json& reference = nullptr);
-// `run` (after the round, with wait): summary, rounds ([{mode,
-// started_unix_seconds, duration_seconds, cancelled}] for the modes that ran,
-// in order) and unhealthy, as in status_fields.
-nlohmann::json run_fields(const NodeReport& report);
 
 }  // namespace corenoise

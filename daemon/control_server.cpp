@@ -11,6 +11,10 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -20,11 +24,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 
 #include "daemon/control_protocol.h"
 
@@ -152,10 +151,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   };
 
   ControlConnection(std::shared_ptr<ControlServer::State> state, Socket socket, Peer peer)
-      : state_(std::move(state)),
-        socket_(std::move(socket)),
-        timer_(state_->io),
-        peer_(peer) {}
+      : state_(std::move(state)), socket_(std::move(socket)), timer_(state_->io), peer_(peer) {}
 
   void start() {
     touch();
@@ -182,10 +178,10 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     // worth of pipelined input, then stop reading until it is done.
     if (busy_ && pending_.size() > state_->options.max_line_bytes) return;
     reading_ = true;
-    socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](
-                                                       error_code ec, std::size_t n) {
-      self->guard([&] { self->on_read(ec, n); });
-    });
+    socket_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](error_code ec, std::size_t n) {
+                              self->guard([&] { self->on_read(ec, n); });
+                            });
   }
 
   void on_read(error_code ec, std::size_t n) {
@@ -369,9 +365,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void touch() {
     if (closed_) return;
     timer_.expires_after(state_->options.idle_timeout);
-    timer_.async_wait([self = shared_from_this()](error_code ec) {
-      self->guard([&] { self->on_timer(ec); });
-    });
+    timer_.async_wait(
+        [self = shared_from_this()](error_code ec) { self->guard([&] { self->on_timer(ec); }); });
   }
 
   void on_timer(error_code ec) {
@@ -402,8 +397,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   asio::steady_timer timer_;
   Peer peer_;
   std::array<char, 4096> chunk_{};
-  std::string pending_;  // received, not yet handled
-  std::deque<std::string> out_;  // replies, in order; front() is being written
+  std::string pending_;                            // received, not yet handled
+  std::deque<std::string> out_;                    // replies, in order; front() is being written
   std::shared_ptr<std::atomic<bool>> reply_done_;  // of the request in flight
   bool reading_ = false;
   bool writing_ = false;

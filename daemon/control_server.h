@@ -25,13 +25,12 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "daemon/control_handler.h"
 
@@ -44,9 +43,9 @@ struct ControlServerOptions {
   // group whose members may send mutating commands. nullopt: the socket keeps
   // the daemon's group and only root may mutate.
   std::optional<std::string> group;
-  std::size_t max_line_bytes = 64 * 1024;  // a longer request line: error reply, then close
+  std::size_t max_line_bytes = 64 * 1024;          // a longer request line: error reply, then close
   std::chrono::milliseconds idle_timeout{10'000};  // waiting on a client longer than this: close
-  std::size_t max_connections = 64;  // one more: error reply, then close
+  std::size_t max_connections = 64;                // one more: error reply, then close
 };
 
 class ControlServer {
@@ -56,8 +55,7 @@ class ControlServer {
   // start(). Throws std::runtime_error naming the path, or the group, and
   // what went wrong (another daemon listening, not a socket, unknown group,
   // bind/chown failure, path too long).
-  ControlServer(boost::asio::io_context& io, ControlHandler& handler,
-                ControlServerOptions options);
+  ControlServer(boost::asio::io_context& io, ControlHandler& handler, ControlServerOptions options);
   ~ControlServer();  // stop()
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

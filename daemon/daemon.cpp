@@ -30,8 +30,8 @@ std::vector<unsigned> watched_cpus(const DaemonConfig& config, const Topology& t
   std::vector<unsigned> cpus;
   for (const auto& pu : topology.pus()) {
     if (!pu.usable()) continue;
-    if (config.cpus && std::find(config.cpus->begin(), config.cpus->end(), pu.cpu) ==
-                           config.cpus->end()) {
+    if (config.cpus &&
+        std::find(config.cpus->begin(), config.cpus->end(), pu.cpu) == config.cpus->end()) {
       continue;
     }
     cpus.push_back(pu.cpu);
@@ -65,7 +65,8 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
   }
   rebuild_runner();
   for (const auto& pu : topology_.pus()) {
-    if (!pu.usable()) log_warning("cpu " + std::to_string(pu.cpu) + " cannot be probed: " + pu.skip_reason);
+    if (!pu.usable())
+      log_warning("cpu " + std::to_string(pu.cpu) + " cannot be probed: " + pu.skip_reason);
   }
   try {
     calibration_ = calibration_store_.load();
@@ -83,8 +84,8 @@ Daemon::~Daemon() {
 
 void Daemon::rebuild_runner() {
   runner_ = std::make_unique<Runner>(config_.probe, topology_);
-  if (calibration_ && calibration_->fingerprint !=
-                          calibration_fingerprint(config_.probe, runner_->isa())) {
+  if (calibration_ &&
+      calibration_->fingerprint != calibration_fingerprint(config_.probe, runner_->isa())) {
     log_notice("probe settings changed: the calibration no longer applies and is redone");
     calibration_.reset();
   }
@@ -103,6 +104,8 @@ void Daemon::start() {
   options.socket_path = config_.socket_path;
   options.socket_mode = config_.socket_mode;
   if (!config_.control_group.empty()) options.group = config_.control_group;
+  // A publish carries a ratio per CPU, probe and mode: ~180 KB for 512 PUs.
+  options.max_line_bytes = 1 << 20;
   control_ = std::make_unique<ControlServer>(io_, *this, options);
   control_->start();
   log_info("control socket at " + config_.socket_path);
@@ -146,22 +149,26 @@ void Daemon::schedule_next_round() {
   std::uniform_real_distribution<double> spread(-config_.interval_spread, config_.interval_spread);
   // The first round comes at a random point of the first interval, so that
   // nodes booted together do not probe together.
-  const double delay = scheduled_rounds_ == 0 && latest_.empty()
-                           ? std::uniform_real_distribution<double>(0, 1)(random_) *
-                                 config_.interval_seconds
-                           : config_.interval_seconds * (1 + spread(random_));
+  const double delay =
+      scheduled_rounds_ == 0 && latest_.empty()
+          ? std::uniform_real_distribution<double>(0, 1)(random_) * config_.interval_seconds
+          : config_.interval_seconds * (1 + spread(random_));
   next_round_unix_seconds_ = unix_now() + delay;
-  round_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      Seconds(delay)));
+  round_timer_.expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(delay)));
   round_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
     next_round_unix_seconds_.reset();
     if (paused_) return;  // resume() schedules again
-    const bool concurrent = config_.concurrent_every > 0 &&
-                            (scheduled_rounds_ + 1) % config_.concurrent_every == 0;
+    // `mode` says what every round runs; with isolated rounds, every Nth is
+    // concurrent instead, for the all-core behaviour (power limits, bandwidth).
+    const bool nth =
+        config_.concurrent_every > 0 && (scheduled_rounds_ + 1) % config_.concurrent_every == 0;
     ++scheduled_rounds_;
     RoundRequest request;
-    request.modes = {concurrent ? Mode::concurrent : Mode::isolated};
+    request.modes = config_.probe.modes;
+    if (request.modes == std::vector<Mode>{Mode::isolated} && nth)
+      request.modes = {Mode::concurrent};
     request.scheduled = true;
     enqueue(std::move(request));
   });
@@ -253,10 +260,9 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
   idle_reference_ = read_cpu_times(config_.probe.proc_root);
   const auto sys_after = read_sys();
   last_sys_ = sys_after;
-  const bool cancelled = cancel_.load() ||
-                         std::any_of(rounds.begin(), rounds.end(), [](const RoundSamples& r) {
-                           return r.cancelled;
-                         });
+  const bool cancelled =
+      cancel_.load() ||
+      std::any_of(rounds.begin(), rounds.end(), [](const RoundSamples& r) { return r.cancelled; });
   json summary = json::array();
   if (!cancelled) {
     for (const RoundSamples& round : rounds) {
@@ -282,14 +288,16 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
     publish_snapshot();
   }
   const SnapshotPtr snapshot = store_.get();
-  json reply = cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
-                         : json{{"ok", true}, {"rounds", summary}, {"healthy", snapshot->report.healthy()}};
+  json reply =
+      cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
+                : json{{"ok", true}, {"rounds", summary}, {"healthy", snapshot->report.healthy()}};
   if (!cancelled) reply["states"] = round_summary();
   for (auto& r : request.replies) r(reply);
   if (!cancelled) {
     notifier_.notify("STATUS=" + std::string(snapshot->report.healthy() ? "healthy" : "unhealthy") +
-                     " after " + std::to_string(round_stats_[Mode::isolated].rounds +
-                                                round_stats_[Mode::concurrent].rounds) +
+                     " after " +
+                     std::to_string(round_stats_[Mode::isolated].rounds +
+                                    round_stats_[Mode::concurrent].rounds) +
                      " rounds");
   }
   if (pending_config_) {
@@ -446,13 +454,14 @@ void Daemon::run(const RunRequest& request, Reply reply) {
   auto timer = std::make_shared<boost::asio::steady_timer>(io_);
   timer->expires_after(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(delay)));
-  timer->async_wait([this, timer, round = std::move(round)](const boost::system::error_code& ec) mutable {
-    if (ec || stopping_) {
-      for (auto& r : round.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
-      return;
-    }
-    enqueue(std::move(round));
-  });
+  timer->async_wait(
+      [this, timer, round = std::move(round)](const boost::system::error_code& ec) mutable {
+        if (ec || stopping_) {
+          for (auto& r : round.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
+          return;
+        }
+        enqueue(std::move(round));
+      });
 }
 
 json Daemon::publish(const PublishRequest& request) {

@@ -9,9 +9,8 @@
 // progress is cancelled and joined, the socket removed, within a second).
 #pragma once
 
-#include <boost/asio.hpp>
-
 #include <atomic>
+#include <boost/asio.hpp>
 #include <deque>
 #include <map>
 #include <memory>

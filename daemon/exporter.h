@@ -1,9 +1,11 @@
 // The Prometheus exporter: an HTTP server (prometheus-cpp's Exposer, on
-// civetweb) that renders the current Snapshot on every scrape of /metrics.
+// civetweb) that serves the current Snapshot on every scrape of /metrics.
 //
 // The scrape path does nothing but render: it takes the store's current
 // immutable snapshot and builds fresh metric families from it, so a scrape
-// never waits for a probe round and a round never waits for a scrape.
+// never waits for a probe round and a round never waits for a scrape. The
+// rendered text is kept until the snapshot changes (once per round), so
+// only the first scrape after a round pays for prometheus-cpp's serializer.
 // docs/metrics.md is the contract for every name, label and unit built here.
 #pragma once
 
@@ -59,8 +61,9 @@ class Exporter {
   int port() const { return port_; }
   const std::string& listen() const { return listen_; }
 
+  class Collector;  // renders and caches the exposition (exporter.cpp)
+
  private:
-  class Collector;
   std::string listen_;
   // Declared before exposer_ so that the server, and with it every scrape
   // in flight, is stopped before the collector goes away.

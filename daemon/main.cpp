@@ -1,10 +1,9 @@
 // corenoised: the per-node daemon. Start-up errors (bad configuration, a
 // taken port, an unusable socket path) exit 1 with a message naming the
 // input; once running, nothing a client or a probe does stops it.
-#include <boost/asio.hpp>
-
 #include <unistd.h>
 
+#include <boost/asio.hpp>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -27,17 +26,17 @@ Options are read from the config file first (NAME = VALUE per line, '#'
 comments; default /etc/corenoise/corenoised.conf, ignored if missing unless
 --config names it) and then from the command line, which wins.
 
-  --config FILE        the config file (default: /etc/corenoise/corenoised.conf)
-  --check-config       validate the configuration, print it, and exit
+  --config FILE             the config file (default: /etc/corenoise/corenoised.conf)
+  --check-config            validate the configuration and exit
   --help, --version
+
+Options (config-file names are the same without the dashes):
 )";
 
 void print_usage() {
   std::cout << kUsage;
   for (const auto& spec : corenoise::daemon_option_specs()) {
-    std::string left = "  --" + spec.name + " " + spec.value_name;
-    left.resize(std::max<std::size_t>(left.size() + 2, 32), ' ');
-    std::cout << left << spec.help << '\n';
+    std::cout << corenoise::format_option_help(spec.name, spec.value_name, spec.help);
   }
   std::cout << "\nExit status: 0 stopped cleanly, 1 could not start (the message says why).\n";
 }

@@ -38,8 +38,8 @@ bool SystemdNotifier::notify(std::string_view state) const {
   if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
   const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address_.size());
   return ::sendto(fd_, state.data(), state.size(), MSG_NOSIGNAL,
-                  reinterpret_cast<const sockaddr*>(&addr), length) ==
-         static_cast<ssize_t>(state.size());
+                  reinterpret_cast<const sockaddr*>(&addr),
+                  length) == static_cast<ssize_t>(state.size());
 }
 
 long long monotonic_microseconds() {

@@ -39,8 +39,8 @@ struct CpuSysInfo {
 };
 
 struct RoundStats {
-  std::uint64_t rounds = 0;                  // rounds completed in this mode
-  std::optional<double> last_unix_seconds;   // start of the latest round
+  std::uint64_t rounds = 0;                 // rounds completed in this mode
+  std::optional<double> last_unix_seconds;  // start of the latest round
   std::optional<double> last_duration_seconds;
 };
 

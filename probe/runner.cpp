@@ -135,7 +135,6 @@ class CpuWorker {
   CpuKernels kernels_;
 };
 
-
 }  // namespace
 
 Runner::Runner(ProbeSettings settings, Topology topology)

@@ -182,6 +182,32 @@ bool ProbeSettings::runs(ProbeKind probe) const {
   return std::find(probes.begin(), probes.end(), probe) != probes.end();
 }
 
+std::string format_option_help(const std::string& name, const std::string& value_name,
+                               const std::string& help) {
+  constexpr std::size_t kIndent = 28, kWidth = 79;
+  std::string text = "  --" + name + (value_name.empty() ? "" : " " + value_name);
+  text += text.size() + 2 <= kIndent ? std::string(kIndent - text.size(), ' ')
+                                     : "\n" + std::string(kIndent, ' ');
+  std::size_t column = kIndent;
+  std::size_t start = 0;
+  while (start < help.size()) {
+    std::size_t end = help.find(' ', start);
+    if (end == std::string::npos) end = help.size();
+    const std::string word = help.substr(start, end - start);
+    if (column > kIndent && column + 1 + word.size() > kWidth) {
+      text += "\n" + std::string(kIndent, ' ');
+      column = kIndent;
+    } else if (column > kIndent) {
+      text += ' ';
+      ++column;
+    }
+    text += word;
+    column += word.size();
+    start = end + 1;
+  }
+  return text + "\n";
+}
+
 const std::vector<OptionSpec>& probe_option_specs() {
   static const std::vector<OptionSpec> specs = make_specs();
   return specs;

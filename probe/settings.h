@@ -59,6 +59,11 @@ struct OptionSpec {
   std::function<void(ProbeSettings&, std::string_view)> apply;
 };
 
+// One --help entry: "  --NAME VALUE" then the help text, wrapped to 79
+// columns and indented under itself.
+std::string format_option_help(const std::string& name, const std::string& value_name,
+                               const std::string& help);
+
 // Every probe and threshold option, in --help order.
 const std::vector<OptionSpec>& probe_option_specs();
 // The spec named `name`, or null.

@@ -40,8 +40,7 @@ class TempDir {
 
 class DaemonProcess {
  public:
-  DaemonProcess(const std::vector<std::string>& args,
-                const std::vector<std::string>& env = {}) {
+  DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return;
     pid_ = fork();
@@ -94,7 +93,8 @@ class DaemonProcess {
     if (!wait_for_log("exporter listening on ")) return -1;
     std::smatch m;
     const std::string text = log();
-    if (!std::regex_search(text, m, std::regex("exporter listening on [0-9.]+:([0-9]+)"))) return -1;
+    if (!std::regex_search(text, m, std::regex("exporter listening on [0-9.]+:([0-9]+)")))
+      return -1;
     return std::stoi(m[1]);
   }
   void signal(int sig) const { kill(pid_, sig); }
@@ -144,10 +144,12 @@ inline std::pair<int, std::string> http_get(int port, const std::string& path,
   std::string response;
   char buffer[65536];
   ssize_t n;
-  while ((n = read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<std::size_t>(n));
+  while ((n = read(fd, buffer, sizeof buffer)) > 0)
+    response.append(buffer, static_cast<std::size_t>(n));
   close(fd);
   int status = 0;
-  if (response.rfind("HTTP/", 0) == 0) status = std::atoi(response.c_str() + response.find(' ') + 1);
+  if (response.rfind("HTTP/", 0) == 0)
+    status = std::atoi(response.c_str() + response.find(' ') + 1);
   const auto body = response.find("\r\n\r\n");
   return {status, body == std::string::npos ? "" : response.substr(body + 4)};
 }

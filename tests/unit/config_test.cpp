@@ -130,7 +130,8 @@ TEST(Config, MissingFilesAndBadCommandLines) {
 TEST(Config, EveryProbeOptionIsADaemonOption) {
   std::set<std::string> daemon_names;
   for (const auto& spec : daemon_option_specs()) daemon_names.insert(spec.name);
-  for (const auto& spec : probe_option_specs()) EXPECT_TRUE(daemon_names.contains(spec.name)) << spec.name;
+  for (const auto& spec : probe_option_specs())
+    EXPECT_TRUE(daemon_names.contains(spec.name)) << spec.name;
 }
 
 }  // namespace

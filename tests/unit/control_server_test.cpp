@@ -6,15 +6,17 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -22,10 +24,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
@@ -280,7 +278,8 @@ TEST_F(ControlServerTest, PipelinedRequestsAreAnsweredInOrder) {
   RawClient raw(path_);
   ASSERT_TRUE(raw.connected());
   // The run's reply comes 30 ms later; the status after it must wait its turn.
-  ASSERT_TRUE(raw.send("{\"command\":\"run\"}\n{\"command\":\"status\"}\n{\"command\":\"calibrate\"}\n"));
+  ASSERT_TRUE(
+      raw.send("{\"command\":\"run\"}\n{\"command\":\"status\"}\n{\"command\":\"calibrate\"}\n"));
   const json first = raw.reply();
   const json second = raw.reply();
   const json third = raw.reply();
@@ -447,7 +446,8 @@ TEST_F(ControlServerTest, AClientGoneBeforeAnAsyncReplyCrashesNothing) {
 TEST_F(ControlServerTest, AHalfClosedClientStillGetsItsReplies) {
   start_server();
   RawClient raw(path_);
-  ASSERT_TRUE(raw.send("{\"command\":\"status\"}\n{\"command\":\"results\"}"));  // last unterminated
+  ASSERT_TRUE(
+      raw.send("{\"command\":\"status\"}\n{\"command\":\"results\"}"));  // last unterminated
   raw.shutdown_write();  // as `nc -N` or socat do after their input
   EXPECT_EQ(raw.reply()["paused"], false);
   EXPECT_EQ(raw.reply()["ok"], true);
@@ -496,7 +496,10 @@ TEST_F(ControlServerTest, SocketFileModeGroupAndStaleFiles) {
   EXPECT_FALSE(std::filesystem::exists(path_));  // the destructor stops and unlinks
 
   // A file that is not a socket is left alone.
-  { std::FILE* f = std::fopen(path_.c_str(), "w"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "w");
+    std::fclose(f);
+  }
   try {
     ControlServer server(other, handler_, same);
     ADD_FAILURE() << "a regular file was replaced";

@@ -49,7 +49,7 @@ TEST(BusyCpus, BusyShareBetweenTwoReadings) {
       "cpu1 100 0 0 900 0 0 0 0 0 0\n"
       "intr 12345\n");
   const auto after = parse_cpu_times(
-      "cpu0 180 0 60 820 50 5 5 0 0 0\n"    // +100 busy of +120 total
+      "cpu0 180 0 60 820 50 5 5 0 0 0\n"   // +100 busy of +120 total
       "cpu1 100 0 0 1000 0 0 0 0 0 0\n");  // idle
   ASSERT_EQ(before.size(), 2u);
   EXPECT_NEAR(*busy_fraction(before, after, 0), 100.0 / 120.0, 1e-12);
