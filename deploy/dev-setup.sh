@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
-test_packages=(libopenblas-dev)
+test_packages=(libopenblas-dev prometheus)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

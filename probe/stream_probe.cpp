@@ -1,25 +1,34 @@
 #include "probe/stream_probe.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 
 namespace corenoise {
 namespace {
 
 constexpr std::size_t kMiB = 1024 * 1024;
-constexpr std::size_t kAlignment = 64;
+constexpr std::uint64_t kImplausibleShare = 64 * kMiB;
 
+// Straight from the kernel and straight back: a heap allocation of this size
+// would stay resident in malloc's arenas after the round, and a daemon that
+// probes every few minutes must not keep tens of MB between rounds.
 double* allocate(std::size_t elements) {
-  const std::size_t bytes = (elements * sizeof(double) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, bytes);
-  if (p == nullptr) throw std::bad_alloc();
+  void* p = ::mmap(nullptr, elements * sizeof(double), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<double*>(p);
 }
+
+void release(double* p, std::size_t elements) { ::munmap(p, elements * sizeof(double)); }
 
 }  // namespace
 
 std::size_t default_stream_bytes(std::uint64_t llc_share_bytes) {
+  // No server core has more than ~12 MiB of LLC to itself; VMs report
+  // whatever the hypervisor says (this development VM: 508 MB per core).
+  if (llc_share_bytes == 0 || llc_share_bytes > kImplausibleShare) return 8 * kMiB;
   return std::clamp<std::size_t>(4 * static_cast<std::size_t>(llc_share_bytes), 8 * kMiB,
                                  64 * kMiB);
 }
@@ -37,9 +46,9 @@ StreamProbe::StreamProbe(std::size_t total_bytes)
 }
 
 StreamProbe::~StreamProbe() {
-  std::free(a_);
-  std::free(b_);
-  std::free(c_);
+  release(a_, elements_);
+  release(b_, elements_);
+  release(c_, elements_);
 }
 
 void StreamProbe::run() {

@@ -15,8 +15,9 @@
 namespace corenoise {
 
 // Default total buffer size for a core: 4× its LLC share, within
-// [8 MiB, 64 MiB] (some VMs report absurd cache sizes; 64 MiB per core keeps
-// a concurrent round on a 256-core node within 16 GiB).
+// [8 MiB, 64 MiB]; 8 MiB where the share is unknown or implausible (over
+// 64 MiB: VMs report absurd cache sizes). A concurrent round holds one
+// buffer per core at once.
 std::size_t default_stream_bytes(std::uint64_t llc_share_bytes);
 
 class StreamProbe {

@@ -17,8 +17,14 @@ trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 ticks=$(getconf CLK_TCK)
 cpus=$(nproc)
 
-cpu_seconds() {  # utime + stime of the whole process (all threads), in seconds
+cpu_seconds() {  # on-CPU time of the whole process, ns-exact (schedstat), in seconds
+  # Threads that ended (round and probe threads) are in the process's own
+  # stat; the live ones are summed from their schedstat.
   awk -v t="$ticks" '{ print ($14 + $15) / t }' "/proc/$1/stat"
+}
+
+live_cpu_seconds() {
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s / 1e9 }'
 }
 
 rounds_done() {
@@ -43,9 +49,9 @@ kill $pid; wait $pid 2>/dev/null || true
 pid=$!
 until [ -S "$dir/ctl.sock" ]; do sleep 0.05; done
 sleep 1
-a=$(cpu_seconds $pid)
+a=$(live_cpu_seconds $pid)
 sleep 30
-idle_per_hour=$(awk -v a="$a" -v b="$(cpu_seconds $pid)" 'BEGIN { print (b - a) * 120 }')
+idle_per_hour=$(awk -v a="$a" -v b="$(live_cpu_seconds $pid)" 'BEGIN { print (b - a) * 120 }')
 kill $pid; wait $pid 2>/dev/null || true
 
 awk -v r="$per_round" -v i="$idle_per_hour" -v c="$cpus" -v rss="$rss_rounds" 'BEGIN {

@@ -3,7 +3,8 @@
 //   - collect_metrics() alone (building the families: the Collect() work),
 //   - render_metrics() alone (prometheus-cpp's text serializer),
 //   - 2,000 sequential GETs of /metrics over loopback from this process,
-//   - 200 more with Accept-Encoding: gzip, as Prometheus sends.
+//   - 200 more with Accept-Encoding: gzip, as Prometheus sends (served
+//     uncompressed: the cached text is sent as it is).
 // Prints latency quantiles and the payload size. Goal: p99 <= 5 ms per
 // scrape. A benchmark: it never fails on a timing.
 //
@@ -172,7 +173,7 @@ int run(int gets) {
   std::printf("payload %zu bytes; %d failed requests; goal p99 <= 5 ms: %s\n", bytes, failures,
               q.p99 <= 0.005 ? "met" : "NOT met");
 
-  // Prometheus asks for gzip, which prometheus-cpp then compresses per scrape.
+  // Prometheus asks for gzip; the exporter answers with the cached plain text.
   std::vector<double> gzip_times;
   std::size_t gzip_bytes = 0;
   for (int i = 0; i < std::min(gets, 200); ++i) {
@@ -180,8 +181,8 @@ int run(int gets) {
     gzip_bytes = std::max(gzip_bytes, get(exporter.port(), "/metrics", true));
     gzip_times.push_back(seconds_since(t0));
   }
-  print("GET /metrics, gzip", gzip_times);
-  std::printf("gzip payload %zu bytes\n", gzip_bytes);
+  print("GET, Accept-Encoding: gzip", gzip_times);
+  std::printf("payload when asked for gzip %zu bytes\n", gzip_bytes);
   return 0;
 }
 
