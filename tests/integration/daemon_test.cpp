@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/un.h>
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -297,6 +298,38 @@ TEST(Daemon, CalibrationSurvivesARestart) {
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
   std::ifstream again(file);
   EXPECT_NE(std::string(std::istreambuf_iterator<char>(again), {}), first);
+}
+
+// Bare metal's thermal throttle counters (a fixture /sys tree, written to
+// while the daemon runs) join the verdict and the metrics.
+TEST(Daemon, ThermalThrottleEventsMakeACoreThrottled) {
+  TempDir dir;
+  const std::string sys = dir.path() + "/sys";
+  std::filesystem::copy(std::string(CORENOISE_FIXTURES) + "/sys/xeon-throttled", sys,
+                        std::filesystem::copy_options::recursive);
+  const std::string counter = sys + "/devices/system/cpu/cpu0/thermal_throttle/core_throttle_count";
+  std::atomic<bool> stop{false};
+  std::thread heat([&] {  // the core keeps hitting its thermal limit
+    for (int events = 13; !stop; ++events) {
+      std::ofstream(counter) << events << "\n";
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  DaemonProcess daemon(daemon_args(dir, {"--sys-root", sys}));
+  const int port = daemon.port();
+  const std::string text = scrape_until(port, [](const std::string& t) {
+    return metric_value(t, "corenoise_core_state{cpu=\"0\",state=\"throttled\"}") == 1.0;
+  });
+  stop = true;
+  heat.join();
+  EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"0\",state=\"throttled\"}"), 1.0)
+      << text << daemon.log();
+  EXPECT_GT(metric_value(text, "corenoise_thermal_throttle_events_total{cpu=\"0\",scope=\"core\"}")
+                .value_or(0),
+            12);
+  EXPECT_EQ(metric_value(text, "corenoise_cpufreq_hertz{cpu=\"0\",type=\"max\"}"), 3.5e9);
+  const auto results = run_command(ctl(dir, "status --json"));
+  EXPECT_EQ(results.exit_code, 2) << results.out << results.err;  // unhealthy
 }
 
 // The acceptance test: injected noise on CPU 1 shows up as
