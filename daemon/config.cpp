@@ -16,18 +16,6 @@ namespace {
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-double parse_real(std::string_view text, double lo, double hi, std::string_view what) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < lo || value > hi) {
-    std::ostringstream message;
-    message << "got " << quoted(text) << ", expected " << what << " from " << lo << " to " << hi;
-    throw std::invalid_argument(message.str());
-  }
-  return value;
-}
-
 long long parse_integer(std::string_view text, long long lo, long long hi, std::string_view what,
                         int base = 10) {
   long long value = 0;
@@ -59,13 +47,13 @@ std::vector<DaemonOptionSpec> make_specs() {
        }},
       {"interval", "SECONDS", "mean time between rounds (default: 300)",
        [](DaemonConfig& c, std::string_view v) {
-         c.interval_seconds = parse_real(v, 0.1, 86400, "seconds");
+         c.interval_seconds = parse_real_value(v, 0.1, 86400, "seconds");
        }},
       {"interval-spread", "RATIO",
        "each wait is the interval × (1 ± this), at random, so nodes never probe in lockstep "
        "(default: 0.2)",
        [](DaemonConfig& c, std::string_view v) {
-         c.interval_spread = parse_real(v, 0, 0.9, "a ratio");
+         c.interval_spread = parse_real_value(v, 0, 0.9, "a ratio");
        }},
       {"concurrent-every", "N",
        "with mode isolated, every Nth round runs all cores at once instead; 0 = never "
@@ -93,7 +81,7 @@ std::vector<DaemonOptionSpec> make_specs() {
       {"busy-threshold", "RATIO",
        "a CPU busier than this since the last round is skipped as busy (default: 0.5)",
        [](DaemonConfig& c, std::string_view v) {
-         c.busy_threshold = parse_real(v, 0, 1, "a ratio");
+         c.busy_threshold = parse_real_value(v, 0, 1, "a ratio");
        }},
       {"busy-policy", "POLICY",
        "skip (leave busy CPUs alone, so that a running job is not disturbed) or probe "

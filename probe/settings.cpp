@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace corenoise {
@@ -14,17 +15,6 @@ long long parse_integer(std::string_view text, long long lo, long long hi, std::
   long long value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
-    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what) +
-                                " from " + std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  return value;
-}
-
-double parse_real(std::string_view text, double lo, double hi, std::string_view what) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < lo || value > hi) {
     throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what) +
                                 " from " + std::to_string(lo) + " to " + std::to_string(hi));
   }
@@ -116,13 +106,14 @@ std::vector<OptionSpec> make_specs() {
                    }});
   specs.push_back({"detour-window", "SECONDS", "length of one detour-probe window (default: 0.025)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.detour_window_seconds = parse_real(v, 1e-4, 60, "a window in seconds");
+                     s.detour_window_seconds = parse_real_value(v, 1e-4, 60, "a window in seconds");
                    }});
   specs.push_back({"detour-threshold", "SECONDS",
                    "gap that counts as a detour; 0 derives it per core from the loop time, at "
                    "least 1 µs (default: 0)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.detour_threshold_seconds = parse_real(v, 0, 0.1, "a threshold in seconds");
+                     s.detour_threshold_seconds =
+                         parse_real_value(v, 0, 0.1, "a threshold in seconds");
                    }});
   specs.push_back({"stream-bytes", "BYTES",
                    "stream buffer per core; 0 sizes it from the LLC share (default: 0)",
@@ -138,24 +129,24 @@ std::vector<OptionSpec> make_specs() {
   specs.push_back({"throttled-clock-ratio", "RATIO",
                    "throttled when reference clock / core clock reaches this (default: 1.05)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.thresholds.throttled_clock_ratio = parse_real(v, 1, 100, "a ratio");
+                     s.thresholds.throttled_clock_ratio = parse_real_value(v, 1, 100, "a ratio");
                    }});
   specs.push_back({"noisy-excess-noise", "RATIO",
                    "noisy when this share of time more than the node's noise floor is lost to "
                    "detours (default: 0.05)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.thresholds.noisy_excess_noise = parse_real(v, 0, 1, "a ratio");
+                     s.thresholds.noisy_excess_noise = parse_real_value(v, 0, 1, "a ratio");
                    }});
   specs.push_back({"slow-ratio", "RATIO",
                    "slow when matmul time / reference reaches this (default: 1.05)",
                    [](ProbeSettings& s, std::string_view v) {
-                     s.thresholds.slow_ratio = parse_real(v, 1, 100, "a ratio");
+                     s.thresholds.slow_ratio = parse_real_value(v, 1, 100, "a ratio");
                    }});
   specs.push_back(
       {"contended-stream-ratio", "RATIO",
        "contended when reference bandwidth / core bandwidth reaches this (default: 1.25)",
        [](ProbeSettings& s, std::string_view v) {
-         s.thresholds.contended_stream_ratio = parse_real(v, 1, 100, "a ratio");
+         s.thresholds.contended_stream_ratio = parse_real_value(v, 1, 100, "a ratio");
        }});
   return specs;
 }
@@ -180,6 +171,18 @@ std::string_view to_string(Mode mode) { return mode == Mode::isolated ? "isolate
 
 bool ProbeSettings::runs(ProbeKind probe) const {
   return std::find(probes.begin(), probes.end(), probe) != probes.end();
+}
+
+double parse_real_value(std::string_view text, double lo, double hi, std::string_view what) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < lo || value > hi) {
+    std::ostringstream message;
+    message << "got " << quoted(text) << ", expected " << what << " from " << lo << " to " << hi;
+    throw std::invalid_argument(message.str());
+  }
+  return value;
 }
 
 std::string format_option_help(const std::string& name, const std::string& value_name,

@@ -59,6 +59,10 @@ struct OptionSpec {
   std::function<void(ProbeSettings&, std::string_view)> apply;
 };
 
+// A finite number within [lo, hi]; throws std::invalid_argument("got 'X',
+// expected WHAT from LO to HI"). Shared by every option table.
+double parse_real_value(std::string_view text, double lo, double hi, std::string_view what);
+
 // One --help entry: "  --NAME VALUE" then the help text, wrapped to 79
 // columns and indented under itself.
 std::string format_option_help(const std::string& name, const std::string& value_name,
