@@ -122,7 +122,7 @@ class ProgressLine {
   void show(Mode mode, std::size_t done, std::size_t total) {
     if (!enabled_) return;
     std::cerr << "\rcorenoise: " << to_string(mode) << " round, " << done << "/" << total
-              << " CPUs done " << std::flush;
+              << " steps " << std::flush;
     shown_ = true;
   }
   void clear() {

@@ -88,7 +88,7 @@ DetourProbe::DetourProbe(unsigned cpu, double window_seconds, double threshold_s
 
 double DetourProbe::threshold_seconds() const { return tsc_to_seconds(threshold_ticks_); }
 
-DetourResult DetourProbe::run() const {
+DetourResult DetourProbe::run(std::uint64_t start_lag) const {
   DetourResult result;
   result.threshold_seconds = threshold_seconds();
   const std::uint64_t first_upper =
@@ -98,6 +98,11 @@ DetourResult DetourProbe::run() const {
 
   // The measured loop: nothing but TSC reads unless a gap is a detour.
   std::uint64_t count = 0, total = 0, longest = 0;
+  if (start_lag > threshold_ticks_) {
+    count = 1;
+    total = longest = start_lag;
+    ++result.histogram[bucket_of(start_lag, first_upper)];
+  }
   const std::uint64_t start = read_tsc();
   const std::uint64_t end = start + window_ticks_;
   std::uint64_t prev = start;
@@ -116,7 +121,7 @@ DetourResult DetourProbe::run() const {
 
   result.preemptions = involuntary_switches() - switches_before;
   const CpuCounters after = counters_.read(cpu_);
-  result.window_seconds = tsc_to_seconds(prev - start);
+  result.window_seconds = tsc_to_seconds(prev - start + start_lag);
   result.count = count;
   result.total_seconds = tsc_to_seconds(total);
   result.max_seconds = tsc_to_seconds(longest);

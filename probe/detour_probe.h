@@ -50,7 +50,11 @@ class DetourProbe {
   // on this core (50×), and never below 1 µs.
   DetourProbe(unsigned cpu, double window_seconds, double threshold_seconds,
               const ProcCounterReader& counters);
-  DetourResult run() const;
+  // `start_lag` (TSC ticks): how long the probe thread waited for its CPU
+  // after it was asked to start. If the core was busy with something else
+  // then, that wait is the window's first detour: a periodic burst running
+  // at that moment would otherwise always fall just before the window.
+  DetourResult run(std::uint64_t start_lag = 0) const;
   double threshold_seconds() const;
 
  private:

@@ -56,16 +56,24 @@ struct ProcessOffCpus::Saved {
 ProcessOffCpus::ProcessOffCpus(const std::vector<unsigned>& measured) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    const pid_t tid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
-    Saved saved{tid, {}};
-    if (tid <= 0 || sched_getaffinity(tid, sizeof saved.affinity, &saved.affinity) != 0) continue;
-    cpu_set_t reduced = saved.affinity;
+    Saved saved{static_cast<pid_t>(std::atoi(entry.path().filename().c_str())), {}};
+    if (saved.tid > 0 &&
+        sched_getaffinity(saved.tid, sizeof saved.affinity, &saved.affinity) == 0) {
+      saved_.push_back(saved);
+    }
+  }
+  move_off(measured);
+}
+
+void ProcessOffCpus::move_off(const std::vector<unsigned>& measured) {
+  for (const auto& s : saved_) {
+    cpu_set_t reduced = s.affinity;
     for (unsigned cpu : measured) {
       if (cpu < CPU_SETSIZE) CPU_CLR(cpu, &reduced);
     }
-    if (CPU_COUNT(&reduced) == 0 || CPU_EQUAL(&reduced, &saved.affinity)) continue;
-    // A thread that exited meanwhile is simply not restored.
-    if (sched_setaffinity(tid, sizeof reduced, &reduced) == 0) saved_.push_back(saved);
+    // Nowhere else to go: the thread keeps its affinity (it only sleeps).
+    // A thread that exited meanwhile just fails.
+    sched_setaffinity(s.tid, sizeof reduced, CPU_COUNT(&reduced) > 0 ? &reduced : &s.affinity);
   }
 }
 

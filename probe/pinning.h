@@ -28,6 +28,9 @@ class ProcessOffCpus {
  public:
   explicit ProcessOffCpus(const std::vector<unsigned>& measured);
   ~ProcessOffCpus();
+  // Moves the same threads off `measured` instead (each from its original
+  // affinity). Not thread-safe: one caller at a time.
+  void move_off(const std::vector<unsigned>& measured);
   ProcessOffCpus(const ProcessOffCpus&) = delete;
   ProcessOffCpus& operator=(const ProcessOffCpus&) = delete;
 

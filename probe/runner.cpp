@@ -13,6 +13,7 @@
 #include "probe/spin_barrier.h"
 #include "probe/stream_probe.h"
 #include "probe/tsc.h"
+#include "probe/turn_taking.h"
 
 namespace corenoise {
 namespace {
@@ -36,21 +37,81 @@ struct CpuKernels {
   std::unique_ptr<StreamProbe> stream;
 };
 
+// How the probe threads of a round take their steps (one sample of one
+// probe): all together behind a spin barrier (concurrent), or one at a time
+// in turn (isolated, interleaved).
+class Pacing {
+ public:
+  virtual ~Pacing() = default;
+  virtual void prepared(std::size_t /*worker*/) {}
+  // False if the round is cancelled (for every worker alike).
+  virtual bool before_step(std::size_t worker) = 0;
+  // TSC ticks between being asked to start this step and getting the CPU.
+  virtual std::uint64_t start_lag() const { return 0; }
+  virtual void after_step(std::size_t /*worker*/) {}
+};
+
+class Together final : public Pacing {
+ public:
+  Together(std::size_t workers, const std::atomic<bool>* cancel) : barrier_(workers, cancel) {}
+  bool before_step(std::size_t) override { return barrier_.arrive_and_wait(); }
+
+ private:
+  SpinBarrier barrier_;
+};
+
+class InTurn final : public Pacing {
+ public:
+  // `off` holds every other thread of the process; before each step, they
+  // leave the CPU about to be measured.
+  InTurn(std::vector<unsigned> cpus, const std::atomic<bool>* cancel, ProcessOffCpus& off,
+         std::size_t steps, const Runner::Progress& progress)
+      : cpus_(std::move(cpus)),
+        turns_(cpus_.size(), cancel),
+        off_(off),
+        steps_(steps),
+        progress_(progress) {}
+  void prepared(std::size_t) override { turns_.prepared(); }
+  bool before_step(std::size_t worker) override {
+    if (!turns_.wait_turn(worker)) return false;
+    const std::uint64_t woke = read_tsc();
+    const std::uint64_t asked = turns_.handed_over();
+    lag_ = asked != 0 && asked < woke ? woke - asked : 0;
+    off_.move_off({cpus_[worker]});
+    return true;
+  }
+  // Read by the worker whose turn it is, which wrote it: one at a time.
+  std::uint64_t start_lag() const override { return lag_; }
+  void after_step(std::size_t worker) override {
+    // The last CPU of a step reports it, between two measurements.
+    if (worker + 1 == cpus_.size() && progress_) progress_(++done_, steps_);
+    turns_.pass(worker);
+  }
+
+ private:
+  std::vector<unsigned> cpus_;
+  TurnTaking turns_;
+  ProcessOffCpus& off_;
+  std::size_t steps_;
+  const Runner::Progress& progress_;
+  std::size_t done_ = 0;
+  std::uint64_t lag_ = 0;
+};
+
 class CpuWorker {
  public:
   CpuWorker(const ProbeSettings& settings, Isa isa, const ProcessingUnit& pu,
-            const ProcCounterReader& counters, SpinBarrier* barrier,
-            const std::atomic<bool>* cancel, CpuSamples& out)
+            const ProcCounterReader& counters, Pacing& pacing, std::size_t index, CpuSamples& out)
       : settings_(settings),
         isa_(isa),
         pu_(pu),
         counters_(counters),
-        barrier_(barrier),
-        cancel_(cancel),
+        pacing_(pacing),
+        index_(index),
         out_(out) {}
 
-  // Never throws: a failure is recorded in out_.error. With a barrier it
-  // takes part in every phase even after a failure, so that no peer waits.
+  // Never throws: a failure is recorded in out_.error, and the worker still
+  // takes every step (measuring nothing), so that no peer waits for it.
   void operator()() {
     try {
       pin_current_thread(pu_.cpu);
@@ -58,22 +119,17 @@ class CpuWorker {
     } catch (const std::exception& e) {
       out_.error = e.what();
     }
+    pacing_.prepared(index_);
     for (ProbeKind probe : settings_.probes) {
       for (int s = 0; s < settings_.samples; ++s) {
-        if (!may_continue()) return;
+        if (!pacing_.before_step(index_)) return;
         if (out_.error.empty()) measure(probe);
+        pacing_.after_step(index_);
       }
     }
   }
 
  private:
-  // With a barrier, all cores start each sample together and agree on
-  // cancellation; alone, the worker checks the flag itself.
-  bool may_continue() {
-    if (barrier_ != nullptr) return barrier_->arrive_and_wait();
-    return cancel_ == nullptr || !cancel_->load(std::memory_order_relaxed);
-  }
-
   void prepare() {
     const auto samples = static_cast<std::size_t>(settings_.samples);
     if (settings_.runs(ProbeKind::matmul)) {
@@ -117,7 +173,7 @@ class CpuWorker {
         out_.clock_hertz.push_back(kernels_.clock->run());
         break;
       case ProbeKind::detour:
-        out_.detours.push_back(kernels_.detour->run());
+        out_.detours.push_back(kernels_.detour->run(pacing_.start_lag()));
         break;
       case ProbeKind::stream:
         out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
@@ -129,8 +185,8 @@ class CpuWorker {
   Isa isa_;
   const ProcessingUnit& pu_;
   const ProcCounterReader& counters_;
-  SpinBarrier* barrier_;
-  const std::atomic<bool>* cancel_;
+  Pacing& pacing_;
+  std::size_t index_;
   CpuSamples& out_;
   CpuKernels kernels_;
 };
@@ -168,26 +224,23 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   round.cpus.resize(pus.size());
   for (std::size_t i = 0; i < pus.size(); ++i) round.cpus[i].cpu = pus[i]->cpu;
 
+  // Taken before the probe threads exist, so that it moves every thread but
+  // theirs.
+  ProcessOffCpus off(mode == Mode::isolated ? std::vector<unsigned>{} : cpus);
+  std::unique_ptr<Pacing> pacing;
   if (mode == Mode::isolated) {
-    for (std::size_t i = 0; i < pus.size(); ++i) {
-      if (cancel != nullptr && cancel->load()) break;
-      const ProcessOffCpus off({pus[i]->cpu});
-      std::thread(CpuWorker(settings_, isa_, *pus[i], counters, nullptr, cancel, round.cpus[i]))
-          .join();
-      if (progress) progress(i + 1, pus.size());
-    }
+    const std::size_t steps = settings_.probes.size() * static_cast<std::size_t>(settings_.samples);
+    pacing = std::make_unique<InTurn>(cpus, cancel, off, steps, progress);
   } else {
-    const ProcessOffCpus off(cpus);
-    SpinBarrier barrier(pus.size(), cancel);
-    std::vector<std::thread> threads;
-    threads.reserve(pus.size());
-    for (std::size_t i = 0; i < pus.size(); ++i) {
-      threads.emplace_back(
-          CpuWorker(settings_, isa_, *pus[i], counters, &barrier, cancel, round.cpus[i]));
-    }
-    for (auto& t : threads) t.join();
-    if (progress) progress(pus.size(), pus.size());
+    pacing = std::make_unique<Together>(pus.size(), cancel);
   }
+  std::vector<std::thread> threads;
+  threads.reserve(pus.size());
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    threads.emplace_back(CpuWorker(settings_, isa_, *pus[i], counters, *pacing, i, round.cpus[i]));
+  }
+  for (auto& t : threads) t.join();
+  if (progress && mode == Mode::concurrent) progress(1, 1);
   round.cancelled = cancel != nullptr && cancel->load();
   round.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

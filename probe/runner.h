@@ -5,6 +5,8 @@
 // oslat's rules: each probe thread pins first, then allocates (NUMA-local
 // memory), warms up, and records into preallocated vectors; every other
 // thread of the process moves off a CPU while that CPU is measured.
+// In isolated mode all probe threads exist at once and take turns, one
+// sample at a time (turn_taking.h), so drift reaches every core alike.
 #pragma once
 
 #include <atomic>
@@ -43,8 +45,9 @@ struct RoundSamples {
 
 class Runner {
  public:
-  // Called on the runner's thread after each CPU (isolated) or once
-  // (concurrent) with the number of CPUs done and the total.
+  // Called with (steps done, steps): in isolated mode after each step (one
+  // sample of one probe on every CPU, in turn), from the probe thread that
+  // finished it; in concurrent mode once at the end.
   using Progress = std::function<void(std::size_t done, std::size_t total)>;
 
   // Throws std::invalid_argument if the settings name an ISA this CPU lacks.
