@@ -291,7 +291,10 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
   json reply =
       cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
                 : json{{"ok", true}, {"rounds", summary}, {"healthy", snapshot->report.healthy()}};
-  if (!cancelled) reply["states"] = round_summary();
+  if (!cancelled) {
+    reply["states"] = round_summary();
+    reply["unhealthy"] = unhealthy_cores();
+  }
   for (auto& r : request.replies) r(reply);
   if (!cancelled) {
     notifier_.notify("STATUS=" + std::string(snapshot->report.healthy() ? "healthy" : "unhealthy") +
@@ -340,6 +343,18 @@ json Daemon::round_summary() const {
   json states = json::object();
   for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = snapshot->report.count(s);
   return states;
+}
+
+json Daemon::unhealthy_cores() const {
+  const NodeReport& report = store_.get()->report;
+  json cores = json::array();
+  for (std::size_t i = 0; i < report.pus.size(); ++i) {
+    const CoreState state = report.state(i);
+    if (state == CoreState::ok || state == CoreState::skipped) continue;
+    const CoreFigures& c = report.modes[report.deciding_mode(i)].verdicts.cores[i];
+    cores.push_back({{"cpu", c.cpu}, {"state", to_string(state)}, {"cause", c.cause}});
+  }
+  return cores;
 }
 
 void Daemon::publish_snapshot() {
@@ -406,6 +421,7 @@ json Daemon::status() {
                 {"round_running", running_.has_value()},
                 {"rounds", rounds},
                 {"states", round_summary()},
+                {"unhealthy", unhealthy_cores()},
                 {"healthy", snapshot->report.healthy()},
                 {"cpus", snapshot->report.pus.size()}};
   if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;

@@ -77,6 +77,7 @@ class Daemon : public ControlHandler {
   void arm_watchdog();
   void rebuild_runner();
   nlohmann::json round_summary() const;
+  nlohmann::json unhealthy_cores() const;  // [{cpu, state, cause}] of the latest rounds
   std::map<unsigned, CpuSysInfo> read_sys() const;
 
   boost::asio::io_context& io_;
