@@ -1,1 +1,335 @@
-// placeholder: being written
+// The only file of the project that includes <mpi.h>.
+//
+// Thread level: MPI_THREAD_FUNNELED. Every MPI call of the commands is made by
+// the main thread; probe threads never touch MPI. FUNNELED (rather than
+// SERIALIZED or MULTIPLE) lets MPICH skip its internal locking entirely, and
+// that matters for the one call made from another thread: the watchdog's
+// MPI_Abort, issued while the main thread is typically blocked inside a
+// collective. Under MULTIPLE, MPICH takes its global critical section in
+// MPI_Abort and could wait for the blocked main thread; under FUNNELED the
+// abort goes straight to the process manager (PMI) and mpiexec kills every
+// rank. Strictly, the standard only allows that call under MULTIPLE; we accept
+// the deviation because it is the one way to end a hung job from inside, and
+// we back it with alarm() + _exit() in case MPI_Abort itself never returns.
+#include "collector/mpi_env.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <utility>
+
+namespace corenoise {
+
+struct MpiEnvironment::Comms {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm leaders = MPI_COMM_NULL;  // MPI_COMM_NULL on non-leaders
+};
+
+namespace {
+
+// Turns an MPI return code into an exception naming the call.
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) {
+    std::snprintf(text, sizeof text, "MPI error code %d", rc);
+  }
+  throw MpiError(std::string(call) + " failed: " + text);
+}
+
+int to_int_count(std::size_t n, const char* what) {
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    throw std::length_error(std::string(what) + ": " + std::to_string(n) +
+                            " elements exceed MPI's int count limit (2^31-1)");
+  }
+  return static_cast<int>(n);
+}
+
+// MPI_Op_create's user function receives no user-data pointer, so the C++
+// merge function of the reduction in progress is passed through this
+// process-wide pointer: set just before MPI_Allreduce, cleared just after.
+// A process-wide atomic (not thread_local) because MPICH may run the op on a
+// progress thread; there is never more than one reduction in flight, since
+// all MPI calls come from the main thread. An exception thrown by the merge
+// must not unwind through MPI's C frames: it is parked and rethrown after
+// the call returns.
+std::atomic<const RecordMerge*> g_current_merge{nullptr};
+std::exception_ptr g_merge_error;
+
+extern "C" void merge_trampoline(void* in, void* inout, int* len, MPI_Datatype*) {
+  const RecordMerge* merge = g_current_merge.load(std::memory_order_acquire);
+  if (merge == nullptr || g_merge_error) return;
+  try {
+    (*merge)(static_cast<const std::byte*>(in), static_cast<std::byte*>(inout),
+             static_cast<std::size_t>(*len));
+  } catch (...) {
+    g_merge_error = std::current_exception();
+  }
+}
+
+template <typename T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
+template <>
+MPI_Datatype mpi_type<std::uint64_t>() {
+  return MPI_UINT64_T;
+}
+
+template <typename T>
+void allreduce(MPI_Comm comm, std::span<T> values, MPI_Op op, std::uint64_t& bytes_sent) {
+  if (values.empty()) return;
+  const int count = to_int_count(values.size(), "allreduce");
+  check(MPI_Allreduce(MPI_IN_PLACE, values.data(), count, mpi_type<T>(), op, comm),
+        "MPI_Allreduce");
+  bytes_sent += values.size_bytes();
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+MpiEnvironment::MpiEnvironment() : MpiEnvironment(nullptr, nullptr) {}
+
+MpiEnvironment::MpiEnvironment(int* argc, char*** argv) : comms_(std::make_unique<Comms>()) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) throw std::logic_error("MpiEnvironment: MPI is already initialized");
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &thread_level_), "MPI_Init_thread");
+  try {
+    init();
+  } catch (...) {
+    // The destructor will not run: leave MPI cleanly so the error is printed
+    // instead of MPICH complaining about a missing MPI_Finalize.
+    if (comms_->leaders != MPI_COMM_NULL) MPI_Comm_free(&comms_->leaders);
+    if (comms_->node != MPI_COMM_NULL) MPI_Comm_free(&comms_->node);
+    MPI_Finalize();
+    throw;
+  }
+}
+
+void MpiEnvironment::init() {
+  // Errors come back as return codes (and so as exceptions) instead of
+  // MPICH's default of aborting the job with a message of its own.
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &world_size_), "MPI_Comm_size");
+
+  // key = world rank: node-local rank 0 is the node's lowest world rank.
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL,
+                            &comms_->node),
+        "MPI_Comm_split_type");
+  check(MPI_Comm_set_errhandler(comms_->node, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(comms_->node, &node_rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(comms_->node, &node_size_), "MPI_Comm_size");
+
+  // key = world rank again: leader numbering follows world rank order, so
+  // world rank 0 leads node 0.
+  check(MPI_Comm_split(MPI_COMM_WORLD, node_rank_ == 0 ? 0 : MPI_UNDEFINED, world_rank_,
+                       &comms_->leaders),
+        "MPI_Comm_split");
+  int node[2] = {0, 1};  // {index, count}, known to leaders first
+  if (comms_->leaders != MPI_COMM_NULL) {
+    check(MPI_Comm_set_errhandler(comms_->leaders, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(comms_->leaders, &node[0]), "MPI_Comm_rank");
+    check(MPI_Comm_size(comms_->leaders, &node[1]), "MPI_Comm_size");
+  }
+  check(MPI_Bcast(node, 2, MPI_INT, 0, comms_->node), "MPI_Bcast");
+  node_index_ = node[0];
+  node_count_ = node[1];
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  cancel_watchdog();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (comms_->leaders != MPI_COMM_NULL) MPI_Comm_free(&comms_->leaders);
+  if (comms_->node != MPI_COMM_NULL) MPI_Comm_free(&comms_->node);
+  MPI_Finalize();
+}
+
+void MpiEnvironment::require_leader(const char* what) const {
+  if (!is_leader()) {
+    throw std::logic_error(std::string("MpiEnvironment::") + what +
+                           " is a leader collective, called on non-leader rank " +
+                           std::to_string(world_rank_));
+  }
+}
+
+void MpiEnvironment::barrier_world() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+void MpiEnvironment::barrier_leaders() {
+  require_leader("barrier_leaders");
+  check(MPI_Barrier(comms_->leaders), "MPI_Barrier");
+}
+
+double MpiEnvironment::common_start_time(double margin_seconds) {
+  require_leader("common_start_time");
+  double start = node_index_ == 0 ? unix_now() + margin_seconds : 0.0;
+  check(MPI_Bcast(&start, 1, MPI_DOUBLE, 0, comms_->leaders), "MPI_Bcast");
+  if (node_index_ == 0) bytes_sent_ += sizeof start;
+  return start;
+}
+
+void MpiEnvironment::allreduce_sum(std::span<double> values) {
+  require_leader("allreduce_sum");
+  allreduce(comms_->leaders, values, MPI_SUM, bytes_sent_);
+}
+void MpiEnvironment::allreduce_min(std::span<double> values) {
+  require_leader("allreduce_min");
+  allreduce(comms_->leaders, values, MPI_MIN, bytes_sent_);
+}
+void MpiEnvironment::allreduce_max(std::span<double> values) {
+  require_leader("allreduce_max");
+  allreduce(comms_->leaders, values, MPI_MAX, bytes_sent_);
+}
+void MpiEnvironment::allreduce_sum(std::span<std::uint64_t> values) {
+  require_leader("allreduce_sum");
+  allreduce(comms_->leaders, values, MPI_SUM, bytes_sent_);
+}
+void MpiEnvironment::allreduce_min(std::span<std::uint64_t> values) {
+  require_leader("allreduce_min");
+  allreduce(comms_->leaders, values, MPI_MIN, bytes_sent_);
+}
+void MpiEnvironment::allreduce_max(std::span<std::uint64_t> values) {
+  require_leader("allreduce_max");
+  allreduce(comms_->leaders, values, MPI_MAX, bytes_sent_);
+}
+
+void MpiEnvironment::allreduce_records(std::span<std::byte> data, std::size_t record_size,
+                                       const RecordMerge& merge, bool commutative) {
+  require_leader("allreduce_records");
+  if (record_size == 0 || data.size() % record_size != 0) {
+    throw std::invalid_argument("allreduce_records: " + std::to_string(data.size()) +
+                                " bytes is not a whole number of " + std::to_string(record_size) +
+                                "-byte records");
+  }
+  if (data.empty()) return;
+  const int record_bytes = to_int_count(record_size, "allreduce_records record size");
+  const int records = to_int_count(data.size() / record_size, "allreduce_records");
+
+  // One MPI element = one record, so MPI never splits a record between two
+  // calls of the merge and `*len` is a record count.
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  check(MPI_Type_contiguous(record_bytes, MPI_BYTE, &type), "MPI_Type_contiguous");
+  MPI_Op op = MPI_OP_NULL;
+  int rc = MPI_Type_commit(&type);
+  if (rc == MPI_SUCCESS) rc = MPI_Op_create(&merge_trampoline, commutative ? 1 : 0, &op);
+  if (rc == MPI_SUCCESS) {
+    g_merge_error = nullptr;
+    g_current_merge.store(&merge, std::memory_order_release);
+    rc = MPI_Allreduce(MPI_IN_PLACE, data.data(), records, type, op, comms_->leaders);
+    g_current_merge.store(nullptr, std::memory_order_release);
+  }
+  const char* failed_call = rc == MPI_SUCCESS ? "" : "MPI_Allreduce (records)";
+  if (op != MPI_OP_NULL) MPI_Op_free(&op);
+  MPI_Type_free(&type);
+  check(rc, failed_call);
+  if (g_merge_error) std::rethrow_exception(std::exchange(g_merge_error, nullptr));
+  bytes_sent_ += data.size();
+}
+
+std::vector<std::byte> MpiEnvironment::gather_records(std::span<const std::byte> record) {
+  require_leader("gather_records");
+  const int bytes = to_int_count(record.size(), "gather_records");
+  std::vector<std::byte> all;
+  if (node_index_ == 0) {
+    all.resize(record.size() * static_cast<std::size_t>(node_count_));
+  }
+  check(MPI_Gather(record.data(), bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, 0, comms_->leaders),
+        "MPI_Gather");
+  bytes_sent_ += record.size();
+  return all;
+}
+
+std::vector<std::vector<std::byte>> MpiEnvironment::gather_blobs(std::span<const std::byte> blob) {
+  require_leader("gather_blobs");
+  const int bytes = to_int_count(blob.size(), "gather_blobs");
+  const bool root = node_index_ == 0;
+  std::vector<int> sizes(root ? node_count_ : 0);
+  check(MPI_Gather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->leaders), "MPI_Gather");
+  std::vector<int> offsets(sizes.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    offsets[i] = to_int_count(total, "gather_blobs total");
+    total += static_cast<std::size_t>(sizes[i]);
+  }
+  // A root that throws here leaves the other leaders waiting in MPI_Gatherv;
+  // the command's watchdog then ends the job with a message.
+  if (root) to_int_count(total, "gather_blobs total");
+  std::vector<std::byte> all(total);
+  check(MPI_Gatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
+                    MPI_BYTE, 0, comms_->leaders),
+        "MPI_Gatherv");
+  bytes_sent_ += sizeof bytes + blob.size();
+  std::vector<std::vector<std::byte>> blobs(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto* begin = all.data() + offsets[i];
+    blobs[i].assign(begin, begin + sizes[i]);
+  }
+  return blobs;
+}
+
+void MpiEnvironment::broadcast(std::vector<std::byte>& blob) {
+  require_leader("broadcast");
+  std::uint64_t size = blob.size();
+  check(MPI_Bcast(&size, 1, MPI_UINT64_T, 0, comms_->leaders), "MPI_Bcast");
+  const int bytes = to_int_count(size, "broadcast");
+  if (node_index_ != 0) blob.resize(size);
+  check(MPI_Bcast(blob.data(), bytes, MPI_BYTE, 0, comms_->leaders), "MPI_Bcast");
+  if (node_index_ == 0) bytes_sent_ += sizeof size + size;
+}
+
+void MpiEnvironment::start_watchdog(double seconds, const std::string& what) {
+  cancel_watchdog();
+  if (!(seconds > 0)) return;
+  watchdog_cancelled_ = false;
+  watchdog_ = std::thread(&MpiEnvironment::watchdog_main, this, seconds, what);
+}
+
+void MpiEnvironment::cancel_watchdog() {
+  if (!watchdog_.joinable()) return;
+  {
+    std::lock_guard lock(watchdog_mutex_);
+    watchdog_cancelled_ = true;
+  }
+  watchdog_cv_.notify_all();
+  watchdog_.join();
+}
+
+void MpiEnvironment::watchdog_main(double seconds, std::string what) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
+  {
+    std::unique_lock lock(watchdog_mutex_);
+    if (watchdog_cv_.wait_until(lock, deadline, [this] { return watchdog_cancelled_; })) return;
+  }
+  std::ostringstream message;
+  message << "corenoise: " << what << " did not finish within " << seconds << " s on rank "
+          << world_rank_ << " (node " << node_index_ << "); aborting the job\n";
+  const std::string text = message.str();
+  // One write(2): the line must not interleave with other ranks' output, and
+  // stdio may be mid-use by the (stuck) main thread.
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, text.data(), text.size());
+  // If MPI_Abort itself hangs (a wedged process manager), SIGALRM's default
+  // action still ends this process, and mpiexec tears down the rest.
+  ::alarm(30);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  ::_exit(1);
+}
+
+}  // namespace corenoise

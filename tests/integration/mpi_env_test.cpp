@@ -1,0 +1,168 @@
+// MpiEnvironment under a real process manager: tests/tools/mpi_env_check run
+// as a singleton and with `mpiexec -n 1/2/4`. MPIR_CVAR_NUM_CLIQUES=2 makes
+// MPICH's MPI_Comm_split_type(SHARED) see two "nodes" on this one host, which
+// is how multi-node grouping is tested without a cluster (and why no test
+// keys anything on the hostname). No timing assertions: the machine may be
+// small and loaded; `timeout` only stops a hung job from hanging the suite.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+using testing::run_command;
+
+const std::string kMpiexec = MPIEXEC_BIN;
+const std::string kCheck = MPI_ENV_CHECK_BIN;
+// Generous: 4 busy-polling ranks on 2 loaded cores start slowly.
+const std::string kTimeout = "timeout -k 10 180 ";
+const std::string kTwoNodes = " -genv MPIR_CVAR_NUM_CLIQUES 2";
+
+struct Job {
+  int exit_code;
+  std::string err;
+  std::vector<json> ranks;  // indexed by world rank
+};
+
+Job run_job(const std::string& command) {
+  const auto r = run_command(kTimeout + command);
+  Job job{r.exit_code, r.err, {}};
+  std::map<int, json> by_rank;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json j = json::parse(line);
+    by_rank[j["world_rank"].get<int>()] = j;
+  }
+  for (auto& [rank, j] : by_rank) job.ranks.push_back(j);
+  return job;
+}
+
+std::string mpiexec(int ranks, const std::string& env = "") {
+  return kMpiexec + " -n " + std::to_string(ranks) + env + " " + kCheck;
+}
+
+// Checks one job's lines against the layout and every helper's result.
+void expect_consistent(const Job& job, int world_size, int node_count) {
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  ASSERT_EQ(static_cast<int>(job.ranks.size()), world_size) << job.err;
+  std::map<int, int> ranks_per_node;
+  std::map<int, int> leader_of_node;
+  for (int r = 0; r < world_size; ++r) {
+    const json& j = job.ranks[r];
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["world_rank"], r);
+    EXPECT_EQ(j["world_size"], world_size);
+    EXPECT_EQ(j["node_count"], node_count);
+    const int node = j["node_index"];
+    EXPECT_GE(node, 0);
+    EXPECT_LT(node, node_count);
+    ++ranks_per_node[node];
+    EXPECT_EQ(j["is_leader"], j["node_rank"] == 0);
+    EXPECT_GE(j["thread_level"].get<int>(), 1);  // MPI_THREAD_FUNNELED in MPICH
+    if (j["is_leader"]) {
+      EXPECT_EQ(leader_of_node.count(node), 0U) << "two leaders on node " << node;
+      leader_of_node[node] = r;
+      EXPECT_GT(j["bytes_sent"].get<std::uint64_t>(), 0U);
+    } else {
+      EXPECT_EQ(j["non_leader_rejected"], true);
+    }
+  }
+  ASSERT_EQ(static_cast<int>(leader_of_node.size()), node_count);
+  // Leaders are numbered in world-rank order: rank 0 leads node 0.
+  EXPECT_EQ(leader_of_node[0], 0);
+  for (int n = 1; n < node_count; ++n) EXPECT_GT(leader_of_node[n], leader_of_node[n - 1]);
+  for (int r = 0; r < world_size; ++r) {
+    EXPECT_EQ(job.ranks[r]["node_size"], ranks_per_node[job.ranks[r]["node_index"]]);
+  }
+
+  const double n = node_count;
+  const double index_sum = n * (n - 1) / 2;
+  bool merge_threw = false;
+  std::set<double> start_times;
+  for (const auto& [node, rank] : leader_of_node) {
+    const json& l = job.ranks[rank]["leader"];
+    SCOPED_TRACE(l.dump());
+    start_times.insert(l["start_time"].get<double>());
+    EXPECT_EQ(l["sum_double"], json({index_sum, n}));
+    EXPECT_EQ(l["min_double"], 0.5);
+    EXPECT_EQ(l["max_double"], n - 0.5);
+    EXPECT_EQ(l["sum_u64"], json({static_cast<std::uint64_t>(index_sum), node_count}));
+    EXPECT_EQ(l["min_u64"], 7);
+    EXPECT_EQ(l["max_u64"], node_count - 1 + 7);
+    // Max-value merge: even records from the last node, odd from node 0.
+    ASSERT_EQ(l["max_records"].size(), 3U);
+    EXPECT_EQ(l["max_records"][0], json({{"node", node_count - 1}, {"value", n}}));
+    EXPECT_EQ(l["max_records"][1], json({{"node", 0}, {"value", -1.0}}));
+    EXPECT_EQ(l["max_records"][2], json({{"node", node_count - 1}, {"value", n}}));
+    EXPECT_EQ(l["first_record_node"], 0);
+    merge_threw = merge_threw || l["merge_threw"].get<bool>();
+    EXPECT_EQ(l["broadcast"], "hello from node 0");
+    if (node == 0) {
+      ASSERT_EQ(static_cast<int>(l["gathered"].size()), node_count);
+      ASSERT_EQ(static_cast<int>(l["blobs"].size()), node_count);
+      for (int i = 0; i < node_count; ++i) {
+        EXPECT_EQ(l["gathered"][i], json({i, leader_of_node[i]}));
+        EXPECT_EQ(l["blobs"][i], json(std::vector<int>(i + 1, i)));
+      }
+    } else {
+      EXPECT_TRUE(l["gathered"].empty());
+      EXPECT_TRUE(l["blobs"].empty());
+    }
+  }
+  EXPECT_EQ(start_times.size(), 1U) << "leaders disagree on the start instant";
+  // With one node nothing is ever merged; with more, someone ran the merge.
+  EXPECT_EQ(merge_threw, node_count > 1);
+}
+
+TEST(MpiEnv, SingletonWithoutMpiexecIsOneRankOnOneNode) {
+  expect_consistent(run_job(kCheck), 1, 1);
+}
+
+TEST(MpiEnv, OneRank) { expect_consistent(run_job(mpiexec(1)), 1, 1); }
+
+TEST(MpiEnv, TwoRanksOnOneHostAreOneNode) { expect_consistent(run_job(mpiexec(2)), 2, 1); }
+
+TEST(MpiEnv, TwoRanksOnTwoFakeNodes) { expect_consistent(run_job(mpiexec(2, kTwoNodes)), 2, 2); }
+
+TEST(MpiEnv, FourRanksOnTwoFakeNodes) {
+  const Job job = run_job(mpiexec(4, kTwoNodes));
+  expect_consistent(job, 4, 2);
+  if (job.ranks.size() == 4) {
+    for (const auto& j : job.ranks) EXPECT_EQ(j["node_size"], 2) << j.dump();
+  }
+}
+
+TEST(MpiEnv, WatchdogAbortsAJobWithAHungRank) {
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2" + kTwoNodes + " " + kCheck +
+                             " --hang-rank 1 --timeout 2");
+  // 124/137 would be `timeout` killing the job: the watchdog did not work.
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << r.err;
+  EXPECT_NE(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("corenoise: mpi_env_check did not finish within 2 s on rank "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("aborting the job"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << "no rank should have finished: " << r.out;
+}
+
+TEST(MpiEnv, WatchdogAbortsASingleton) {
+  const auto r = run_command(kTimeout + kCheck + " --hang-rank 0 --timeout 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << r.err;
+  EXPECT_NE(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("did not finish within 1 s on rank 0 (node 0)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace corenoise
