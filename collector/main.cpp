@@ -7,6 +7,7 @@
 #include "collector/daemon_commands.h"
 #include "collector/exit_codes.h"
 #include "collector/probe_command.h"
+#include "collector/sweep_command.h"
 
 namespace {
 
@@ -18,6 +19,8 @@ pinned to each core tell which cores are slower than their peers and why
 
 Commands:
   probe       probe every core of this node once and print a verdict per core
+  sweep       probe every core of every node at once (under mpiexec, one rank
+              per node) and rank the worst cores and nodes
 
 Commands talking to this node's corenoised (--socket PATH, default
 $CORENOISE_SOCKET, else /run/corenoise/ctl.sock):
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
     return corenoise::kExitHealthy;
   }
   if (command == "probe") return corenoise::run_probe_command(rest);
+  if (command == "sweep") return corenoise::run_sweep_command(rest);
   if (corenoise::is_daemon_command(command)) return corenoise::run_daemon_command(command, rest);
   std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
   return corenoise::kExitFailure;

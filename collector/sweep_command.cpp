@@ -1,0 +1,560 @@
+#include "collector/sweep_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <span>
+#include <thread>
+
+#include "collector/cluster_report.h"
+#include "collector/cluster_report_json.h"
+#include "collector/cluster_stats.h"
+#include "collector/command_line.h"
+#include "collector/exit_codes.h"
+#include "collector/mpi_env.h"
+#include "collector/sweep_summary.h"
+#include "daemon/control_client.h"
+#include "daemon/control_protocol.h"
+#include "probe/cpu_list.h"
+#include "probe/report.h"
+#include "probe/runner.h"
+#include "probe/topology.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise sweep [OPTIONS]
+
+Probes every core of every node of the allocation at once: all nodes start
+together, run an isolated round (one core at a time) and then a concurrent
+round (all cores at once), and the results are reduced across nodes. Prints
+the cluster's quantiles, the worst cores with their node, CPU, state and
+cause, the worst nodes, the barrier wait a bulk-synchronous job would see
+(docs/scaling.md), and the Slurm drain commands for the nodes to take out
+(printed, never run). Run one rank per node. A corenoised running on a node
+is paused for the duration and resumed afterwards.
+
+Exit status: 0 all healthy, 1 error or bad input, 2 unhealthy cores or
+outlier nodes.
+
+Sweep options:
+  --cpus LIST               CPUs to probe on every node (default: every usable CPU)
+  --json FILE               write the cluster report as JSON to FILE; '-' writes
+                            it to stdout and the summary to stderr (schema:
+                            docs/sweep.md)
+  --top N                   worst cores to print, 1 to 64 (default: 10); the
+                            JSON always holds all 64
+  --ranks N                 job size the barrier-wait prediction extrapolates
+                            to (default: the number of cores probed)
+  --timeout SECONDS         abort the whole job if the sweep has not finished
+                            by then; 0 disables (default: 600)
+  --socket PATH             corenoised's control socket to pause (default:
+                            $CORENOISE_SOCKET, else /run/corenoise/ctl.sock)
+  --verbose                 per node: bytes sent in collectives, reduction time
+  --quiet                   print only the summary line (and errors)
+  --help                    this text
+
+Probe settings (as for `corenoise probe`; --mode defaults to both here):
+)";
+
+// Time between leader 0 choosing the start instant and that instant: covers
+// the broadcast to every leader, even on a loaded machine.
+constexpr double kStartMarginSeconds = 0.5;
+
+struct SweepOptions {
+  ProbeSettings settings;
+  std::optional<std::vector<unsigned>> cpus;
+  std::optional<std::string> json_path;
+  std::size_t top = 10;
+  std::optional<std::uint64_t> ranks;
+  double timeout_seconds = 600;
+  std::optional<std::string> socket;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+void print_usage(std::ostream& out) {
+  out << kUsage;
+  for (const auto& spec : probe_option_specs()) {
+    out << format_option_help(spec.name, spec.value_name, spec.help);
+  }
+}
+
+SweepOptions parse(const std::vector<std::string>& args) {
+  std::set<std::string> value_options{"cpus", "json", "top", "ranks", "timeout", "socket"};
+  for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
+  const ParsedArgs parsed =
+      parse_args(args, value_options, {"verbose", "quiet", "help", "rank-per-core"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  SweepOptions options;
+  // Both modes by default: the isolated round is each core's own speed, the
+  // concurrent one what a full MPI job sees; a sweep is for the latter.
+  options.settings.modes = {Mode::isolated, Mode::concurrent};
+  for (const auto& [name, value] : parsed.options) {
+    try {
+      if (name == "rank-per-core") {
+        throw UsageError(
+            "--rank-per-core is not implemented yet; run one rank per node (mpiexec -ppn 1)");
+      } else if (name == "cpus") {
+        options.cpus = parse_cpu_list(value);
+      } else if (name == "json") {
+        options.json_path = value;
+      } else if (name == "top") {
+        options.top =
+            static_cast<std::size_t>(parse_real_value(value, 1, kTopK, "a number of cores"));
+      } else if (name == "ranks") {
+        options.ranks = static_cast<std::uint64_t>(parse_real_value(value, 1, 1e9, "ranks"));
+      } else if (name == "timeout") {
+        options.timeout_seconds = parse_real_value(value, 0, 1e6, "seconds");
+      } else if (name == "socket") {
+        options.socket = value;
+      } else if (name == "verbose") {
+        options.verbose = true;
+      } else if (name == "quiet") {
+        options.quiet = true;
+      } else if (const OptionSpec* spec = find_probe_option(name)) {
+        spec->apply(options.settings, value);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--" + name + ": " + e.what());
+    }
+  }
+  return options;
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void sleep_until_unix(double when) {
+  const auto target = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::duration<double>(when)));
+  std::this_thread::sleep_until(target);
+}
+
+std::vector<unsigned> select_cpus(const SweepOptions& options, const Topology& topology) {
+  std::vector<unsigned> all;
+  for (const auto& pu : topology.pus()) all.push_back(pu.cpu);
+  std::vector<unsigned> usable;
+  for (unsigned cpu : options.cpus.value_or(all)) {
+    const ProcessingUnit* pu = topology.find(cpu);
+    if (pu == nullptr) {
+      throw UsageError("--cpus: CPU " + std::to_string(cpu) + " is not on this node (it has " +
+                       format_cpu_list(all) + ")");
+    }
+    if (pu->usable()) usable.push_back(cpu);
+  }
+  if (usable.empty()) throw UsageError("none of the selected CPUs can be probed by this process");
+  return usable;
+}
+
+// Pauses this node's corenoised for the sweep (its rounds would be noise in
+// ours) and resumes it on every way out. The pause carries its own expiry,
+// so a job killed by the watchdog or a signal still leaves the daemon
+// running again. A daemon the operator paused stays paused.
+class DaemonPause {
+ public:
+  DaemonPause(const std::optional<std::string>& socket, double seconds, int node) {
+    std::string path = socket.value_or("");
+    if (path.empty()) {
+      const char* env = std::getenv("CORENOISE_SOCKET");
+      path = env != nullptr && *env != '\0' ? env : kDefaultControlSocket;
+    }
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) return;  // no daemon here
+    try {
+      client_ = std::make_unique<ControlClient>(path);
+      const json status = client_->request(ControlRequest{StatusRequest{}});
+      if (status.value("paused", false)) {
+        client_.reset();
+        return;
+      }
+      const json reply = client_->request(ControlRequest{
+          PauseRequest{seconds > 0 ? std::optional<double>(seconds + 60) : std::nullopt}});
+      if (!reply.value("ok", false)) throw std::runtime_error(reply.value("error", "refused"));
+    } catch (const std::exception& e) {
+      std::cerr << "corenoise sweep: node " << node << ": could not pause corenoised at " << path
+                << " (" << e.what() << "); its rounds may disturb this sweep\n";
+      client_.reset();
+    }
+  }
+  ~DaemonPause() {
+    if (!client_) return;
+    try {
+      client_->request(ControlRequest{ResumeRequest{}});
+    } catch (const std::exception& e) {
+      std::cerr << "corenoise sweep: could not resume corenoised at " << client_->socket_path()
+                << " (" << e.what() << "); run `corenoise resume`\n";
+    }
+  }
+  DaemonPause(const DaemonPause&) = delete;
+  DaemonPause& operator=(const DaemonPause&) = delete;
+
+ private:
+  std::unique_ptr<ControlClient> client_;
+};
+
+// True on every leader if any leader failed: a leader that stopped alone
+// would leave the others waiting in the next collective until the watchdog.
+bool any_failed(MpiEnvironment& env, bool failed) {
+  std::uint64_t flag = failed ? 1 : 0;
+  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
+  return flag != 0;
+}
+
+template <typename T>
+std::span<std::byte> bytes_of(T& value) {
+  return std::as_writable_bytes(std::span<T, 1>(&value, 1));
+}
+
+void allreduce(MpiEnvironment& env, ClusterHistograms& h, std::size_t first_key, std::size_t keys) {
+  env.allreduce_sum(h.counts().subspan(first_key * kHistogramSlots, keys * kHistogramSlots));
+  env.allreduce_sum(h.sums().subspan(first_key, keys));
+  env.allreduce_min(h.minima().subspan(first_key, keys));
+  env.allreduce_max(h.maxima().subspan(first_key, keys));
+}
+
+const CoreFigures* figures_of(const NodeReport& report, Mode mode, std::size_t pu_index) {
+  for (const auto& m : report.modes) {
+    if (m.mode == mode && pu_index < m.verdicts.cores.size()) return &m.verdicts.cores[pu_index];
+  }
+  return nullptr;
+}
+
+std::optional<std::size_t> pu_index(const NodeReport& report, unsigned cpu) {
+  for (std::size_t i = 0; i < report.pus.size(); ++i) {
+    if (report.pus[i].cpu == cpu) return i;
+  }
+  return std::nullopt;
+}
+
+// This node's part of the final worst list: the cause text and the
+// cluster-relative slowdown of each of its cores in it (only the owner has
+// the figures; the top-K records carry numbers only).
+std::string worst_details(const NodeReport& report, const TopK& top, std::uint32_t node,
+                          const KindTable& kinds, const ClusterHistograms& reduced) {
+  json details = json::array();
+  for (const WorstCore& w : top.cores()) {
+    if (w.node != node) continue;
+    const auto index = pu_index(report, w.cpu);
+    if (!index) continue;
+    json entry = {{"cpu", w.cpu}, {"cause", ""}, {"cluster_slowdown", nullptr}};
+    if (!report.modes.empty()) {
+      const auto& deciding = report.modes[report.deciding_mode(*index)];
+      entry["cause"] = deciding.verdicts.cores[*index].cause;
+    }
+    const Mode mode = static_cast<Mode>(w.mode);
+    const CoreFigures* core = figures_of(report, mode, *index);
+    if (core != nullptr) {
+      if (const auto slot = kinds.find(core->kind)) {
+        const auto s = cluster_expected_slowdown(*core, cluster_reference(reduced, mode, *slot));
+        if (s) entry["cluster_slowdown"] = *s;
+      }
+    }
+    details.push_back(entry);
+  }
+  return details.dump();
+}
+
+std::vector<MetricQuantiles> cluster_quantiles(const ClusterHistograms& h, const KindTable& kinds,
+                                               const std::vector<Mode>& modes) {
+  std::vector<MetricQuantiles> out;
+  auto add = [&](Metric metric, Mode mode, const std::string& kind, const LogHistogram& hist) {
+    if (hist.count() == 0) return;
+    out.push_back({metric, mode, kind, hist.count(), hist.min(), hist.quantile(0.5),
+                   hist.quantile(0.9), hist.quantile(0.99), hist.max()});
+  };
+  for (Mode mode : modes) {
+    // Ratios are already relative to their kind, so all kinds pool.
+    for (Metric metric : {Metric::expected_slowdown, Metric::cluster_slowdown}) {
+      add(metric, mode, "all", h.all_kinds(metric, mode));
+    }
+    for (Metric metric : {Metric::matmul_seconds, Metric::clock_hertz, Metric::noise_ratio,
+                          Metric::stream_bytes_per_second}) {
+      for (std::size_t k = 0; k < kinds.size; ++k) {
+        add(metric, mode, std::string(kinds.name(k)), h.histogram(metric, mode, k));
+      }
+    }
+  }
+  return out;
+}
+
+// The barrier wait from the cluster-relative slowdowns of the mode a full
+// MPI job runs in (concurrent if it ran). The step is the cluster reference
+// core's matmul sample time of the most common kind: the probe's own fixed
+// work stands in for one step.
+std::optional<ImbalancePrediction> prediction(const ClusterHistograms& h, const KindTable& kinds,
+                                              const std::vector<Mode>& modes,
+                                              std::optional<std::uint64_t> ranks) {
+  if (modes.empty()) return std::nullopt;
+  const Mode mode = std::find(modes.begin(), modes.end(), Mode::concurrent) != modes.end()
+                        ? Mode::concurrent
+                        : modes.front();
+  const LogHistogram slowdowns = h.all_kinds(Metric::cluster_slowdown, mode);
+  if (slowdowns.count() == 0) return std::nullopt;
+  std::optional<double> step;
+  std::uint64_t most = 0;
+  for (std::size_t k = 0; k < kinds.size; ++k) {
+    const std::uint64_t n = h.histogram(Metric::matmul_seconds, mode, k).count();
+    if (n > most) {
+      most = n;
+      step = cluster_reference(h, mode, k).matmul_seconds;
+    }
+  }
+  if (!step) return std::nullopt;
+  return predict_imbalance(slowdowns, *step, ranks.value_or(slowdowns.count()));
+}
+
+template <typename T>
+std::vector<T> records_as(const std::vector<std::byte>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// One leader's whole sweep; returns the exit code, the same on every leader.
+int run_leader(MpiEnvironment& env, const SweepOptions& options) {
+  const bool root = env.node_index() == 0;
+  const auto node = static_cast<std::uint32_t>(env.node_index());
+  const double started = unix_now();
+  const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
+
+  // Set-up: everything that can fail on one node alone, before any leader
+  // starts measuring.
+  std::optional<Topology> topology;
+  std::vector<unsigned> cpus;
+  std::unique_ptr<std::ofstream> json_file;
+  std::unique_ptr<Runner> runner;
+  bool failed = false;
+  try {
+    topology = Topology::load("native");
+    cpus = select_cpus(options, *topology);
+    runner = std::make_unique<Runner>(options.settings, *topology);
+    if (root && options.json_path && *options.json_path != "-") {
+      json_file = std::make_unique<std::ofstream>(*options.json_path);
+      if (!*json_file) throw UsageError("--json: cannot write '" + *options.json_path + "'");
+    }
+  } catch (const std::exception& e) {
+    std::cerr << prefix << e.what() << '\n';
+    failed = true;
+  }
+  if (any_failed(env, failed)) return kExitFailure;
+
+  const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
+
+  NodeReport report;
+  report.version = CORENOISE_VERSION;
+  report.hostname = hostname();
+  report.topology_source = topology->source();
+  report.this_system = true;
+  report.settings = options.settings;
+  report.pus = topology->pus();
+  report.isa = runner->isa();
+
+  for (Mode mode : options.settings.modes) {
+    // Every node starts each round at the same instant, so that the nodes'
+    // rounds overlap the way a job's steps do.
+    env.barrier_leaders();
+    const double start = env.common_start_time(kStartMarginSeconds);
+    sleep_until_unix(start);
+    try {
+      const RoundSamples round = runner->run(mode, cpus);
+      report.modes.push_back(make_mode_report(round, report.pus, options.settings.thresholds));
+    } catch (const std::exception& e) {
+      std::cerr << prefix << to_string(mode) << " round failed: " << e.what() << '\n';
+      failed = true;
+    }
+    if (any_failed(env, failed)) return kExitFailure;
+  }
+
+  // Reductions (docs/scaling.md): kinds, pass-1 histograms, pass-2 cluster
+  // slowdowns, top-K, per-node summaries, then the worst cores' details.
+  const auto reduce_start = std::chrono::steady_clock::now();
+  const std::uint64_t bytes_before = env.bytes_sent();
+  KindTable kinds = kind_table(report);
+  env.allreduce_records(
+      bytes_of(kinds), sizeof(KindTable),
+      [](const std::byte* in, std::byte* inout, std::size_t n) {
+        merge_kind_table_buffers(in, inout, static_cast<int>(n));
+      },
+      true);
+  ClusterHistograms histograms;
+  add_node_figures(histograms, report, kinds);
+  allreduce(env, histograms, 0, kHistogramKeys);
+  // Pass 2 reduces only the cluster_slowdown keys (contiguous by key()).
+  ClusterHistograms pass2;
+  add_cluster_slowdowns(pass2, report, kinds, histograms);
+  const std::size_t first = ClusterHistograms::key(Metric::cluster_slowdown, Mode::isolated, 0);
+  allreduce(env, pass2, first, kModes * kMaxKinds);
+  histograms.merge(pass2);
+
+  TopK top = node_top_k(report, node);
+  env.allreduce_records(
+      bytes_of(top), sizeof(TopK),
+      [](const std::byte* in, std::byte* inout, std::size_t n) {
+        merge_top_k_buffers(in, inout, static_cast<int>(n));
+      },
+      true);
+  NodeSummary summary = summarize_node(report, node);
+  const auto summaries =
+      records_as<NodeSummary>(env.gather_records(std::as_bytes(std::span(&summary, 1))));
+  const std::string name = report.hostname;
+  const auto names = env.gather_blobs(std::as_bytes(std::span(name.data(), name.size())));
+  const std::string details = worst_details(report, top, node, kinds, histograms);
+  const auto all_details =
+      env.gather_blobs(std::as_bytes(std::span(details.data(), details.size())));
+  const double reduce_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+  if (options.verbose) {
+    std::cerr << prefix << "sent " << env.bytes_sent() - bytes_before
+              << " bytes in the reductions (" << env.bytes_sent() << " in all), reductions took "
+              << reduce_seconds * 1e3 << " ms\n";
+  }
+
+  std::vector<std::byte> code_blob(1, std::byte{kExitFailure});
+  if (root) {
+    int code = kExitFailure;
+    try {
+      ClusterReport cluster;
+      cluster.version = CORENOISE_VERSION;
+      cluster.started_unix_seconds = started;
+      cluster.duration_seconds = unix_now() - started;
+      cluster.node_count = static_cast<std::uint32_t>(env.node_count());
+      cluster.settings = options.settings;
+      const auto outliers = node_outliers(summaries);
+      std::vector<std::string> hostnames;
+      for (const auto& blob : names) {
+        hostnames.emplace_back(reinterpret_cast<const char*>(blob.data()), blob.size());
+      }
+      for (std::size_t i = 0; i < summaries.size(); ++i) {
+        ClusterNode n;
+        n.index = static_cast<std::uint32_t>(i);
+        n.name = i < hostnames.size() ? hostnames[i] : "";
+        n.summary = summaries[i];
+        n.robust_z = outliers[i].robust_z;
+        n.outlier = outliers[i].flagged;
+        cluster.core_count += n.summary.probed_cores;
+        for (std::size_t s = 0; s < kCoreStates; ++s) {
+          if (kAllCoreStates[s] != CoreState::ok && kAllCoreStates[s] != CoreState::skipped &&
+              n.summary.states[s] > 0) {
+            cluster.healthy = false;
+          }
+        }
+        if (n.outlier) cluster.healthy = false;
+        cluster.nodes.push_back(std::move(n));
+      }
+      for (const WorstCore& w : top.cores()) {
+        WorstCoreEntry entry;
+        entry.node = w.node;
+        entry.node_name = w.node < hostnames.size() ? hostnames[w.node] : "";
+        entry.cpu = w.cpu;
+        entry.state = static_cast<CoreState>(w.state);
+        entry.mode = static_cast<Mode>(w.mode);
+        entry.expected_slowdown = w.expected_slowdown;
+        if (w.node < all_details.size()) {
+          const auto& blob = all_details[w.node];
+          const json d =
+              json::parse(std::string(reinterpret_cast<const char*>(blob.data()), blob.size()));
+          for (const auto& item : d) {
+            if (item["cpu"].get<unsigned>() != w.cpu) continue;
+            entry.cause = item["cause"].get<std::string>();
+            if (item["cluster_slowdown"].is_number()) {
+              entry.cluster_slowdown = item["cluster_slowdown"].get<double>();
+            }
+          }
+        }
+        cluster.worst.push_back(std::move(entry));
+      }
+      cluster.quantiles = cluster_quantiles(histograms, kinds, options.settings.modes);
+      cluster.prediction = prediction(histograms, kinds, options.settings.modes, options.ranks);
+      cluster.drain_commands = drain_commands(cluster);
+
+      const bool json_to_stdout = options.json_path && *options.json_path == "-";
+      if (options.json_path) {
+        const std::string text = to_json(cluster).dump(2) + "\n";
+        std::ostream& out = json_file ? static_cast<std::ostream&>(*json_file) : std::cout;
+        out << text;
+        out.flush();
+        if (!out) throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
+      }
+      print_sweep_summary(json_to_stdout ? std::cerr : std::cout, cluster, options.top,
+                          options.quiet);
+      code = cluster.healthy ? kExitHealthy : kExitUnhealthy;
+    } catch (const std::exception& e) {
+      std::cerr << prefix << e.what() << '\n';
+    }
+    code_blob[0] = static_cast<std::byte>(code);
+  }
+  env.broadcast(code_blob);
+  return code_blob.empty() ? kExitFailure : static_cast<int>(code_blob[0]);
+}
+
+}  // namespace
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  std::unique_ptr<MpiEnvironment> env;
+  try {
+    env = std::make_unique<MpiEnvironment>();
+  } catch (const std::exception& e) {
+    std::cerr << "corenoise sweep: " << e.what() << '\n';
+    return kExitFailure;
+  }
+  // Every rank parses the same arguments and reaches the same answer, so a
+  // bad option ends every rank at once; only rank 0 says so.
+  const bool speaker = env->world_rank() == 0;
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    if (speaker) print_usage(std::cout);
+    return kExitHealthy;
+  }
+  SweepOptions options;
+  try {
+    options = parse(args);
+  } catch (const UsageError& e) {
+    if (speaker) std::cerr << "corenoise sweep: " << e.what() << " (see corenoise sweep --help)\n";
+    return kExitFailure;
+  }
+  env->start_watchdog(options.timeout_seconds, "corenoise sweep");
+  if (speaker && env->world_size() > env->node_count()) {
+    std::cerr << "corenoise sweep: " << env->world_size() << " ranks on " << env->node_count()
+              << " nodes; only one rank per node probes, the others wait (run with -ppn 1)\n";
+  }
+  env->barrier_world();
+  int code = kExitFailure;
+  if (env->is_leader()) {
+    try {
+      code = run_leader(*env, options);
+    } catch (const std::exception& e) {
+      // An MPI failure here leaves the job inconsistent; the watchdog ends it.
+      std::cerr << "corenoise sweep: " << e.what() << '\n';
+    }
+  } else {
+    code = kExitHealthy;  // the leaders report; mpiexec returns the worst code
+  }
+  env->barrier_world();
+  env->cancel_watchdog();
+  return code;
+}
+
+}  // namespace corenoise
