@@ -19,6 +19,7 @@
 
 #include "collector/cluster_report.h"
 #include "collector/cluster_report_json.h"
+#include "collector/html_report.h"
 #include "collector/cluster_stats.h"
 #include "collector/command_line.h"
 #include "collector/exit_codes.h"
@@ -55,6 +56,11 @@ Sweep options:
   --json FILE               write the cluster report as JSON to FILE; '-' writes
                             it to stdout and the summary to stderr (schema:
                             docs/sweep.md)
+  --html FILE               write the report as one self-contained HTML page
+                            (heatmap of nodes x cores with --full; docs/report.md)
+  --full                    also gather every core's state, slowdowns and cause
+                            to rank 0 (for the heatmap and the JSON `cells`);
+                            this is the only part proportional to all cores
   --top N                   worst cores to print, 1 to 64 (default: 10); the
                             JSON always holds all 64
   --ranks N                 job size the barrier-wait prediction extrapolates
@@ -78,6 +84,8 @@ struct SweepOptions {
   ProbeSettings settings;
   std::optional<std::vector<unsigned>> cpus;
   std::optional<std::string> json_path;
+  std::optional<std::string> html_path;
+  bool full = false;
   std::size_t top = 10;
   std::optional<std::uint64_t> ranks;
   double timeout_seconds = 600;
@@ -94,10 +102,10 @@ void print_usage(std::ostream& out) {
 }
 
 SweepOptions parse(const std::vector<std::string>& args) {
-  std::set<std::string> value_options{"cpus", "json", "top", "ranks", "timeout", "socket"};
+  std::set<std::string> value_options{"cpus", "json", "html", "top", "ranks", "timeout", "socket"};
   for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
   const ParsedArgs parsed =
-      parse_args(args, value_options, {"verbose", "quiet", "help", "rank-per-core"});
+      parse_args(args, value_options, {"verbose", "quiet", "help", "rank-per-core", "full"});
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
@@ -114,6 +122,10 @@ SweepOptions parse(const std::vector<std::string>& args) {
         options.cpus = parse_cpu_list(value);
       } else if (name == "json") {
         options.json_path = value;
+      } else if (name == "html") {
+        options.html_path = value;
+      } else if (name == "full") {
+        options.full = true;
       } else if (name == "top") {
         options.top =
             static_cast<std::size_t>(parse_real_value(value, 1, kTopK, "a number of cores"));
@@ -250,6 +262,46 @@ std::optional<std::size_t> pu_index(const NodeReport& report, unsigned cpu) {
   return std::nullopt;
 }
 
+// Every core of this node as heatmap cells (--full), in the deciding mode of
+// its state: cpu, state, node- and cluster-relative expected slowdown, cause.
+std::string node_cells(const NodeReport& report, std::uint32_t /*node*/, const KindTable& kinds,
+                       const ClusterHistograms& reduced) {
+  json cells = json::array();
+  for (std::size_t i = 0; i < report.pus.size(); ++i) {
+    json cell = {{"cpu", report.pus[i].cpu}, {"state", to_string(report.state(i))}};
+    if (!report.modes.empty()) {
+      const ModeReport& mode = report.modes[report.deciding_mode(i)];
+      const CoreFigures& core = mode.verdicts.cores[i];
+      cell["cause"] = core.cause;
+      if (core.expected_slowdown) cell["expected_slowdown"] = *core.expected_slowdown;
+      if (const auto slot = kinds.find(core.kind)) {
+        const auto s = cluster_expected_slowdown(core, cluster_reference(reduced, mode.mode, *slot));
+        if (s) cell["cluster_slowdown"] = *s;
+      }
+    }
+    cells.push_back(std::move(cell));
+  }
+  return cells.dump();
+}
+
+NodeCells cells_from_json(std::uint32_t node, const std::string& text) {
+  NodeCells cells;
+  cells.node = node;
+  for (const json& c : json::parse(text)) {
+    CoreCell cell;
+    cell.cpu = c.at("cpu").get<unsigned>();
+    const std::string state = c.at("state").get<std::string>();
+    for (CoreState s : kAllCoreStates) {
+      if (to_string(s) == state) cell.state = s;
+    }
+    if (c.contains("expected_slowdown")) cell.expected_slowdown = c["expected_slowdown"].get<double>();
+    if (c.contains("cluster_slowdown")) cell.cluster_slowdown = c["cluster_slowdown"].get<double>();
+    if (c.contains("cause")) cell.cause = c["cause"].get<std::string>();
+    cells.cores.push_back(std::move(cell));
+  }
+  return cells;
+}
+
 // This node's part of the final worst list: the cause text and the
 // cluster-relative slowdown of each of its cores in it (only the owner has
 // the figures; the top-K records carry numbers only).
@@ -346,6 +398,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   std::optional<Topology> topology;
   std::vector<unsigned> cpus;
   std::unique_ptr<std::ofstream> json_file;
+  std::unique_ptr<std::ofstream> html_file;
   std::unique_ptr<Runner> runner;
   bool failed = false;
   try {
@@ -355,6 +408,10 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     if (root && options.json_path && *options.json_path != "-") {
       json_file = std::make_unique<std::ofstream>(*options.json_path);
       if (!*json_file) throw UsageError("--json: cannot write '" + *options.json_path + "'");
+    }
+    if (root && options.html_path) {
+      html_file = std::make_unique<std::ofstream>(*options.html_path);
+      if (!*html_file) throw UsageError("--html: cannot write '" + *options.html_path + "'");
     }
   } catch (const std::exception& e) {
     std::cerr << prefix << e.what() << '\n';
@@ -425,6 +482,12 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   const std::string details = worst_details(report, top, node, kinds, histograms);
   const auto all_details =
       env.gather_blobs(std::as_bytes(std::span(details.data(), details.size())));
+  // --full: every core of every node, to rank 0 (proportional to all cores).
+  std::vector<std::vector<std::byte>> all_cells;
+  if (options.full) {
+    const std::string cells = node_cells(report, node, kinds, histograms);
+    all_cells = env.gather_blobs(std::as_bytes(std::span(cells.data(), cells.size())));
+  }
   const double reduce_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
   if (options.verbose) {
@@ -490,6 +553,17 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
       cluster.quantiles = cluster_quantiles(histograms, kinds, options.settings.modes);
       cluster.prediction = prediction(histograms, kinds, options.settings.modes, options.ranks);
       cluster.drain_commands = drain_commands(cluster);
+      for (std::size_t i = 0; i < all_cells.size(); ++i) {
+        cluster.cells.push_back(
+            cells_from_json(static_cast<std::uint32_t>(i),
+                            std::string(reinterpret_cast<const char*>(all_cells[i].data()),
+                                        all_cells[i].size())));
+      }
+      if (html_file) {
+        *html_file << render_html(cluster);
+        html_file->flush();
+        if (!*html_file) throw std::runtime_error("--html: error writing '" + *options.html_path + "'");
+      }
 
       const bool json_to_stdout = options.json_path && *options.json_path == "-";
       if (options.json_path) {
@@ -501,6 +575,10 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
       }
       print_sweep_summary(json_to_stdout ? std::cerr : std::cout, cluster, options.top,
                           options.quiet);
+      if (options.html_path) {
+        (json_to_stdout ? std::cerr : std::cout)
+            << "corenoise sweep: report written to " << *options.html_path << '\n';
+      }
       code = cluster.healthy ? kExitHealthy : kExitUnhealthy;
     } catch (const std::exception& e) {
       std::cerr << prefix << e.what() << '\n';

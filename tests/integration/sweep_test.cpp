@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "probe/topology.h"
 #include "process.h"
 
 namespace corenoise {
@@ -122,6 +123,40 @@ TEST(Sweep, WatchdogAbortsTheJob) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "the watchdog did not fire; timeout(1) stopped the job";
   EXPECT_NE(r.err.find("did not finish within"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// --full gathers every core of every node: the JSON `cells` and the HTML
+// heatmap hold one cell per node and CPU.
+TEST(Sweep, FullReportHasEveryCoreOfEveryNode) {
+  const std::string json_path = temp_path("full.json");
+  const std::string html_path = temp_path("full.html");
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -genv MPIR_CVAR_NUM_CLIQUES 2 " +
+                             kCorenoise + " sweep --full" + kQuick + " --json " + json_path +
+                             " --html " + html_path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("report written to " + html_path), std::string::npos) << r.out;
+  const json report = read_json(json_path);
+  const std::size_t cpus = Topology::load("native").pus().size();
+  ASSERT_EQ(report["cells"].size(), 2u) << report.dump();
+  for (std::size_t node = 0; node < 2; ++node) {
+    EXPECT_EQ(report["cells"][node]["node"], node);
+    EXPECT_EQ(report["cells"][node]["cores"].size(), cpus);
+  }
+  std::ifstream in(html_path);
+  const std::string html((std::istreambuf_iterator<char>(in)), {});
+  for (std::size_t node = 0; node < 2; ++node) {
+    for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+      const std::string cell =
+          "data-node=\"" + std::to_string(node) + "\" data-cpu=\"" + std::to_string(cpu) + "\"";
+      EXPECT_NE(html.find(cell), std::string::npos) << cell;
+    }
+  }
 }
 
 }  // namespace
