@@ -20,8 +20,9 @@ struct ClusterNode {
   std::uint32_t index = 0;  // the node's index in the job (leader rank)
   std::string name;         // the node's hostname, for people only (never a key)
   NodeSummary summary;
-  double robust_z = 0;      // of its median expected slowdown across nodes
+  double robust_z = 0;  // of its median expected slowdown across nodes
   bool outlier = false;
+  std::string error;  // collect: why this node contributed nothing (empty if it did)
 };
 
 struct WorstCoreEntry {
@@ -30,7 +31,7 @@ struct WorstCoreEntry {
   unsigned cpu = 0;
   CoreState state = CoreState::ok;
   Mode mode = Mode::isolated;
-  double expected_slowdown = 0;           // against its node's reference
+  double expected_slowdown = 0;            // against its node's reference
   std::optional<double> cluster_slowdown;  // against the cluster's reference
   std::string cause;
 };
@@ -65,8 +66,8 @@ struct ClusterReport {
   std::uint32_t node_count = 0;
   std::uint64_t core_count = 0;  // probed
   ProbeSettings settings;
-  std::vector<ClusterNode> nodes;        // by index
-  std::vector<WorstCoreEntry> worst;     // worst first, at most kTopK
+  std::vector<ClusterNode> nodes;     // by index
+  std::vector<WorstCoreEntry> worst;  // worst first, at most kTopK
   std::vector<MetricQuantiles> quantiles;
   std::optional<ImbalancePrediction> prediction;
   std::vector<std::string> drain_commands;  // printed for the operator, never run

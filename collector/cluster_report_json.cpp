@@ -19,16 +19,18 @@ json node_json(const ClusterNode& node) {
   for (std::size_t i = 0; i < kCoreStates; ++i) {
     states[std::string(to_string(kAllCoreStates[i]))] = s.states[i];
   }
-  return {{"index", node.index},
-          {"name", node.name},
-          {"probed_cores", s.probed_cores},
-          {"states", states},
-          {"median_expected_slowdown", number(s.median_expected_slowdown)},
-          {"max_expected_slowdown", number(s.max_expected_slowdown)},
-          {"median_clock_hertz", number(s.median_clock_hertz)},
-          {"median_noise_ratio", number(s.median_noise_ratio)},
-          {"robust_z", number(node.robust_z)},
-          {"outlier", node.outlier}};
+  json j = {{"index", node.index},
+            {"name", node.name},
+            {"probed_cores", s.probed_cores},
+            {"states", states},
+            {"median_expected_slowdown", number(s.median_expected_slowdown)},
+            {"max_expected_slowdown", number(s.max_expected_slowdown)},
+            {"median_clock_hertz", number(s.median_clock_hertz)},
+            {"median_noise_ratio", number(s.median_noise_ratio)},
+            {"robust_z", number(node.robust_z)},
+            {"outlier", node.outlier}};
+  if (!node.error.empty()) j["error"] = node.error;
+  return j;
 }
 
 json worst_json(const WorstCoreEntry& w) {

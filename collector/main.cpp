@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/collect_command.h"
 #include "collector/daemon_commands.h"
 #include "collector/exit_codes.h"
 #include "collector/probe_command.h"
@@ -21,6 +22,9 @@ Commands:
   probe       probe every core of this node once and print a verdict per core
   sweep       probe every core of every node at once (under mpiexec, one rank
               per node) and rank the worst cores and nodes
+  collect     reduce every node's corenoised results across nodes (under
+              mpiexec, one rank per node; --trigger runs a round everywhere
+              first) and publish the cluster reference back to each daemon
 
 Commands talking to this node's corenoised (--socket PATH, default
 $CORENOISE_SOCKET, else /run/corenoise/ctl.sock):
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   }
   if (command == "probe") return corenoise::run_probe_command(rest);
   if (command == "sweep") return corenoise::run_sweep_command(rest);
+  if (command == "collect") return corenoise::run_collect_command(rest);
   if (corenoise::is_daemon_command(command)) return corenoise::run_daemon_command(command, rest);
   std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
   return corenoise::kExitFailure;

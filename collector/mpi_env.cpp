@@ -23,6 +23,7 @@
 #include <cstring>
 #include <exception>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace corenoise {
@@ -328,6 +329,10 @@ void MpiEnvironment::watchdog_main(double seconds, std::string what) {
   // If MPI_Abort itself hangs (a wedged process manager), SIGALRM's default
   // action still ends this process, and mpiexec tears down the rest.
   ::alarm(30);
+  // MPI_Abort makes the process manager kill every rank at once, and hydra
+  // can go down before it has forwarded the line just written (seen: one run
+  // in ten lost it). A moment's grace lets the message out.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   MPI_Abort(MPI_COMM_WORLD, 1);
   ::_exit(1);
 }

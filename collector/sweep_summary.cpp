@@ -76,7 +76,7 @@ std::vector<std::string> drain_commands(const ClusterReport& report, double core
 }
 
 void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::size_t top,
-                         bool quiet) {
+                         bool quiet, const std::string& command) {
   std::size_t unhealthy = 0;
   std::size_t outliers = 0;
   for (const auto& n : report.nodes) {
@@ -88,7 +88,7 @@ void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::si
     if (n.outlier) ++outliers;
   }
   const std::string verdict =
-      "corenoise sweep: " + std::to_string(report.node_count) + " nodes, " +
+      "corenoise " + command + ": " + std::to_string(report.node_count) + " nodes, " +
       std::to_string(report.core_count) + " cores probed in " + fixed(report.duration_seconds, 1) +
       " s: " + std::to_string(unhealthy) + " unhealthy cores, " + std::to_string(outliers) +
       " outlier nodes" +

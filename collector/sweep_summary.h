@@ -24,8 +24,9 @@ std::vector<std::string> drain_commands(const ClusterReport& report,
 
 // Cluster quantiles, the `top` worst cores (node, cpu, state, cause), the
 // worst nodes, the predicted barrier wait, the drain commands, and a final
-// one-line verdict. `quiet` prints only the verdict line.
+// one-line verdict, headed by `command` ("sweep", "collect"). `quiet`
+// prints only the verdict line.
 void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::size_t top,
-                         bool quiet);
+                         bool quiet, const std::string& command = "sweep");
 
 }  // namespace corenoise

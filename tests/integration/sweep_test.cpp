@@ -136,9 +136,9 @@ namespace {
 TEST(Sweep, FullReportHasEveryCoreOfEveryNode) {
   const std::string json_path = temp_path("full.json");
   const std::string html_path = temp_path("full.html");
-  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -genv MPIR_CVAR_NUM_CLIQUES 2 " +
-                             kCorenoise + " sweep --full" + kQuick + " --json " + json_path +
-                             " --html " + html_path);
+  const auto r =
+      run_command(kTimeout + kMpiexec + " -n 2 -genv MPIR_CVAR_NUM_CLIQUES 2 " + kCorenoise +
+                  " sweep --full" + kQuick + " --json " + json_path + " --html " + html_path);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
   EXPECT_NE(r.out.find("report written to " + html_path), std::string::npos) << r.out;
   const json report = read_json(json_path);

@@ -1,0 +1,445 @@
+#include "collector/collect_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <span>
+
+#include "collector/cluster_reduction.h"
+#include "collector/cluster_report_json.h"
+#include "collector/command_line.h"
+#include "collector/exit_codes.h"
+#include "collector/html_report.h"
+#include "collector/mpi_env.h"
+#include "collector/sweep_summary.h"
+#include "daemon/control_client.h"
+#include "daemon/control_protocol.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise collect [OPTIONS]
+
+Reduces the latest results of every node's corenoised across the nodes of
+the allocation (one rank per node): each node's leader reads its daemon's
+results over the control socket, or with --trigger makes every daemon run a
+round at the same instant first. Prints the same report as `corenoise sweep`
+(schema: docs/sweep.md), then publishes the cluster reference and each
+core's cluster-relative slowdown back to each daemon, which exports them as
+corenoise_cluster_slowdown_ratio and corenoise_cluster_publish_timestamp_seconds.
+A node whose daemon is missing or refuses is reported (its `error` in the
+JSON) and skipped.
+
+Exit status: 0 all healthy, 1 error or bad input (including any node whose
+daemon could not be read or published to; the others are still reduced and
+published), 2 unhealthy cores or outlier nodes.
+
+Options:
+  --socket PATH             corenoised's control socket on every node (default:
+                            $CORENOISE_SOCKET, else /run/corenoise/ctl.sock)
+  --trigger                 make every daemon run a round at one common instant
+                            first, and reduce those rounds
+  --mode MODE               the triggered round's mode: isolated, concurrent or
+                            both (default: isolated)
+  --json FILE               write the cluster report as JSON to FILE ('-': stdout)
+  --html FILE               write the report as one self-contained HTML page
+  --full                    also gather every core's cells to rank 0
+  --top N                   worst cores to print, 1 to 64 (default: 10)
+  --timeout SECONDS         abort the whole job if not finished by then; also
+                            bounds the wait for a triggered round; 0 disables
+                            (default: 600)
+  --verbose                 per node: bytes sent in collectives, reduction time
+  --quiet                   print only the summary line (and errors)
+  --help                    this text
+)";
+
+// Time between leader 0 choosing the trigger instant and that instant.
+constexpr double kTriggerMarginSeconds = 1.0;
+
+struct CollectOptions {
+  std::optional<std::string> socket;
+  bool trigger = false;
+  std::vector<Mode> modes{Mode::isolated};
+  std::optional<std::string> json_path;
+  std::optional<std::string> html_path;
+  bool full = false;
+  std::size_t top = 10;
+  double timeout_seconds = 600;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+CollectOptions parse(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = parse_args(args, {"socket", "mode", "json", "html", "top", "timeout"},
+                                       {"trigger", "full", "verbose", "quiet", "help"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  CollectOptions o;
+  for (const auto& [name, value] : parsed.options) {
+    try {
+      if (name == "socket") {
+        o.socket = value;
+      } else if (name == "trigger") {
+        o.trigger = true;
+      } else if (name == "mode") {
+        if (value == "isolated") {
+          o.modes = {Mode::isolated};
+        } else if (value == "concurrent") {
+          o.modes = {Mode::concurrent};
+        } else if (value == "both") {
+          o.modes = {Mode::isolated, Mode::concurrent};
+        } else {
+          throw UsageError("--mode: expected isolated, concurrent or both, got '" + value + "'");
+        }
+      } else if (name == "json") {
+        o.json_path = value;
+      } else if (name == "html") {
+        o.html_path = value;
+      } else if (name == "full") {
+        o.full = true;
+      } else if (name == "top") {
+        o.top = static_cast<std::size_t>(parse_real_value(value, 1, kTopK, "a number of cores"));
+      } else if (name == "timeout") {
+        o.timeout_seconds = parse_real_value(value, 0, 1e6, "seconds");
+      } else if (name == "verbose") {
+        o.verbose = true;
+      } else if (name == "quiet") {
+        o.quiet = true;
+      }
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--" + name + ": " + e.what());
+    }
+  }
+  return o;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string socket_path(const CollectOptions& options) {
+  if (options.socket && !options.socket->empty()) return *options.socket;
+  const char* env = std::getenv("CORENOISE_SOCKET");
+  return env != nullptr && *env != '\0' ? env : kDefaultControlSocket;
+}
+
+bool any_failed(MpiEnvironment& env, bool failed) {
+  std::uint64_t flag = failed ? 1 : 0;
+  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
+  return flag != 0;
+}
+
+// --- The `results` document (docs/json.md) back into a NodeReport --------
+// Only what the reduction reads: PUs, rounds with their references, and
+// every core's figures and verdict per mode.
+
+std::optional<double> opt(const json& j, const char* key) {
+  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+Mode mode_of(const std::string& name) {
+  if (name == "isolated") return Mode::isolated;
+  if (name == "concurrent") return Mode::concurrent;
+  throw std::runtime_error("results: unknown mode '" + name + "'");
+}
+
+CoreState state_of(const std::string& name) {
+  for (CoreState s : kAllCoreStates) {
+    if (to_string(s) == name) return s;
+  }
+  throw std::runtime_error("results: unknown state '" + name + "'");
+}
+
+CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& kind) {
+  CoreFigures c;
+  c.cpu = cpu;
+  c.kind = kind;
+  c.state = state_of(j.at("state").get<std::string>());
+  c.cause = j.value("cause", "");
+  c.expected_slowdown = opt(j, "expected_slowdown");
+  c.excess_noise = opt(j, "excess_noise");
+  c.noise_factor = opt(j, "noise_factor");
+  c.residual = opt(j, "residual");
+  if (j.contains("matmul")) {
+    const json& m = j["matmul"];
+    c.matmul_seconds = opt(m, "seconds");
+    c.matmul_flops_per_second = opt(m, "flops_per_second");
+    c.matmul_slowdown = opt(m, "slowdown");
+    c.matmul_spread = opt(m, "spread");
+    c.matmul_sample_seconds = opt(m, "sample_seconds");
+  }
+  if (j.contains("clock")) {
+    c.clock_hertz = opt(j["clock"], "hertz");
+    c.clock_ratio = opt(j["clock"], "ratio");
+    c.clock_spread = opt(j["clock"], "spread");
+  }
+  if (j.contains("detour")) {
+    const json& d = j["detour"];
+    DetourResult r;
+    r.window_seconds = d.value("window_seconds", 0.0);
+    r.threshold_seconds = d.value("threshold_seconds", 0.0);
+    r.count = d.value("count", std::uint64_t{0});
+    r.total_seconds = d.value("total_seconds", 0.0);
+    r.max_seconds = d.value("max_seconds", 0.0);
+    r.preemptions = d.value("preemptions", std::uint64_t{0});
+    c.detour = r;
+  }
+  if (j.contains("stream")) {
+    c.stream_bytes_per_second = opt(j["stream"], "bytes_per_second");
+    c.stream_slowdown = opt(j["stream"], "slowdown");
+  }
+  return c;
+}
+
+NodeReport node_report_from_json(const json& doc) {
+  NodeReport r;
+  r.version = doc.value("version", "");
+  r.hostname = doc.value("hostname", "");
+  for (const json& round : doc.at("rounds")) {
+    ModeReport m;
+    m.mode = mode_of(round.at("mode").get<std::string>());
+    m.started_unix_seconds = round.value("started_unix_seconds", 0.0);
+    m.duration_seconds = round.value("duration_seconds", 0.0);
+    m.cancelled = round.value("cancelled", false);
+    for (const json& ref : round.value("references", json::array())) {
+      KindReference k;
+      k.kind = ref.value("kind", "");
+      k.cores = ref.value("cores", std::size_t{0});
+      k.matmul_seconds = opt(ref, "matmul_seconds");
+      k.clock_hertz = opt(ref, "clock_hertz");
+      k.noise_ratio = opt(ref, "noise_ratio");
+      k.noise_floor = opt(ref, "noise_floor");
+      k.stream_bytes_per_second = opt(ref, "stream_bytes_per_second");
+      m.verdicts.references.push_back(std::move(k));
+    }
+    r.modes.push_back(std::move(m));
+  }
+  for (const json& c : doc.at("cpus")) {
+    ProcessingUnit pu;
+    pu.cpu = c.at("cpu").get<unsigned>();
+    pu.core = c.value("core", 0u);
+    pu.package = c.value("package", 0u);
+    pu.numa_node = c.value("numa_node", -1);
+    pu.kind = c.value("kind", "default");
+    for (std::size_t m = 0; m < r.modes.size(); ++m) {
+      // The first mode's figures are at top level, later modes under their name.
+      const json& f = m == 0 ? c : c.at(std::string(to_string(r.modes[m].mode)));
+      r.modes[m].verdicts.cores.push_back(figures_from_json(f, pu.cpu, pu.kind));
+    }
+    r.pus.push_back(std::move(pu));
+  }
+  return r;
+}
+
+// This node's cores against the cluster's reference core of their kind, as
+// the daemon's publish wants them (matmul probe: the expected slowdown).
+PublishRequest publication(const NodeReport& report, const Reduction& reduced, double now) {
+  PublishRequest p;
+  p.published_unix_seconds = now;
+  json kinds = json::array();
+  std::set<std::pair<int, std::size_t>> listed;
+  for (const ModeReport& mode : report.modes) {
+    for (const CoreFigures& core : mode.verdicts.cores) {
+      const auto slot = reduced.kinds.find(core.kind);
+      if (!slot) continue;
+      const ClusterReference ref = cluster_reference(*reduced.histograms, mode.mode, *slot);
+      if (listed.insert({static_cast<int>(mode.mode), *slot}).second) {
+        json k = {{"mode", to_string(mode.mode)}, {"kind", core.kind}};
+        if (ref.matmul_seconds) k["matmul_seconds"] = *ref.matmul_seconds;
+        if (ref.noise_ratio) k["noise_ratio"] = *ref.noise_ratio;
+        kinds.push_back(std::move(k));
+      }
+      const auto s = cluster_expected_slowdown(core, ref);
+      if (s && std::isfinite(*s) && *s > 0) {
+        p.slowdowns.push_back({core.cpu, ProbeKind::matmul, mode.mode, *s});
+      }
+    }
+  }
+  p.reference = {{"kinds", kinds}};
+  return p;
+}
+
+int run_leader(MpiEnvironment& env, const CollectOptions& options) {
+  const bool root = env.node_index() == 0;
+  const std::string prefix = "corenoise collect: node " + std::to_string(env.node_index()) + ": ";
+  const double started = unix_now();
+  const std::string path = socket_path(options);
+
+  std::unique_ptr<std::ofstream> json_file;
+  std::unique_ptr<std::ofstream> html_file;
+  bool failed = false;
+  try {
+    if (root && options.json_path && *options.json_path != "-") {
+      json_file = std::make_unique<std::ofstream>(*options.json_path);
+      if (!*json_file) throw UsageError("--json: cannot write '" + *options.json_path + "'");
+    }
+    if (root && options.html_path) {
+      html_file = std::make_unique<std::ofstream>(*options.html_path);
+      if (!*html_file) throw UsageError("--html: cannot write '" + *options.html_path + "'");
+    }
+  } catch (const std::exception& e) {
+    std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+    failed = true;
+  }
+  if (any_failed(env, failed)) return kExitFailure;
+
+  // Each node on its own: a node that fails here contributes nothing but
+  // still takes part in every collective below, so nobody waits for it.
+  const ControlClient client(path);
+  std::string error;
+  std::optional<NodeReport> report;
+  if (options.trigger) {
+    env.barrier_leaders();
+    const double at = env.common_start_time(kTriggerMarginSeconds);
+    try {
+      RunRequest run;
+      run.at_unix_seconds = at;
+      run.modes = options.modes;
+      const double wait = options.timeout_seconds > 0 ? options.timeout_seconds : 600;
+      const json reply = client.request(
+          ControlRequest{run},
+          std::chrono::milliseconds(static_cast<long long>((at - unix_now() + wait) * 1e3)));
+      if (!reply.value("ok", false)) {
+        error = "run refused: " + reply.value("error", std::string("no reason given"));
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (error.empty()) {
+    try {
+      const json reply = client.request(ControlRequest{ResultsRequest{}});
+      if (!reply.value("ok", false)) {
+        error = "results refused: " + reply.value("error", std::string("no reason given"));
+      } else {
+        report = node_report_from_json(reply);
+        if (report->modes.empty()) {
+          error = "corenoised at '" + path + "' has no results yet";
+          report.reset();
+        }
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!error.empty()) std::cerr << prefix + error + " (skipped)\n";
+
+  ReduceOptions reduce;
+  if (report) reduce.settings = report->settings;
+  reduce.full = options.full;
+  reduce.started_unix_seconds = started;
+  reduce.verbose = options.verbose;
+  reduce.prefix = prefix;
+  Reduction reduction = reduce_reports(env, report ? &*report : nullptr, error, reduce);
+
+  bool publish_failed = false;
+  if (report) {
+    try {
+      const json reply =
+          client.request(ControlRequest{publication(*report, reduction, unix_now())});
+      if (!reply.value("ok", false)) {
+        throw std::runtime_error("publish refused: " +
+                                 reply.value("error", std::string("no reason given")));
+      }
+      if (options.verbose) {
+        std::cerr << prefix + "published " + std::to_string(reply.value("slowdowns", 0)) +
+                         " slowdowns\n";
+      }
+    } catch (const std::exception& e) {
+      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+      publish_failed = true;
+    }
+  }
+  const bool some_node_failed = any_failed(env, publish_failed || !report);
+
+  std::vector<std::byte> code_blob(1, std::byte{kExitFailure});
+  if (root) {
+    int code = kExitFailure;
+    try {
+      ClusterReport& cluster = reduction.report;
+      if (html_file) {
+        *html_file << render_html(cluster);
+        html_file->flush();
+        if (!*html_file)
+          throw std::runtime_error("--html: error writing '" + *options.html_path + "'");
+      }
+      const bool json_to_stdout = options.json_path && *options.json_path == "-";
+      if (options.json_path) {
+        std::ostream& out = json_file ? static_cast<std::ostream&>(*json_file) : std::cout;
+        out << to_json(cluster).dump(2) << '\n';
+        out.flush();
+        if (!out) throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
+      }
+      std::ostream& text = json_to_stdout ? std::cerr : std::cout;
+      print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
+      for (const ClusterNode& n : cluster.nodes) {
+        if (!n.error.empty()) {
+          text << "corenoise collect: node " << n.index << " skipped: " << n.error << '\n';
+        }
+      }
+      code = some_node_failed ? kExitFailure : cluster.healthy ? kExitHealthy : kExitUnhealthy;
+    } catch (const std::exception& e) {
+      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+    }
+    code_blob[0] = static_cast<std::byte>(code);
+  }
+  env.broadcast(code_blob);
+  return code_blob.empty() ? kExitFailure : static_cast<int>(code_blob[0]);
+}
+
+}  // namespace
+
+int run_collect_command(const std::vector<std::string>& args) {
+  std::unique_ptr<MpiEnvironment> env;
+  try {
+    env = std::make_unique<MpiEnvironment>();
+  } catch (const std::exception& e) {
+    std::cerr << "corenoise collect: " << e.what() << '\n';
+    return kExitFailure;
+  }
+  const bool speaker = env->world_rank() == 0;
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    if (speaker) std::cout << kUsage;
+    return kExitHealthy;
+  }
+  CollectOptions options;
+  try {
+    options = parse(args);
+  } catch (const UsageError& e) {
+    if (speaker) {
+      std::cerr << "corenoise collect: " << e.what() << " (see corenoise collect --help)\n";
+    }
+    return kExitFailure;
+  }
+  env->start_watchdog(options.timeout_seconds > 0 ? options.timeout_seconds + 60 : 0,
+                      "corenoise collect");
+  env->barrier_world();
+  int code = kExitFailure;
+  if (env->is_leader()) {
+    try {
+      code = run_leader(*env, options);
+    } catch (const std::exception& e) {
+      std::cerr << "corenoise collect: " << e.what() << '\n';
+    }
+  } else {
+    code = kExitHealthy;
+  }
+  env->barrier_world();
+  env->cancel_watchdog();
+  return code;
+}
+
+}  // namespace corenoise
