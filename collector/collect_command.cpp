@@ -20,6 +20,7 @@
 #include "collector/exit_codes.h"
 #include "collector/html_report.h"
 #include "collector/mpi_env.h"
+#include "collector/report_outputs.h"
 #include "collector/sweep_summary.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
@@ -278,18 +279,10 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   const double started = unix_now();
   const std::string path = socket_path(options);
 
-  std::unique_ptr<std::ofstream> json_file;
-  std::unique_ptr<std::ofstream> html_file;
+  std::optional<ReportOutputs> outputs;
   bool failed = false;
   try {
-    if (root && options.json_path && *options.json_path != "-") {
-      json_file = std::make_unique<std::ofstream>(*options.json_path);
-      if (!*json_file) throw UsageError("--json: cannot write '" + *options.json_path + "'");
-    }
-    if (root && options.html_path) {
-      html_file = std::make_unique<std::ofstream>(*options.html_path);
-      if (!*html_file) throw UsageError("--html: cannot write '" + *options.html_path + "'");
-    }
+    if (root) outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     failed = true;
@@ -370,20 +363,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
     int code = kExitFailure;
     try {
       ClusterReport& cluster = reduction.report;
-      if (html_file) {
-        *html_file << render_html(cluster);
-        html_file->flush();
-        if (!*html_file)
-          throw std::runtime_error("--html: error writing '" + *options.html_path + "'");
-      }
-      const bool json_to_stdout = options.json_path && *options.json_path == "-";
-      if (options.json_path) {
-        std::ostream& out = json_file ? static_cast<std::ostream&>(*json_file) : std::cout;
-        out << to_json(cluster).dump(2) << '\n';
-        out.flush();
-        if (!out) throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
-      }
-      std::ostream& text = json_to_stdout ? std::cerr : std::cout;
+      std::ostream& text = outputs->write(cluster, "collect");
       print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
       for (const ClusterNode& n : cluster.nodes) {
         if (!n.error.empty()) {

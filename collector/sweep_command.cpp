@@ -23,8 +23,8 @@
 #include "collector/cluster_stats.h"
 #include "collector/command_line.h"
 #include "collector/exit_codes.h"
-#include "collector/html_report.h"
 #include "collector/mpi_env.h"
+#include "collector/report_outputs.h"
 #include "collector/sweep_summary.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
@@ -248,22 +248,14 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   // starts measuring.
   std::optional<Topology> topology;
   std::vector<unsigned> cpus;
-  std::unique_ptr<std::ofstream> json_file;
-  std::unique_ptr<std::ofstream> html_file;
+  std::optional<ReportOutputs> outputs;
   std::unique_ptr<Runner> runner;
   bool failed = false;
   try {
     topology = Topology::load("native");
     cpus = select_cpus(options, *topology);
     runner = std::make_unique<Runner>(options.settings, *topology);
-    if (root && options.json_path && *options.json_path != "-") {
-      json_file = std::make_unique<std::ofstream>(*options.json_path);
-      if (!*json_file) throw UsageError("--json: cannot write '" + *options.json_path + "'");
-    }
-    if (root && options.html_path) {
-      html_file = std::make_unique<std::ofstream>(*options.html_path);
-      if (!*html_file) throw UsageError("--html: cannot write '" + *options.html_path + "'");
-    }
+    if (root) outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     failed = true;
@@ -313,27 +305,8 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     int code = kExitFailure;
     try {
       ClusterReport& cluster = reduction.report;
-      if (html_file) {
-        *html_file << render_html(cluster);
-        html_file->flush();
-        if (!*html_file)
-          throw std::runtime_error("--html: error writing '" + *options.html_path + "'");
-      }
-
-      const bool json_to_stdout = options.json_path && *options.json_path == "-";
-      if (options.json_path) {
-        const std::string text = to_json(cluster).dump(2) + "\n";
-        std::ostream& out = json_file ? static_cast<std::ostream&>(*json_file) : std::cout;
-        out << text;
-        out.flush();
-        if (!out) throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
-      }
-      print_sweep_summary(json_to_stdout ? std::cerr : std::cout, cluster, options.top,
-                          options.quiet);
-      if (options.html_path) {
-        (json_to_stdout ? std::cerr : std::cout)
-            << "corenoise sweep: report written to " << *options.html_path << '\n';
-      }
+      std::ostream& text = outputs->write(cluster, "sweep");
+      print_sweep_summary(text, cluster, options.top, options.quiet);
       code = cluster.healthy ? kExitHealthy : kExitUnhealthy;
     } catch (const std::exception& e) {
       std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
