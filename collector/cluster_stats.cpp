@@ -262,28 +262,40 @@ void ClusterHistograms::merge(const ClusterHistograms& other) {
   }
 }
 
-std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& report,
-                             const KindTable& kinds) {
+namespace {
+
+// Calls fn(mode, core, kind slot) for every measured (core, mode) of the
+// report whose kind is in the agreed table; returns how many were left out
+// because it is not, plus what fn itself reports as left out (true).
+template <typename Fn>
+std::size_t for_each_measured_core(const NodeReport& report, const KindTable& kinds, Fn&& fn) {
   std::size_t left_out = 0;
   for (const auto& mode : report.modes) {
     for (const auto& c : mode.verdicts.cores) {
       if (c.state == CoreState::skipped) continue;
       const auto slot = kinds.find(c.kind);
-      if (!slot) {
-        ++left_out;
-        continue;
-      }
-      const auto add = [&](Metric metric, const std::optional<double>& value) {
-        if (value) histograms.add(metric, mode.mode, *slot, *value);
-      };
-      add(Metric::expected_slowdown, c.expected_slowdown);
-      add(Metric::matmul_seconds, c.matmul_seconds);
-      add(Metric::clock_hertz, c.clock_hertz);
-      if (c.detour) add(Metric::noise_ratio, c.detour->noise_ratio());
-      add(Metric::stream_bytes_per_second, c.stream_bytes_per_second);
+      if (!slot || fn(mode.mode, c, *slot)) ++left_out;
     }
   }
   return left_out;
+}
+
+}  // namespace
+
+std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& report,
+                             const KindTable& kinds) {
+  return for_each_measured_core(
+      report, kinds, [&](Mode mode, const CoreFigures& c, std::size_t slot) {
+        const auto add = [&](Metric metric, const std::optional<double>& value) {
+          if (value) histograms.add(metric, mode, slot, *value);
+        };
+        add(Metric::expected_slowdown, c.expected_slowdown);
+        add(Metric::matmul_seconds, c.matmul_seconds);
+        add(Metric::clock_hertz, c.clock_hertz);
+        if (c.detour) add(Metric::noise_ratio, c.detour->noise_ratio());
+        add(Metric::stream_bytes_per_second, c.stream_bytes_per_second);
+        return false;
+      });
 }
 
 ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
@@ -315,24 +327,13 @@ std::optional<double> cluster_expected_slowdown(const CoreFigures& core,
 std::size_t add_cluster_slowdowns(ClusterHistograms& histograms, const NodeReport& report,
                                   const KindTable& kinds, const ClusterHistograms& reduced) {
   std::array<std::optional<ClusterReference>, kModes * kMaxKinds> references;
-  std::size_t left_out = 0;
-  for (const auto& mode : report.modes) {
-    for (const auto& c : mode.verdicts.cores) {
-      if (c.state == CoreState::skipped) continue;
-      const auto slot = kinds.find(c.kind);
-      if (!slot) {
-        ++left_out;
-        continue;
-      }
-      auto& ref = references[mode_index(mode.mode) * kMaxKinds + *slot];
-      if (!ref) ref = cluster_reference(reduced, mode.mode, *slot);
-      const auto slowdown = cluster_expected_slowdown(c, *ref);
-      if (!slowdown || !histograms.add(Metric::cluster_slowdown, mode.mode, *slot, *slowdown)) {
-        ++left_out;
-      }
-    }
-  }
-  return left_out;
+  return for_each_measured_core(
+      report, kinds, [&](Mode mode, const CoreFigures& c, std::size_t slot) {
+        auto& ref = references[mode_index(mode) * kMaxKinds + slot];
+        if (!ref) ref = cluster_reference(reduced, mode, slot);
+        const auto slowdown = cluster_expected_slowdown(c, *ref);
+        return !slowdown || !histograms.add(Metric::cluster_slowdown, mode, slot, *slowdown);
+      });
 }
 
 // ------------------------------------------------------------------------ TopK
