@@ -14,6 +14,7 @@
 #include <set>
 #include <span>
 
+#include "collector/cluster_command.h"
 #include "collector/cluster_reduction.h"
 #include "collector/cluster_report_json.h"
 #include "collector/command_line.h"
@@ -134,12 +135,6 @@ std::string socket_path(const CollectOptions& options) {
   if (options.socket && !options.socket->empty()) return *options.socket;
   const char* env = std::getenv("CORENOISE_SOCKET");
   return env != nullptr && *env != '\0' ? env : kDefaultControlSocket;
-}
-
-bool any_failed(MpiEnvironment& env, bool failed) {
-  std::uint64_t flag = failed ? 1 : 0;
-  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
-  return flag != 0;
 }
 
 // --- The `results` document (docs/json.md) back into a NodeReport --------
@@ -287,7 +282,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     failed = true;
   }
-  if (any_failed(env, failed)) return kExitFailure;
+  if (any_leader_failed(env, failed)) return kExitFailure;
 
   // Each node on its own: a node that fails here contributes nothing but
   // still takes part in every collective below, so nobody waits for it.
@@ -356,70 +351,35 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
       publish_failed = true;
     }
   }
-  const bool some_node_failed = any_failed(env, publish_failed || !report);
+  const bool some_node_failed = any_leader_failed(env, publish_failed || !report);
 
-  std::vector<std::byte> code_blob(1, std::byte{kExitFailure});
-  if (root) {
-    int code = kExitFailure;
-    try {
-      ClusterReport& cluster = reduction.report;
-      std::ostream& text = outputs->write(cluster, "collect");
-      print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
-      for (const ClusterNode& n : cluster.nodes) {
-        if (!n.error.empty()) {
-          text << "corenoise collect: node " << n.index << " skipped: " << n.error << '\n';
-        }
+  return agree_on_exit_code(env, prefix, [&] {
+    const ClusterReport& cluster = reduction.report;
+    std::ostream& text = outputs->write(cluster, "collect");
+    print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
+    for (const ClusterNode& n : cluster.nodes) {
+      if (!n.error.empty()) {
+        text << "corenoise collect: node " << n.index << " skipped: " << n.error << '\n';
       }
-      code = some_node_failed ? kExitFailure : cluster.healthy ? kExitHealthy : kExitUnhealthy;
-    } catch (const std::exception& e) {
-      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     }
-    code_blob[0] = static_cast<std::byte>(code);
-  }
-  env.broadcast(code_blob);
-  return code_blob.empty() ? kExitFailure : static_cast<int>(code_blob[0]);
+    return some_node_failed ? kExitFailure : cluster.healthy ? kExitHealthy : kExitUnhealthy;
+  });
 }
 
 }  // namespace
 
 int run_collect_command(const std::vector<std::string>& args) {
-  std::unique_ptr<MpiEnvironment> env;
-  try {
-    env = std::make_unique<MpiEnvironment>();
-  } catch (const std::exception& e) {
-    std::cerr << "corenoise collect: " << e.what() << '\n';
-    return kExitFailure;
-  }
-  const bool speaker = env->world_rank() == 0;
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    if (speaker) std::cout << kUsage;
-    return kExitHealthy;
-  }
   CollectOptions options;
-  try {
-    options = parse(args);
-  } catch (const UsageError& e) {
-    if (speaker) {
-      std::cerr << "corenoise collect: " << e.what() << " (see corenoise collect --help)\n";
-    }
-    return kExitFailure;
-  }
-  env->start_watchdog(options.timeout_seconds > 0 ? options.timeout_seconds + 60 : 0,
-                      "corenoise collect");
-  env->barrier_world();
-  int code = kExitFailure;
-  if (env->is_leader()) {
-    try {
-      code = run_leader(*env, options);
-    } catch (const std::exception& e) {
-      std::cerr << "corenoise collect: " << e.what() << '\n';
-    }
-  } else {
-    code = kExitHealthy;
-  }
-  env->barrier_world();
-  env->cancel_watchdog();
-  return code;
+  return run_cluster_command({"collect", [](std::ostream& out) { out << kUsage; },
+                              [&](const std::vector<std::string>& a) {
+                                options = parse(a);
+                                // The daemons' rounds are bounded by --timeout; the job by a minute
+                                // more.
+                                return options.timeout_seconds > 0 ? options.timeout_seconds + 60
+                                                                   : 0.0;
+                              },
+                              [&](MpiEnvironment& env) { return run_leader(env, options); }},
+                             args);
 }
 
 }  // namespace corenoise

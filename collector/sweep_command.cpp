@@ -17,6 +17,7 @@
 #include <span>
 #include <thread>
 
+#include "collector/cluster_command.h"
 #include "collector/cluster_reduction.h"
 #include "collector/cluster_report.h"
 #include "collector/cluster_report_json.h"
@@ -231,11 +232,6 @@ class DaemonPause {
 
 // True on every leader if any leader failed: a leader that stopped alone
 // would leave the others waiting in the next collective until the watchdog.
-bool any_failed(MpiEnvironment& env, bool failed) {
-  std::uint64_t flag = failed ? 1 : 0;
-  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
-  return flag != 0;
-}
 
 // One leader's whole sweep; returns the exit code, the same on every leader.
 int run_leader(MpiEnvironment& env, const SweepOptions& options) {
@@ -243,6 +239,11 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   const auto node = static_cast<std::uint32_t>(env.node_index());
   const double started = unix_now();
   const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
+  if (root && env.world_size() > env.node_count()) {
+    std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
+                     std::to_string(env.node_count()) +
+                     " nodes; only one rank per node probes, the others wait (run with -ppn 1)\n";
+  }
 
   // Set-up: everything that can fail on one node alone, before any leader
   // starts measuring.
@@ -260,7 +261,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     failed = true;
   }
-  if (any_failed(env, failed)) return kExitFailure;
+  if (any_leader_failed(env, failed)) return kExitFailure;
 
   const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
 
@@ -286,7 +287,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
       std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
       failed = true;
     }
-    if (any_failed(env, failed)) return kExitFailure;
+    if (any_leader_failed(env, failed)) return kExitFailure;
   }
 
   // Reductions (docs/scaling.md), shared with `corenoise collect`.
@@ -300,67 +301,25 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   reduce.prefix = prefix;
   Reduction reduction = reduce_reports(env, &report, "", reduce);
 
-  std::vector<std::byte> code_blob(1, std::byte{kExitFailure});
-  if (root) {
-    int code = kExitFailure;
-    try {
-      ClusterReport& cluster = reduction.report;
-      std::ostream& text = outputs->write(cluster, "sweep");
-      print_sweep_summary(text, cluster, options.top, options.quiet);
-      code = cluster.healthy ? kExitHealthy : kExitUnhealthy;
-    } catch (const std::exception& e) {
-      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
-    }
-    code_blob[0] = static_cast<std::byte>(code);
-  }
-  env.broadcast(code_blob);
-  return code_blob.empty() ? kExitFailure : static_cast<int>(code_blob[0]);
+  return agree_on_exit_code(env, prefix, [&] {
+    const ClusterReport& cluster = reduction.report;
+    std::ostream& text = outputs->write(cluster, "sweep");
+    print_sweep_summary(text, cluster, options.top, options.quiet);
+    return cluster.healthy ? kExitHealthy : kExitUnhealthy;
+  });
 }
 
 }  // namespace
 
 int run_sweep_command(const std::vector<std::string>& args) {
-  std::unique_ptr<MpiEnvironment> env;
-  try {
-    env = std::make_unique<MpiEnvironment>();
-  } catch (const std::exception& e) {
-    std::cerr << "corenoise sweep: " << e.what() << '\n';
-    return kExitFailure;
-  }
-  // Every rank parses the same arguments and reaches the same answer, so a
-  // bad option ends every rank at once; only rank 0 says so.
-  const bool speaker = env->world_rank() == 0;
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    if (speaker) print_usage(std::cout);
-    return kExitHealthy;
-  }
   SweepOptions options;
-  try {
-    options = parse(args);
-  } catch (const UsageError& e) {
-    if (speaker) std::cerr << "corenoise sweep: " << e.what() << " (see corenoise sweep --help)\n";
-    return kExitFailure;
-  }
-  env->start_watchdog(options.timeout_seconds, "corenoise sweep");
-  if (speaker && env->world_size() > env->node_count()) {
-    std::cerr << "corenoise sweep: " << env->world_size() << " ranks on " << env->node_count()
-              << " nodes; only one rank per node probes, the others wait (run with -ppn 1)\n";
-  }
-  env->barrier_world();
-  int code = kExitFailure;
-  if (env->is_leader()) {
-    try {
-      code = run_leader(*env, options);
-    } catch (const std::exception& e) {
-      // An MPI failure here leaves the job inconsistent; the watchdog ends it.
-      std::cerr << "corenoise sweep: " << e.what() << '\n';
-    }
-  } else {
-    code = kExitHealthy;  // the leaders report; mpiexec returns the worst code
-  }
-  env->barrier_world();
-  env->cancel_watchdog();
-  return code;
+  return run_cluster_command({"sweep", print_usage,
+                              [&](const std::vector<std::string>& a) {
+                                options = parse(a);
+                                return options.timeout_seconds;
+                              },
+                              [&](MpiEnvironment& env) { return run_leader(env, options); }},
+                             args);
 }
 
 }  // namespace corenoise

@@ -1,0 +1,74 @@
+#include "collector/cluster_command.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <span>
+
+#include "collector/command_line.h"
+#include "collector/exit_codes.h"
+
+namespace corenoise {
+
+int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args) {
+  const std::string prefix = "corenoise " + command.name + ": ";
+  std::unique_ptr<MpiEnvironment> env;
+  try {
+    env = std::make_unique<MpiEnvironment>();
+  } catch (const std::exception& e) {
+    std::cerr << prefix + e.what() + "\n";
+    return kExitFailure;
+  }
+  const bool speaker = env->world_rank() == 0;
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    if (speaker) command.print_usage(std::cout);
+    return kExitHealthy;
+  }
+  double watchdog_seconds = 0;
+  try {
+    watchdog_seconds = command.parse(args);
+  } catch (const UsageError& e) {
+    if (speaker) {
+      std::cerr << prefix + e.what() + " (see corenoise " + command.name + " --help)\n";
+    }
+    return kExitFailure;
+  }
+  env->start_watchdog(watchdog_seconds, "corenoise " + command.name);
+  env->barrier_world();
+  int code = kExitHealthy;  // ranks that are not leaders: the leaders report
+  if (env->is_leader()) {
+    try {
+      code = command.lead(*env);
+    } catch (const std::exception& e) {
+      // An MPI failure here leaves the job inconsistent; the watchdog ends it.
+      std::cerr << prefix + e.what() + "\n";
+      code = kExitFailure;
+    }
+  }
+  env->barrier_world();
+  env->cancel_watchdog();
+  return code;
+}
+
+bool any_leader_failed(MpiEnvironment& env, bool failed) {
+  std::uint64_t flag = failed ? 1 : 0;
+  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
+  return flag != 0;
+}
+
+int agree_on_exit_code(MpiEnvironment& env, const std::string& prefix,
+                       const std::function<int()>& on_root) {
+  std::vector<std::byte> code(1, std::byte{kExitFailure});
+  if (env.node_index() == 0) {
+    try {
+      code[0] = static_cast<std::byte>(on_root());
+    } catch (const std::exception& e) {
+      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+    }
+  }
+  env.broadcast(code);
+  return code.empty() ? kExitFailure : static_cast<int>(code[0]);
+}
+
+}  // namespace corenoise
