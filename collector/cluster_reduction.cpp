@@ -9,15 +9,12 @@
 #include <sstream>
 
 #include "collector/sweep_summary.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
 
 using nlohmann::json;
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string text_of(const std::vector<std::byte>& blob) {
   return std::string(reinterpret_cast<const char*>(blob.data()), blob.size());
@@ -255,7 +252,7 @@ Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std:
   ClusterReport& cluster = out.report;
   cluster.version = CORENOISE_VERSION;
   cluster.started_unix_seconds = options.started_unix_seconds;
-  cluster.duration_seconds = unix_now() - options.started_unix_seconds;
+  cluster.duration_seconds = unix_seconds_now() - options.started_unix_seconds;
   cluster.node_count = static_cast<std::uint32_t>(env.node_count());
   cluster.settings = options.settings;
   const auto outliers = node_outliers(summaries);

@@ -25,6 +25,7 @@
 #include "collector/sweep_summary.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
@@ -125,10 +126,6 @@ CollectOptions parse(const std::vector<std::string>& args) {
     }
   }
   return o;
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string socket_path(const CollectOptions& options) {
@@ -271,7 +268,7 @@ PublishRequest publication(const NodeReport& report, const Reduction& reduced, d
 int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   const bool root = env.node_index() == 0;
   const std::string prefix = "corenoise collect: node " + std::to_string(env.node_index()) + ": ";
-  const double started = unix_now();
+  const double started = unix_seconds_now();
   const std::string path = socket_path(options);
 
   std::optional<ReportOutputs> outputs;
@@ -298,8 +295,8 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
       run.modes = options.modes;
       const double wait = options.timeout_seconds > 0 ? options.timeout_seconds : 600;
       const json reply = client.request(
-          ControlRequest{run},
-          std::chrono::milliseconds(static_cast<long long>((at - unix_now() + wait) * 1e3)));
+          ControlRequest{run}, std::chrono::milliseconds(
+                                   static_cast<long long>((at - unix_seconds_now() + wait) * 1e3)));
       if (!reply.value("ok", false)) {
         error = "run refused: " + reply.value("error", std::string("no reason given"));
       }
@@ -337,7 +334,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   if (report) {
     try {
       const json reply =
-          client.request(ControlRequest{publication(*report, reduction, unix_now())});
+          client.request(ControlRequest{publication(*report, reduction, unix_seconds_now())});
       if (!reply.value("ok", false)) {
         throw std::runtime_error("publish refused: " +
                                  reply.value("error", std::string("no reason given")));

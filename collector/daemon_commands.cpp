@@ -14,6 +14,7 @@
 #include "collector/exit_codes.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
@@ -81,10 +82,6 @@ const CommandHelp* find_help(std::string_view command) {
     if (command == help.name) return &help;
   }
   return nullptr;
-}
-
-double now_unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double parse_number(const std::string& option, const std::string& text, bool positive) {
@@ -246,7 +243,7 @@ std::chrono::milliseconds reply_timeout(const ControlRequest& request, const Opt
   if (const auto* run = std::get_if<RunRequest>(&request)) {
     if (!run->wait) return std::chrono::seconds(10);
     // The round starts at --at; the reply comes when it is done.
-    const double until = run->at_unix_seconds ? *run->at_unix_seconds - now_unix_seconds() : 0;
+    const double until = run->at_unix_seconds ? *run->at_unix_seconds - unix_seconds_now() : 0;
     return default_reply_timeout(request) + ms(std::clamp(until, 0.0, 365.0 * 86400));
   }
   return default_reply_timeout(request);
@@ -263,7 +260,7 @@ int execute(const std::string& command, const Options& options) {
               << '\n';
     return kExitFailure;
   }
-  const double now = now_unix_seconds();
+  const double now = unix_seconds_now();
   const bool waited_run = command == "run" && options.wait;
   if (!options.json) {
     if (command == "status") {

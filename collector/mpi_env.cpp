@@ -26,6 +26,8 @@
 #include <thread>
 #include <utility>
 
+#include "probe/wall_clock.h"
+
 namespace corenoise {
 
 struct MpiEnvironment::Comms {
@@ -94,10 +96,6 @@ void allreduce(MPI_Comm comm, std::span<T> values, MPI_Op op, std::uint64_t& byt
   check(MPI_Allreduce(MPI_IN_PLACE, values.data(), count, mpi_type<T>(), op, comm),
         "MPI_Allreduce");
   bytes_sent += values.size_bytes();
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -179,7 +177,7 @@ void MpiEnvironment::barrier_leaders() {
 
 double MpiEnvironment::common_start_time(double margin_seconds) {
   require_leader("common_start_time");
-  double start = node_index_ == 0 ? unix_now() + margin_seconds : 0.0;
+  double start = node_index_ == 0 ? unix_seconds_now() + margin_seconds : 0.0;
   check(MPI_Bcast(&start, 1, MPI_DOUBLE, 0, comms_->leaders), "MPI_Bcast");
   if (node_index_ == 0) bytes_sent_ += sizeof start;
   return start;

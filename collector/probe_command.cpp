@@ -109,12 +109,6 @@ std::vector<unsigned> select_cpus(const CommandOptions& options, const Topology&
   return usable;
 }
 
-std::string hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
-
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled) : enabled_(enabled) {}
@@ -148,7 +142,7 @@ int run(const CommandOptions& options) {
 
   NodeReport report;
   report.version = CORENOISE_VERSION;
-  report.hostname = hostname();
+  report.hostname = local_hostname();
   report.topology_source = topology.source();
   report.this_system = topology.is_this_system();
   report.settings = options.settings;

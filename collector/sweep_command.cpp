@@ -33,6 +33,7 @@
 #include "probe/report.h"
 #include "probe/runner.h"
 #include "probe/topology.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
@@ -151,16 +152,6 @@ SweepOptions parse(const std::vector<std::string>& args) {
   return options;
 }
 
-std::string hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 void sleep_until_unix(double when) {
   const auto target = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -237,7 +228,7 @@ class DaemonPause {
 int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   const bool root = env.node_index() == 0;
   const auto node = static_cast<std::uint32_t>(env.node_index());
-  const double started = unix_now();
+  const double started = unix_seconds_now();
   const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
   if (root && env.world_size() > env.node_count()) {
     std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
@@ -267,7 +258,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
 
   NodeReport report;
   report.version = CORENOISE_VERSION;
-  report.hostname = hostname();
+  report.hostname = local_hostname();
   report.topology_source = topology->source();
   report.this_system = true;
   report.settings = options.settings;

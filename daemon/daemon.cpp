@@ -9,16 +9,13 @@
 #include "daemon/sys_counters.h"
 #include "probe/pinning.h"
 #include "probe/report_json.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
 
 using nlohmann::json;
 using Seconds = std::chrono::duration<double>;
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string percent(double ratio) {
   char text[16];
@@ -74,7 +71,7 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
   } catch (const std::exception& e) {
     log_warning(std::string(e.what()) + "; starting without a calibration");
   }
-  started_unix_seconds_ = unix_now();
+  started_unix_seconds_ = unix_seconds_now();
 }
 
 Daemon::~Daemon() {
@@ -153,7 +150,7 @@ void Daemon::schedule_next_round() {
       scheduled_rounds_ == 0 && latest_.empty()
           ? std::uniform_real_distribution<double>(0, 1)(random_) * config_.interval_seconds
           : config_.interval_seconds * (1 + spread(random_));
-  next_round_unix_seconds_ = unix_now() + delay;
+  next_round_unix_seconds_ = unix_seconds_now() + delay;
   round_timer_.expires_after(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(delay)));
   round_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -391,7 +388,7 @@ void Daemon::set_paused(bool paused, std::optional<double> seconds) {
     round_timer_.cancel();
     next_round_unix_seconds_.reset();
     if (seconds) {
-      paused_until_ = unix_now() + *seconds;
+      paused_until_ = unix_seconds_now() + *seconds;
       pause_timer_.expires_after(
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(*seconds)));
       pause_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -458,9 +455,9 @@ void Daemon::run(const RunRequest& request, Reply reply) {
   RoundRequest round;
   round.modes = request.modes;
   if (request.wait) round.replies.push_back(std::move(reply));
-  const double delay = request.at_unix_seconds ? *request.at_unix_seconds - unix_now() : 0;
+  const double delay = request.at_unix_seconds ? *request.at_unix_seconds - unix_seconds_now() : 0;
   if (!request.wait) {
-    reply({{"ok", true}, {"scheduled_unix_seconds", unix_now() + std::max(delay, 0.0)}});
+    reply({{"ok", true}, {"scheduled_unix_seconds", unix_seconds_now() + std::max(delay, 0.0)}});
   }
   if (delay <= 0) {
     enqueue(std::move(round));

@@ -1,6 +1,14 @@
 #include "probe/report.h"
 
+#include <unistd.h>
+
 namespace corenoise {
+
+std::string local_hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
 
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
                             const Thresholds& thresholds,

@@ -45,6 +45,9 @@ struct NodeReport {
   bool healthy() const;
 };
 
+// This machine's host name ("" if unknown): for people only, never a key.
+std::string local_hostname();
+
 // A ModeReport for all of `pus`: measured CPUs from `round`, the others
 // skipped with the reason in `skip_reasons` (by cpu), else their
 // skip_reason, else "not selected".

@@ -14,13 +14,10 @@
 #include "probe/stream_probe.h"
 #include "probe/tsc.h"
 #include "probe/turn_taking.h"
+#include "probe/wall_clock.h"
 
 namespace corenoise {
 namespace {
-
-double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 template <typename Fn>
 double time_seconds(Fn&& fn) {
@@ -210,7 +207,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   RoundSamples round;
   round.mode = mode;
   round.isa = isa_;
-  round.started_unix_seconds = unix_seconds();
+  round.started_unix_seconds = unix_seconds_now();
   const auto t0 = std::chrono::steady_clock::now();
   const ProcCounterReader counters(settings_.proc_root);
 
