@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -48,9 +49,22 @@ class Pacing {
   virtual void after_step(std::size_t /*worker*/) {}
 };
 
+// Where a SharedRound's segment keeps each pacing's state.
+constexpr std::size_t kBarrierOffset = 0;
+constexpr std::size_t kTurnsOffset = 64;  // its own cache line
+static_assert(sizeof(SpinBarrier::State) <= kTurnsOffset);
+
+std::byte* shared_at(const SharedRound& shared, std::size_t offset) {
+  return static_cast<std::byte*>(shared.memory) + offset;
+}
+
 class Together final : public Pacing {
  public:
-  Together(std::size_t workers, const std::atomic<bool>* cancel) : barrier_(workers, cancel) {}
+  Together(std::size_t workers, const std::atomic<bool>* cancel, const SharedRound* shared)
+      : barrier_(shared != nullptr ? shared->participants : workers, cancel,
+                 shared != nullptr ? reinterpret_cast<SpinBarrier::State*>(
+                                         shared_at(*shared, kBarrierOffset))
+                                   : nullptr) {}
   bool before_step(std::size_t) override { return barrier_.arrive_and_wait(); }
 
  private:
@@ -61,18 +75,25 @@ class InTurn final : public Pacing {
  public:
   // `off` holds every other thread of the process; before each step, they
   // leave the CPU about to be measured.
+  // With `shared`, the turns go round every process's CPUs; worker i of this
+  // process is participant first + i.
   InTurn(std::vector<unsigned> cpus, const std::atomic<bool>* cancel, ProcessOffCpus& off,
-         std::size_t steps, const Runner::Progress& progress)
+         std::size_t steps, const Runner::Progress& progress, const SharedRound* shared)
       : cpus_(std::move(cpus)),
-        turns_(cpus_.size(), cancel),
+        turns_(shared != nullptr
+                   ? std::make_unique<TurnTaking>(shared_at(*shared, kTurnsOffset),
+                                                  shared->participants, cancel)
+                   : std::make_unique<TurnTaking>(cpus_.size(), cancel)),
+        first_(shared != nullptr ? shared->first : 0),
+        participants_(shared != nullptr ? shared->participants : cpus_.size()),
         off_(off),
         steps_(steps),
         progress_(progress) {}
-  void prepared(std::size_t) override { turns_.prepared(); }
+  void prepared(std::size_t) override { turns_->prepared(); }
   bool before_step(std::size_t worker) override {
-    if (!turns_.wait_turn(worker)) return false;
+    if (!turns_->wait_turn(first_ + worker)) return false;
     const std::uint64_t woke = read_tsc();
-    const std::uint64_t asked = turns_.handed_over();
+    const std::uint64_t asked = turns_->handed_over();
     lag_ = asked != 0 && asked < woke ? woke - asked : 0;
     off_.move_off({cpus_[worker]});
     return true;
@@ -81,13 +102,15 @@ class InTurn final : public Pacing {
   std::uint64_t start_lag() const override { return lag_; }
   void after_step(std::size_t worker) override {
     // The last CPU of a step reports it, between two measurements.
-    if (worker + 1 == cpus_.size() && progress_) progress_(++done_, steps_);
-    turns_.pass(worker);
+    if (first_ + worker + 1 == participants_ && progress_) progress_(++done_, steps_);
+    turns_->pass(first_ + worker);
   }
 
  private:
   std::vector<unsigned> cpus_;
-  TurnTaking turns_;
+  std::unique_ptr<TurnTaking> turns_;
+  std::size_t first_;
+  std::size_t participants_;
   ProcessOffCpus& off_;
   std::size_t steps_;
   const Runner::Progress& progress_;
@@ -190,6 +213,16 @@ class CpuWorker {
 
 }  // namespace
 
+std::size_t shared_round_bytes(std::size_t participants) {
+  return kTurnsOffset + TurnTaking::state_bytes(participants);
+}
+
+void prepare_shared_round(void* memory, std::size_t participants) {
+  SharedRound shared{memory, participants, 0};
+  new (shared_at(shared, kBarrierOffset)) SpinBarrier::State;
+  TurnTaking::construct_state(shared_at(shared, kTurnsOffset), participants);
+}
+
 Runner::Runner(ProbeSettings settings, Topology topology)
     : settings_(std::move(settings)),
       topology_(std::move(topology)),
@@ -203,7 +236,11 @@ Runner::Runner(ProbeSettings settings, Topology topology)
 }
 
 RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress,
-                         const std::atomic<bool>* cancel) const {
+                         const std::atomic<bool>* cancel, const SharedRound* shared) const {
+  if (shared != nullptr && (shared->memory == nullptr || shared->participants == 0 ||
+                            shared->first + cpus.size() > shared->participants)) {
+    throw std::invalid_argument("shared round: participants do not cover this process's CPUs");
+  }
   RoundSamples round;
   round.mode = mode;
   round.isa = isa_;
@@ -227,9 +264,9 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   std::unique_ptr<Pacing> pacing;
   if (mode == Mode::isolated) {
     const std::size_t steps = settings_.probes.size() * static_cast<std::size_t>(settings_.samples);
-    pacing = std::make_unique<InTurn>(cpus, cancel, off, steps, progress);
+    pacing = std::make_unique<InTurn>(cpus, cancel, off, steps, progress, shared);
   } else {
-    pacing = std::make_unique<Together>(pus.size(), cancel);
+    pacing = std::make_unique<Together>(pus.size(), cancel, shared);
   }
   std::vector<std::thread> threads;
   threads.reserve(pus.size());

@@ -43,6 +43,22 @@ struct RoundSamples {
   std::vector<CpuSamples> cpus;  // in the order requested
 };
 
+// A round measured by several processes of one node together, one rank per
+// core (`corenoise sweep --rank-per-core`): their probe threads pace one
+// another — take turns in isolated mode, meet at the spin barrier in
+// concurrent mode — through `memory`, a segment every process maps at some
+// address. This process's CPUs are participants [first, first + cpus) of
+// `participants`. Before each round exactly one process calls
+// prepare_shared_round, and no process starts the round before it returns
+// (a barrier of the node's ranks).
+struct SharedRound {
+  void* memory = nullptr;  // shared_round_bytes(participants), 64-byte aligned
+  std::size_t participants = 0;
+  std::size_t first = 0;
+};
+std::size_t shared_round_bytes(std::size_t participants);
+void prepare_shared_round(void* memory, std::size_t participants);
+
 class Runner {
  public:
   // Called with (steps done, steps): in isolated mode after each step (one
@@ -56,8 +72,10 @@ class Runner {
   // Measures `cpus` (OS indexes of usable PUs of the topology) in `mode`.
   // `cancel`, if set, stops the round between samples; the result then has
   // cancelled = true and partial samples. Not thread-safe: one round at a time.
+  // `shared`, if set, paces these CPUs with other processes' (SharedRound).
   RoundSamples run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress = {},
-                   const std::atomic<bool>* cancel = nullptr) const;
+                   const std::atomic<bool>* cancel = nullptr,
+                   const SharedRound* shared = nullptr) const;
 
   const ProbeSettings& settings() const { return settings_; }
   Isa isa() const { return isa_; }

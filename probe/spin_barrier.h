@@ -5,6 +5,9 @@
 // Cancellation is decided once per phase by the last thread to arrive, so
 // every participant gets the same answer for the same phase and none is
 // left waiting for a peer that stopped.
+//
+// The barrier's state may live in memory shared by several processes (one
+// rank per core, see Runner's SharedRound): it holds only lock-free atomics.
 #pragma once
 
 #include <immintrin.h>
@@ -16,31 +19,42 @@ namespace corenoise {
 
 class SpinBarrier {
  public:
-  // `cancel` may be null (never cancelled).
-  SpinBarrier(std::size_t participants, const std::atomic<bool>* cancel)
-      : expected_(participants), cancel_(cancel) {}
+  struct State {
+    std::atomic<std::size_t> arrived{0};
+    std::atomic<std::size_t> generation{0};
+    std::atomic<bool> cancelled{false};
+  };
+  static_assert(std::atomic<std::size_t>::is_always_lock_free &&
+                std::atomic<bool>::is_always_lock_free);
+
+  // `cancel` may be null (never cancelled). `shared`, if set, is a State
+  // that every participant's barrier uses (constructed once, before any
+  // participant arrives); otherwise the barrier has its own.
+  SpinBarrier(std::size_t participants, const std::atomic<bool>* cancel, State* shared = nullptr)
+      : expected_(participants), cancel_(cancel), state_(shared != nullptr ? *shared : own_) {}
+  SpinBarrier(const SpinBarrier&) = delete;
+  SpinBarrier& operator=(const SpinBarrier&) = delete;
 
   // Waits for all participants; false if the round is cancelled as of this
   // phase (then for all participants alike).
   bool arrive_and_wait() {
-    const std::size_t generation = generation_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == expected_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      cancelled_.store(cancel_ != nullptr && cancel_->load(std::memory_order_relaxed),
-                       std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+    const std::size_t generation = state_.generation.load(std::memory_order_acquire);
+    if (state_.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == expected_) {
+      state_.arrived.store(0, std::memory_order_relaxed);
+      state_.cancelled.store(cancel_ != nullptr && cancel_->load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+      state_.generation.fetch_add(1, std::memory_order_release);
     } else {
-      while (generation_.load(std::memory_order_acquire) == generation) _mm_pause();
+      while (state_.generation.load(std::memory_order_acquire) == generation) _mm_pause();
     }
-    return !cancelled_.load(std::memory_order_relaxed);
+    return !state_.cancelled.load(std::memory_order_relaxed);
   }
 
  private:
   const std::size_t expected_;
   const std::atomic<bool>* cancel_;
-  std::atomic<std::size_t> arrived_{0};
-  std::atomic<std::size_t> generation_{0};
-  std::atomic<bool> cancelled_{false};
+  State own_;
+  State& state_;
 };
 
 }  // namespace corenoise

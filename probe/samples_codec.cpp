@@ -1,0 +1,94 @@
+#include "probe/samples_codec.h"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+json optional_json(const auto& value) { return value ? json(*value) : json(nullptr); }
+
+template <typename T>
+std::optional<T> optional_from(const json& j) {
+  return j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
+}
+
+json detour_json(const DetourResult& d) {
+  return {{"window", d.window_seconds},
+          {"threshold", d.threshold_seconds},
+          {"count", d.count},
+          {"total", d.total_seconds},
+          {"max", d.max_seconds},
+          {"histogram", d.histogram},
+          {"interrupts", optional_json(d.interrupts)},
+          {"softirqs", optional_json(d.softirqs)},
+          {"steal", optional_json(d.steal_seconds)},
+          {"preemptions", d.preemptions},
+          {"preempted", optional_json(d.preempted_seconds)}};
+}
+
+DetourResult detour_from(const json& j) {
+  DetourResult d;
+  d.window_seconds = j.at("window").get<double>();
+  d.threshold_seconds = j.at("threshold").get<double>();
+  d.count = j.at("count").get<std::uint64_t>();
+  d.total_seconds = j.at("total").get<double>();
+  d.max_seconds = j.at("max").get<double>();
+  d.histogram = j.at("histogram").get<decltype(d.histogram)>();
+  d.interrupts = optional_from<std::uint64_t>(j.at("interrupts"));
+  d.softirqs = optional_from<std::uint64_t>(j.at("softirqs"));
+  d.steal_seconds = optional_from<double>(j.at("steal"));
+  d.preemptions = j.at("preemptions").get<std::uint64_t>();
+  d.preempted_seconds = optional_from<double>(j.at("preempted"));
+  return d;
+}
+
+json work_json(const KernelWork& w) { return {w.flops, w.bytes, w.cycles}; }
+
+KernelWork work_from(const json& j) {
+  return {j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>()};
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_samples(const CpuSamples& s) {
+  json detours = json::array();
+  for (const auto& d : s.detours) detours.push_back(detour_json(d));
+  const json j = {{"cpu", s.cpu},
+                  {"matmul", s.matmul_seconds},
+                  {"products", s.matmul_product_seconds},
+                  {"clock", s.clock_hertz},
+                  {"stream", s.stream_seconds},
+                  {"detours", std::move(detours)},
+                  {"matmul_work", work_json(s.matmul_work)},
+                  {"stream_work", work_json(s.stream_work)},
+                  {"error", s.error}};
+  // MessagePack keeps doubles as their 8 bytes, so nothing is rounded.
+  const std::vector<std::uint8_t> packed = json::to_msgpack(j);
+  const auto* first = reinterpret_cast<const std::byte*>(packed.data());
+  return {first, first + packed.size()};
+}
+
+CpuSamples decode_samples(std::span<const std::byte> bytes) {
+  try {
+    const auto* first = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    const json j = json::from_msgpack(first, first + bytes.size());
+    CpuSamples s;
+    s.cpu = j.at("cpu").get<unsigned>();
+    s.matmul_seconds = j.at("matmul").get<std::vector<double>>();
+    s.matmul_product_seconds = j.at("products").get<std::vector<double>>();
+    s.clock_hertz = j.at("clock").get<std::vector<double>>();
+    s.stream_seconds = j.at("stream").get<std::vector<double>>();
+    for (const json& d : j.at("detours")) s.detours.push_back(detour_from(d));
+    s.matmul_work = work_from(j.at("matmul_work"));
+    s.stream_work = work_from(j.at("stream_work"));
+    s.error = j.at("error").get<std::string>();
+    return s;
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("not a CPU's encoded samples: ") + e.what());
+  }
+}
+
+}  // namespace corenoise
