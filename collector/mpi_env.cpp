@@ -33,6 +33,7 @@ namespace corenoise {
 struct MpiEnvironment::Comms {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm leaders = MPI_COMM_NULL;  // MPI_COMM_NULL on non-leaders
+  std::vector<MPI_Win> shared_windows;  // node_shared_memory's, freed before MPI_Finalize
 };
 
 namespace {
@@ -75,6 +76,17 @@ extern "C" void merge_trampoline(void* in, void* inout, int* len, MPI_Datatype*)
              static_cast<std::size_t>(*len));
   } catch (...) {
     g_merge_error = std::current_exception();
+  }
+}
+
+// Completes a nonblocking collective, sleeping between polls: MPICH's
+// blocking calls busy-poll, and a rank with nothing to do must not take CPU
+// time from a core being measured. A millisecond is nothing next to a round.
+void wait_sleeping(MPI_Request& request, const char* call) {
+  for (int done = 0;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -155,6 +167,7 @@ MpiEnvironment::~MpiEnvironment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  for (MPI_Win& window : comms_->shared_windows) MPI_Win_free(&window);
   if (comms_->leaders != MPI_COMM_NULL) MPI_Comm_free(&comms_->leaders);
   if (comms_->node != MPI_COMM_NULL) MPI_Comm_free(&comms_->node);
   MPI_Finalize();
@@ -168,7 +181,87 @@ void MpiEnvironment::require_leader(const char* what) const {
   }
 }
 
-void MpiEnvironment::barrier_world() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void MpiEnvironment::barrier_world() {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+  wait_sleeping(request, "MPI_Ibarrier");
+}
+
+void MpiEnvironment::barrier_node() {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibarrier(comms_->node, &request), "MPI_Ibarrier");
+  wait_sleeping(request, "MPI_Ibarrier");
+}
+
+void MpiEnvironment::broadcast_node(std::vector<std::byte>& blob) {
+  std::uint64_t size = blob.size();
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comms_->node, &request), "MPI_Ibcast");
+  wait_sleeping(request, "MPI_Ibcast");
+  const int bytes = to_int_count(size, "broadcast_node");
+  if (node_rank_ != 0) blob.resize(size);
+  check(MPI_Ibcast(blob.data(), bytes, MPI_BYTE, 0, comms_->node, &request), "MPI_Ibcast");
+  wait_sleeping(request, "MPI_Ibcast");
+  if (node_rank_ == 0) bytes_sent_ += sizeof size + size;
+}
+
+std::vector<std::vector<std::byte>> MpiEnvironment::gather_node_blobs(
+    std::span<const std::byte> blob) {
+  const int bytes = to_int_count(blob.size(), "gather_node_blobs");
+  const bool root = node_rank_ == 0;
+  std::vector<int> sizes(root ? node_size_ : 0);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Igather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->node, &request),
+        "MPI_Igather");
+  wait_sleeping(request, "MPI_Igather");
+  std::vector<int> offsets(sizes.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    offsets[i] = to_int_count(total, "gather_node_blobs total");
+    total += static_cast<std::size_t>(sizes[i]);
+  }
+  std::vector<std::byte> all(total);
+  check(MPI_Igatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
+                     MPI_BYTE, 0, comms_->node, &request),
+        "MPI_Igatherv");
+  wait_sleeping(request, "MPI_Igatherv");
+  bytes_sent_ += sizeof bytes + blob.size();
+  std::vector<std::vector<std::byte>> blobs(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto* begin = all.data() + offsets[i];
+    blobs[i].assign(begin, begin + sizes[i]);
+  }
+  return blobs;
+}
+
+std::span<std::byte> MpiEnvironment::node_shared_memory(std::size_t bytes) {
+  // The leader allocates it all, so that it is one contiguous segment, with
+  // room to align it: MPICH gives a single rank plain heap memory.
+  constexpr std::size_t kAlign = 64;
+  const auto local = static_cast<MPI_Aint>(node_rank_ == 0 ? bytes + kAlign : 0);
+  void* base = nullptr;
+  MPI_Win window = MPI_WIN_NULL;
+  check(MPI_Win_allocate_shared(local, 1, MPI_INFO_NULL, comms_->node, &base, &window),
+        "MPI_Win_allocate_shared");
+  comms_->shared_windows.push_back(window);
+  MPI_Aint size = 0;
+  int unit = 0;
+  check(MPI_Win_shared_query(window, 0, &size, &unit, &base), "MPI_Win_shared_query");
+  // Every rank must use the same bytes: the leader's alignment offset.
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  std::uint64_t offset = (kAlign - address % kAlign) % kAlign;
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Ibcast(&offset, 1, MPI_UINT64_T, 0, comms_->node, &request), "MPI_Ibcast");
+  wait_sleeping(request, "MPI_Ibcast");
+  if (static_cast<std::size_t>(size) < bytes + offset || (address + offset) % 8 != 0) {
+    throw MpiError("MPI_Win_allocate_shared: segment of " + std::to_string(size) +
+                   " bytes cannot hold " + std::to_string(bytes) + " aligned bytes");
+  }
+  auto* first = static_cast<std::byte*>(base) + offset;
+  if (node_rank_ == 0) std::memset(first, 0, bytes);
+  barrier_node();  // nobody uses it before it is zeroed
+  return {first, bytes};
+}
 
 void MpiEnvironment::barrier_leaders() {
   require_leader("barrier_leaders");

@@ -74,8 +74,24 @@ class MpiEnvironment {
   // as its own input, not the algorithm's wire traffic), for --verbose.
   std::uint64_t bytes_sent() const { return bytes_sent_; }
 
-  // Collective over every rank.
+  // Collective over every rank. Waiting ranks sleep (1 ms polls) instead of
+  // spinning, so that ranks with nothing to do leave their cores to the
+  // ones being measured.
   void barrier_world();
+
+  // --- Node collectives: every rank of the node, in the same order. Waits
+  // sleep as in barrier_world. ---
+
+  void barrier_node();
+  // The node leader's `blob` replaces `blob` on the node's other ranks.
+  void broadcast_node(std::vector<std::byte>& blob);
+  // The node leader gets one blob per node rank, in node-rank order (sizes
+  // may differ); the other ranks get an empty vector.
+  std::vector<std::vector<std::byte>> gather_node_blobs(std::span<const std::byte> blob);
+  // `bytes` of memory every rank of the node maps (MPI_Win_allocate_shared),
+  // zeroed, aligned for any atomic (64 bytes where the ranks map it alike);
+  // valid until the environment is destroyed.
+  std::span<std::byte> node_shared_memory(std::size_t bytes);
 
   // --- Leader collectives: every leader must call them, in the same order,
   // with the same sizes; a non-leader calling one gets std::logic_error. ---

@@ -52,7 +52,7 @@ struct RoundSamples {
 // prepare_shared_round, and no process starts the round before it returns
 // (a barrier of the node's ranks).
 struct SharedRound {
-  void* memory = nullptr;  // shared_round_bytes(participants), 64-byte aligned
+  void* memory = nullptr;  // shared_round_bytes(participants), 8-byte aligned
   std::size_t participants = 0;
   std::size_t first = 0;
 };

@@ -82,7 +82,24 @@ void expect_consistent(const Job& job, int world_size, int node_count) {
   EXPECT_EQ(leader_of_node[0], 0);
   for (int n = 1; n < node_count; ++n) EXPECT_GT(leader_of_node[n], leader_of_node[n - 1]);
   for (int r = 0; r < world_size; ++r) {
-    EXPECT_EQ(job.ranks[r]["node_size"], ranks_per_node[job.ranks[r]["node_index"]]);
+    const json& j = job.ranks[r];
+    const int size = ranks_per_node[j["node_index"]];
+    EXPECT_EQ(j["node_size"], size);
+    // Node collectives: the leader's message, every rank's blob on the
+    // leader in node-rank order, and one zeroed segment all ranks share.
+    const json& node = j["node"];
+    SCOPED_TRACE(node.dump());
+    EXPECT_EQ(node["broadcast"], "node " + std::to_string(j["node_index"].get<int>()));
+    if (j["is_leader"]) {
+      ASSERT_EQ(static_cast<int>(node["blobs"].size()), size);
+      for (int i = 0; i < size; ++i) EXPECT_EQ(node["blobs"][i], json(std::vector<int>(i + 1, i)));
+    } else {
+      EXPECT_TRUE(node["blobs"].empty());
+    }
+    EXPECT_EQ(node["shared_zeroed"], true);
+    std::vector<int> expected;
+    for (int i = 0; i < size; ++i) expected.push_back(100 + i);
+    EXPECT_EQ(node["shared"], json(expected));
   }
 
   const double n = node_count;

@@ -139,6 +139,41 @@ json exercise_leaders(MpiEnvironment& env) {
   return out;
 }
 
+// The node collectives, on every rank, each with a checkable result.
+json exercise_node(MpiEnvironment& env) {
+  json out;
+  const std::string text = "node " + std::to_string(env.node_index());
+  std::vector<std::byte> message;
+  if (env.is_leader()) {
+    const auto* p = reinterpret_cast<const std::byte*>(text.data());
+    message.assign(p, p + text.size());
+  }
+  env.broadcast_node(message);
+  out["broadcast"] = std::string(reinterpret_cast<const char*>(message.data()), message.size());
+
+  // node rank r contributes r + 1 bytes of value r.
+  const std::vector<std::byte> blob(env.node_rank() + 1, static_cast<std::byte>(env.node_rank()));
+  json blobs = json::array();
+  for (const auto& b : env.gather_node_blobs(blob)) {
+    json values = json::array();
+    for (std::byte v : b) values.push_back(static_cast<int>(v));
+    blobs.push_back(values);
+  }
+  out["blobs"] = blobs;
+
+  // Every rank writes its slot of one shared segment and reads all slots.
+  const std::span<std::byte> shared = env.node_shared_memory(64 * sizeof(std::uint32_t));
+  auto* slots = reinterpret_cast<std::uint32_t*>(shared.data());
+  bool zeroed = true;
+  for (int i = 0; i < env.node_size(); ++i) zeroed = zeroed && slots[i] == 0;
+  env.barrier_node();
+  slots[env.node_rank()] = static_cast<std::uint32_t>(100 + env.node_rank());
+  env.barrier_node();
+  out["shared_zeroed"] = zeroed;
+  out["shared"] = std::vector<std::uint32_t>(slots, slots + env.node_size());
+  return out;
+}
+
 int run(int argc, char** argv) {
   double timeout = 60;
   int hang_rank = -1;
@@ -174,6 +209,7 @@ int run(int argc, char** argv) {
       line["non_leader_rejected"] = true;
     }
   }
+  line["node"] = exercise_node(env);
   env.barrier_world();
   env.cancel_watchdog();
   line["bytes_sent"] = env.bytes_sent();
