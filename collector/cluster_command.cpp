@@ -37,14 +37,16 @@ int run_cluster_command(const ClusterCommand& command, const std::vector<std::st
   env->start_watchdog(watchdog_seconds, "corenoise " + command.name);
   env->barrier_world();
   int code = kExitHealthy;  // ranks that are not leaders: the leaders report
-  if (env->is_leader()) {
-    try {
+  try {
+    if (env->is_leader()) {
       code = command.lead(*env);
-    } catch (const std::exception& e) {
-      // An MPI failure here leaves the job inconsistent; the watchdog ends it.
-      std::cerr << prefix + e.what() + "\n";
-      code = kExitFailure;
+    } else if (command.follow) {
+      command.follow(*env);
     }
+  } catch (const std::exception& e) {
+    // An MPI failure here leaves the job inconsistent; the watchdog ends it.
+    std::cerr << prefix + e.what() + "\n";
+    code = kExitFailure;
   }
   env->barrier_world();
   env->cancel_watchdog();

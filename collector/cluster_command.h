@@ -19,9 +19,10 @@ struct ClusterCommand {
   // Parses and keeps the options; throws UsageError. Returns the watchdog's
   // deadline in seconds (0: none).
   std::function<double(const std::vector<std::string>&)> parse;
-  // One leader's work; the same exit code on every leader. Ranks that are
-  // not leaders only wait (and return 0: the leaders report).
+  // One leader's work; the same exit code on every leader.
   std::function<int(MpiEnvironment&)> lead;
+  // The other ranks' part in it, if any (they return 0: the leaders report).
+  std::function<void(MpiEnvironment&)> follow = {};
 };
 
 int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args);

@@ -65,6 +65,9 @@ struct ClusterReport {
   double duration_seconds = 0;
   std::uint32_t node_count = 0;
   std::uint64_t core_count = 0;  // probed
+  // Who measured: "rank-per-node" or "rank-per-core" (sweep), "daemons"
+  // (collect).
+  std::string layout;
   ProbeSettings settings;
   std::vector<ClusterNode> nodes;     // by index
   std::vector<WorstCoreEntry> worst;  // worst first, at most kTopK

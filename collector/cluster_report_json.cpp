@@ -97,6 +97,7 @@ json to_json(const ClusterReport& report) {
       {"version", report.version},
       {"started_unix_seconds", number(report.started_unix_seconds)},
       {"duration_seconds", number(report.duration_seconds)},
+      {"layout", report.layout},
       {"node_count", report.node_count},
       {"core_count", report.core_count},
       {"healthy", report.healthy},

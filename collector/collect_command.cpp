@@ -329,6 +329,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   reduce.verbose = options.verbose;
   reduce.prefix = prefix;
   Reduction reduction = reduce_reports(env, report ? &*report : nullptr, error, reduce);
+  reduction.report.layout = "daemons";
 
   bool publish_failed = false;
   if (report) {

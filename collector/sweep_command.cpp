@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "collector/command_line.h"
 #include "collector/exit_codes.h"
 #include "collector/mpi_env.h"
+#include "collector/rank_per_core.h"
 #include "collector/report_outputs.h"
 #include "collector/sweep_summary.h"
 #include "daemon/control_client.h"
@@ -41,6 +43,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise sweep [OPTIONS]
+       mpiexec -bind-to core corenoise sweep --rank-per-core [OPTIONS]
 
 Probes every core of every node of the allocation at once: all nodes start
 together, run an isolated round (one core at a time) and then a concurrent
@@ -48,8 +51,14 @@ round (all cores at once), and the results are reduced across nodes. Prints
 the cluster's quantiles, the worst cores with their node, CPU, state and
 cause, the worst nodes, the barrier wait a bulk-synchronous job would see
 (docs/scaling.md), and the Slurm drain commands for the nodes to take out
-(printed, never run). Run one rank per node. A corenoised running on a node
-is paused for the duration and resumed afterwards.
+(printed, never run). A corenoised running on a node is paused for the
+duration and resumed afterwards.
+
+Layout: by default one rank per node probes all of the node's cores (run
+with -ppn 1; further ranks only wait). With --rank-per-core every rank probes
+the core it is bound to (unbound, the core of its node-local rank), as an
+application launched with -bind-to core runs: the MPI library's threads and
+each rank's memory placement are then where the job's would be.
 
 Exit status: 0 all healthy, 1 error or bad input, 2 unhealthy cores or
 outlier nodes.
@@ -61,6 +70,7 @@ Sweep options:
                             docs/sweep.md)
   --html FILE               write the report as one self-contained HTML page
                             (heatmap of nodes x cores with --full; docs/report.md)
+  --rank-per-core           every rank probes its own core (see Layout)
   --full                    also gather every core's state, slowdowns and cause
                             to rank 0 (for the heatmap and the JSON `cells`);
                             this is the only part proportional to all cores
@@ -86,6 +96,7 @@ constexpr double kStartMarginSeconds = 0.5;
 struct SweepOptions {
   ProbeSettings settings;
   std::optional<std::vector<unsigned>> cpus;
+  bool rank_per_core = false;
   std::optional<std::string> json_path;
   std::optional<std::string> html_path;
   bool full = false;
@@ -119,8 +130,7 @@ SweepOptions parse(const std::vector<std::string>& args) {
   for (const auto& [name, value] : parsed.options) {
     try {
       if (name == "rank-per-core") {
-        throw UsageError(
-            "--rank-per-core is not implemented yet; run one rank per node (mpiexec -ppn 1)");
+        options.rank_per_core = true;
       } else if (name == "cpus") {
         options.cpus = parse_cpu_list(value);
       } else if (name == "json") {
@@ -149,14 +159,11 @@ SweepOptions parse(const std::vector<std::string>& args) {
       throw UsageError("--" + name + ": " + e.what());
     }
   }
+  if (options.rank_per_core && options.cpus) {
+    throw UsageError("--cpus and --rank-per-core exclude each other: with a rank per core, "
+                     "the ranks' binding chooses the CPUs");
+  }
   return options;
-}
-
-void sleep_until_unix(double when) {
-  const auto target = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(when)));
-  std::this_thread::sleep_until(target);
 }
 
 std::vector<unsigned> select_cpus(const SweepOptions& options, const Topology& topology) {
@@ -230,11 +237,17 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   const auto node = static_cast<std::uint32_t>(env.node_index());
   const double started = unix_seconds_now();
   const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
-  if (root && env.world_size() > env.node_count()) {
+  if (root && !options.rank_per_core && env.world_size() > env.node_count()) {
     std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
                      std::to_string(env.node_count()) +
-                     " nodes; only one rank per node probes, the others wait (run with -ppn 1)\n";
+                     " nodes; only one rank per node probes, the others wait (run with -ppn 1, "
+                     "or probe a core per rank with --rank-per-core)\n";
   }
+
+  // With a rank per core, the node's ranks first agree on their CPUs; they
+  // wait for this leader whatever happens next (NodeRanks releases them).
+  std::optional<NodeRanks> ranks;
+  if (options.rank_per_core) ranks.emplace(env, options.settings);
 
   // Set-up: everything that can fail on one node alone, before any leader
   // starts measuring.
@@ -245,8 +258,13 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   bool failed = false;
   try {
     topology = Topology::load("native");
-    cpus = select_cpus(options, *topology);
-    runner = std::make_unique<Runner>(options.settings, *topology);
+    if (ranks) {
+      if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
+      cpus = ranks->cpus();
+    } else {
+      cpus = select_cpus(options, *topology);
+      runner = std::make_unique<Runner>(options.settings, *topology);
+    }
     if (root) outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
@@ -263,23 +281,40 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   report.this_system = true;
   report.settings = options.settings;
   report.pus = topology->pus();
-  report.isa = runner->isa();
+  // With a rank per core, the leader's view of the other ranks' CPUs is
+  // "outside its affinity"; what matters is whether a rank probed them.
+  std::map<unsigned, std::string> skip_reasons;
+  if (ranks) {
+    for (const ProcessingUnit& pu : report.pus) {
+      if (std::find(cpus.begin(), cpus.end(), pu.cpu) == cpus.end()) {
+        skip_reasons[pu.cpu] = "no rank of the job on it";
+      }
+    }
+  }
 
   for (Mode mode : options.settings.modes) {
     // Every node starts each round at the same instant, so that the nodes'
     // rounds overlap the way a job's steps do.
     env.barrier_leaders();
     const double start = env.common_start_time(kStartMarginSeconds);
-    sleep_until_unix(start);
     try {
-      const RoundSamples round = runner->run(mode, cpus);
-      report.modes.push_back(make_mode_report(round, report.pus, options.settings.thresholds));
+      RoundSamples round;
+      if (ranks) {
+        round = ranks->run(mode, start);
+      } else {
+        sleep_until_unix_seconds(start);
+        round = runner->run(mode, cpus);
+      }
+      report.isa = round.isa;
+      report.modes.push_back(
+          make_mode_report(round, report.pus, options.settings.thresholds, skip_reasons));
     } catch (const std::exception& e) {
       std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
       failed = true;
     }
     if (any_leader_failed(env, failed)) return kExitFailure;
   }
+  if (ranks) ranks->release();
 
   // Reductions (docs/scaling.md), shared with `corenoise collect`.
   ReduceOptions reduce;
@@ -291,6 +326,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   reduce.verbose = options.verbose;
   reduce.prefix = prefix;
   Reduction reduction = reduce_reports(env, &report, "", reduce);
+  reduction.report.layout = options.rank_per_core ? "rank-per-core" : "rank-per-node";
 
   return agree_on_exit_code(env, prefix, [&] {
     const ClusterReport& cluster = reduction.report;
@@ -309,7 +345,12 @@ int run_sweep_command(const std::vector<std::string>& args) {
                                 options = parse(a);
                                 return options.timeout_seconds;
                               },
-                              [&](MpiEnvironment& env) { return run_leader(env, options); }},
+                              [&](MpiEnvironment& env) { return run_leader(env, options); },
+                              [&](MpiEnvironment& env) {
+                                if (!options.rank_per_core) return;
+                                NodeRanks ranks(env, options.settings);
+                                ranks.follow();
+                              }},
                              args);
 }
 

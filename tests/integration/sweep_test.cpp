@@ -18,6 +18,7 @@ namespace corenoise {
 namespace {
 
 using nlohmann::json;
+using testing::BackgroundProcess;
 using testing::run_command;
 
 const std::string kMpiexec = MPIEXEC_BIN;
@@ -86,10 +87,10 @@ TEST(Sweep, BadOptionExitsOneNamingIt) {
   EXPECT_NE(bad_top.err.find("--top"), std::string::npos) << bad_top.err;
 }
 
-TEST(Sweep, RankPerCoreIsRejected) {
-  const auto r = run_command(kTimeout + kCorenoise + " sweep --rank-per-core");
+TEST(Sweep, RankPerCoreRefusesCpus) {
+  const auto r = run_command(kTimeout + kCorenoise + " sweep --rank-per-core --cpus 0");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("rank-per-core"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--cpus and --rank-per-core"), std::string::npos) << r.err;
 }
 
 TEST(Sweep, SingletonWithoutMpiexec) {
@@ -157,6 +158,101 @@ TEST(Sweep, FullReportHasEveryCoreOfEveryNode) {
       EXPECT_NE(html.find(cell), std::string::npos) << cell;
     }
   }
+}
+
+}  // namespace
+}  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// The state and cause of `cpu` in the `cells` of node `node`.
+json cell_of(const json& report, std::size_t node, unsigned cpu) {
+  for (const json& c : report["cells"][node]["cores"]) {
+    if (c["cpu"] == cpu) return c;
+  }
+  return json();
+}
+
+// --rank-per-core with ranks bound to cores: each rank probes its own core,
+// and the node's leader reports both.
+TEST(SweepRankPerCore, BoundRanksProbeTheirOwnCores) {
+  const std::string path = temp_path("rpc-bound.json");
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -bind-to core " + kCorenoise +
+                             " sweep --rank-per-core --full" + kQuick + " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  EXPECT_EQ(r.err.find("only one rank per node probes"), std::string::npos) << r.err;
+  const json report = read_json(path);
+  expect_report_structure(report, 1);
+  EXPECT_EQ(report["layout"], "rank-per-core");
+  EXPECT_EQ(report["nodes"][0]["probed_cores"], 2);
+  for (unsigned cpu = 0; cpu < 2; ++cpu) {
+    const json cell = cell_of(report, 0, cpu);
+    EXPECT_NE(cell["state"], "skipped") << cell.dump();
+    EXPECT_TRUE(cell["expected_slowdown"].is_number()) << cell.dump();
+  }
+  std::remove(path.c_str());
+}
+
+// Two fake nodes of one bound rank each: each node probes only its rank's
+// core, and says why the other is skipped.
+TEST(SweepRankPerCore, OneBoundRankPerFakeNodeProbesOneCoreEach) {
+  const std::string path = temp_path("rpc-nodes.json");
+  const auto r =
+      run_command(kTimeout + kMpiexec + " -n 2 -bind-to core" + kTwoNodes + " " + kCorenoise +
+                  " sweep --rank-per-core --full" + kQuick + " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  const json report = read_json(path);
+  expect_report_structure(report, 2);
+  for (unsigned node = 0; node < 2; ++node) {
+    EXPECT_EQ(report["nodes"][node]["probed_cores"], 1);
+    // Hydra binds rank r to core r.
+    const json mine = cell_of(report, node, node);
+    const json other = cell_of(report, node, 1 - node);
+    EXPECT_NE(mine["state"], "skipped") << mine.dump();
+    EXPECT_EQ(other["state"], "skipped") << other.dump();
+    EXPECT_EQ(other["cause"], "no rank of the job on it") << other.dump();
+  }
+  std::remove(path.c_str());
+}
+
+TEST(SweepRankPerCore, MoreUnboundRanksThanCoresIsAnErrorNamingTheRank) {
+  const unsigned cores = static_cast<unsigned>(Topology::load("native").pus().size());
+  const auto r = run_command(kTimeout + kMpiexec + " -n " + std::to_string(cores + 1) + " " +
+                             kCorenoise + " sweep --rank-per-core" + kQuick);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank " + std::to_string(cores) + " of the node"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("-bind-to core"), std::string::npos) << r.err;
+}
+
+TEST(SweepRankPerCore, TwoRanksBoundToOneCoreIsAnError) {
+  // -bind-to user:0,0 puts both ranks on CPU 0.
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -bind-to user:0,0 " + kCorenoise +
+                             " sweep --rank-per-core" + kQuick);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("ranks 0 and 1 of the node would both probe CPU 0"), std::string::npos)
+      << r.err;
+}
+
+// The story's layout with known noise: a SCHED_FIFO thread busy 1 ms in
+// every 10 ms on CPU 1, and two ranks bound to CPUs 0 and 1. The rank on
+// CPU 1 ranks worst, noisy, and the job exits 2.
+TEST(SweepRankPerCore, InjectedNoiseRanksItsCoreWorst) {
+  BackgroundProcess injector(
+      {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms", "10", "--seconds", "60"});
+  const std::string ready = injector.wait_line();
+  ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
+  const std::string path = temp_path("rpc-noise.json");
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -bind-to core " + kCorenoise +
+                             " sweep --rank-per-core --mode isolated --json " + path);
+  ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+  const json report = read_json(path);
+  const json& worst = report["worst"][0];
+  EXPECT_EQ(worst["cpu"], 1) << worst.dump();
+  EXPECT_EQ(worst["state"], "noisy") << worst.dump();
+  EXPECT_NE(worst["cause"].get<std::string>().find("preempted"), std::string::npos) << worst;
+  std::remove(path.c_str());
 }
 
 }  // namespace
