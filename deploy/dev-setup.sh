@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
-test_packages=(libopenblas-dev prometheus)
+# chromium: the HTML report test opens the page in a headless browser.
+test_packages=(libopenblas-dev prometheus chromium)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
