@@ -25,6 +25,7 @@
 #include "collector/sweep_summary.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
+#include "probe/report_json.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -132,109 +133,6 @@ std::string socket_path(const CollectOptions& options) {
   if (options.socket && !options.socket->empty()) return *options.socket;
   const char* env = std::getenv("CORENOISE_SOCKET");
   return env != nullptr && *env != '\0' ? env : kDefaultControlSocket;
-}
-
-// --- The `results` document (docs/json.md) back into a NodeReport --------
-// Only what the reduction reads: PUs, rounds with their references, and
-// every core's figures and verdict per mode.
-
-std::optional<double> opt(const json& j, const char* key) {
-  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
-  return std::nullopt;
-}
-
-Mode mode_of(const std::string& name) {
-  if (name == "isolated") return Mode::isolated;
-  if (name == "concurrent") return Mode::concurrent;
-  throw std::runtime_error("results: unknown mode '" + name + "'");
-}
-
-CoreState state_of(const std::string& name) {
-  for (CoreState s : kAllCoreStates) {
-    if (to_string(s) == name) return s;
-  }
-  throw std::runtime_error("results: unknown state '" + name + "'");
-}
-
-CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& kind) {
-  CoreFigures c;
-  c.cpu = cpu;
-  c.kind = kind;
-  c.state = state_of(j.at("state").get<std::string>());
-  c.cause = j.value("cause", "");
-  c.expected_slowdown = opt(j, "expected_slowdown");
-  c.excess_noise = opt(j, "excess_noise");
-  c.noise_factor = opt(j, "noise_factor");
-  c.residual = opt(j, "residual");
-  if (j.contains("matmul")) {
-    const json& m = j["matmul"];
-    c.matmul_seconds = opt(m, "seconds");
-    c.matmul_flops_per_second = opt(m, "flops_per_second");
-    c.matmul_slowdown = opt(m, "slowdown");
-    c.matmul_spread = opt(m, "spread");
-    c.matmul_sample_seconds = opt(m, "sample_seconds");
-  }
-  if (j.contains("clock")) {
-    c.clock_hertz = opt(j["clock"], "hertz");
-    c.clock_ratio = opt(j["clock"], "ratio");
-    c.clock_spread = opt(j["clock"], "spread");
-  }
-  if (j.contains("detour")) {
-    const json& d = j["detour"];
-    DetourResult r;
-    r.window_seconds = d.value("window_seconds", 0.0);
-    r.threshold_seconds = d.value("threshold_seconds", 0.0);
-    r.count = d.value("count", std::uint64_t{0});
-    r.total_seconds = d.value("total_seconds", 0.0);
-    r.max_seconds = d.value("max_seconds", 0.0);
-    r.preemptions = d.value("preemptions", std::uint64_t{0});
-    c.detour = r;
-  }
-  if (j.contains("stream")) {
-    c.stream_bytes_per_second = opt(j["stream"], "bytes_per_second");
-    c.stream_slowdown = opt(j["stream"], "slowdown");
-  }
-  return c;
-}
-
-NodeReport node_report_from_json(const json& doc) {
-  NodeReport r;
-  r.version = doc.value("version", "");
-  r.hostname = doc.value("hostname", "");
-  for (const json& round : doc.at("rounds")) {
-    ModeReport m;
-    m.mode = mode_of(round.at("mode").get<std::string>());
-    m.started_unix_seconds = round.value("started_unix_seconds", 0.0);
-    m.duration_seconds = round.value("duration_seconds", 0.0);
-    m.cancelled = round.value("cancelled", false);
-    for (const json& ref : round.value("references", json::array())) {
-      KindReference k;
-      k.kind = ref.value("kind", "");
-      k.cores = ref.value("cores", std::size_t{0});
-      k.matmul_seconds = opt(ref, "matmul_seconds");
-      k.clock_hertz = opt(ref, "clock_hertz");
-      k.noise_ratio = opt(ref, "noise_ratio");
-      k.noise_floor = opt(ref, "noise_floor");
-      k.stream_bytes_per_second = opt(ref, "stream_bytes_per_second");
-      m.verdicts.references.push_back(std::move(k));
-    }
-    r.modes.push_back(std::move(m));
-  }
-  for (const json& c : doc.at("cpus")) {
-    ProcessingUnit pu;
-    pu.cpu = c.at("cpu").get<unsigned>();
-    pu.core = c.value("core", 0u);
-    pu.package = c.value("package", 0u);
-    pu.numa_node = c.value("numa_node", -1);
-    pu.kind = c.value("kind", "default");
-    for (std::size_t m = 0; m < r.modes.size(); ++m) {
-      // The first mode's figures are at top level, later modes under their name.
-      const json& f = m == 0 ? c : c.at(std::string(to_string(r.modes[m].mode)));
-      r.modes[m].verdicts.cores.push_back(figures_from_json(f, pu.cpu, pu.kind));
-    }
-    r.pus.push_back(std::move(pu));
-  }
-  return r;
 }
 
 // This node's cores against the cluster's reference core of their kind, as

@@ -32,7 +32,7 @@ namespace corenoise {
 
 struct MpiEnvironment::Comms {
   MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm leaders = MPI_COMM_NULL;  // MPI_COMM_NULL on non-leaders
+  MPI_Comm leaders = MPI_COMM_NULL;     // MPI_COMM_NULL on non-leaders
   std::vector<MPI_Win> shared_windows;  // node_shared_memory's, freed before MPI_Finalize
 };
 

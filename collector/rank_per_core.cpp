@@ -32,7 +32,8 @@ unsigned choose_rank_cpu(const std::vector<ProcessingUnit>& pus, int node_rank) 
     for (const ProcessingUnit* f : first_of_core) seen = seen || f->core == pu.core;
     if (!seen) first_of_core.push_back(&pu);
   }
-  if (first_of_core.empty()) throw std::invalid_argument("this rank may run on no CPU it can probe");
+  if (first_of_core.empty())
+    throw std::invalid_argument("this rank may run on no CPU it can probe");
   if (first_of_core.size() == 1) return first_of_core.front()->cpu;  // bound to one core
   if (node_rank < 0 || static_cast<std::size_t>(node_rank) >= first_of_core.size()) {
     throw std::invalid_argument("unbound rank " + std::to_string(node_rank) + " of a node with " +
@@ -62,8 +63,8 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
   for (std::size_t rank = 0; rank < all.size(); ++rank) {
     const json theirs = from_bytes(all[rank]);
     if (theirs.contains("error")) {
-      problem_ = "rank " + std::to_string(rank) + " of the node: " +
-                 theirs["error"].get<std::string>();
+      problem_ =
+          "rank " + std::to_string(rank) + " of the node: " + theirs["error"].get<std::string>();
       return;
     }
     const unsigned cpu = theirs["cpu"].get<unsigned>();
@@ -120,8 +121,8 @@ void NodeRanks::follow() {
     env_.broadcast_node(order);
     const json j = from_bytes(order);
     if (j.value("stop", false)) return;
-    const Mode mode = j.at("mode").get<std::string>() == "isolated" ? Mode::isolated
-                                                                      : Mode::concurrent;
+    const Mode mode =
+        j.at("mode").get<std::string>() == "isolated" ? Mode::isolated : Mode::concurrent;
     CpuSamples samples;
     try {
       RoundSamples round = run_own(mode, j.at("start").get<double>());

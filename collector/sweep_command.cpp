@@ -160,8 +160,9 @@ SweepOptions parse(const std::vector<std::string>& args) {
     }
   }
   if (options.rank_per_core && options.cpus) {
-    throw UsageError("--cpus and --rank-per-core exclude each other: with a rank per core, "
-                     "the ranks' binding chooses the CPUs");
+    throw UsageError(
+        "--cpus and --rank-per-core exclude each other: with a rank per core, "
+        "the ranks' binding chooses the CPUs");
   }
   return options;
 }

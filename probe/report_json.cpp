@@ -122,14 +122,15 @@ json to_json(const NodeReport& r) {
               {"numa_node", pu.numa_node},
               {"kind", pu.kind}};
     if (!r.modes.empty()) {
-      // The first mode's figures at top level; each later mode under its
-      // own name. The overall state is the worst verdict of any mode.
+      // The first mode's figures at top level; with several modes, each
+      // (the first too) also under its own name, since the top-level state
+      // and cause are the overall ones: the worst verdict of any mode.
       c["mode"] = to_string(r.modes.front().mode);
       put_figures(c, r.modes.front().verdicts.cores[i]);
-      for (std::size_t m = 1; m < r.modes.size(); ++m) {
-        json extra;
-        put_figures(extra, r.modes[m].verdicts.cores[i]);
-        c[std::string(to_string(r.modes[m].mode))] = std::move(extra);
+      for (std::size_t m = 0; r.modes.size() > 1 && m < r.modes.size(); ++m) {
+        json own;
+        put_figures(own, r.modes[m].verdicts.cores[i]);
+        c[std::string(to_string(r.modes[m].mode))] = std::move(own);
       }
       const auto& deciding = r.modes[r.deciding_mode(i)].verdicts.cores[i];
       c["state"] = to_string(deciding.state);
@@ -149,6 +150,112 @@ json to_json(const NodeReport& r) {
           {"rounds", rounds},
           {"summary", {{"pus", r.pus.size()}, {"states", states}, {"healthy", r.healthy()}}},
           {"cpus", cpus}};
+}
+
+// --- Back from JSON: what a reader of the report (collect) needs ---------
+
+namespace {
+
+std::optional<double> opt(const json& j, const char* key) {
+  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+Mode mode_of(const std::string& name) {
+  if (name == "isolated") return Mode::isolated;
+  if (name == "concurrent") return Mode::concurrent;
+  throw std::invalid_argument("unknown mode '" + name + "'");
+}
+
+CoreState state_of(const std::string& name) {
+  for (CoreState s : kAllCoreStates) {
+    if (to_string(s) == name) return s;
+  }
+  throw std::invalid_argument("unknown state '" + name + "'");
+}
+
+CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& kind) {
+  CoreFigures c;
+  c.cpu = cpu;
+  c.kind = kind;
+  c.state = state_of(j.at("state").get<std::string>());
+  c.cause = j.value("cause", "");
+  c.expected_slowdown = opt(j, "expected_slowdown");
+  c.excess_noise = opt(j, "excess_noise");
+  c.noise_factor = opt(j, "noise_factor");
+  c.residual = opt(j, "residual");
+  if (j.contains("matmul")) {
+    const json& m = j["matmul"];
+    c.matmul_seconds = opt(m, "seconds");
+    c.matmul_flops_per_second = opt(m, "flops_per_second");
+    c.matmul_slowdown = opt(m, "slowdown");
+    c.matmul_spread = opt(m, "spread");
+    c.matmul_sample_seconds = opt(m, "sample_seconds");
+  }
+  if (j.contains("clock")) {
+    c.clock_hertz = opt(j["clock"], "hertz");
+    c.clock_ratio = opt(j["clock"], "ratio");
+    c.clock_spread = opt(j["clock"], "spread");
+  }
+  if (j.contains("detour")) {
+    const json& d = j["detour"];
+    DetourResult r;
+    r.window_seconds = d.value("window_seconds", 0.0);
+    r.threshold_seconds = d.value("threshold_seconds", 0.0);
+    r.count = d.value("count", std::uint64_t{0});
+    r.total_seconds = d.value("total_seconds", 0.0);
+    r.max_seconds = d.value("max_seconds", 0.0);
+    r.preemptions = d.value("preemptions", std::uint64_t{0});
+    c.detour = r;
+  }
+  if (j.contains("stream")) {
+    c.stream_bytes_per_second = opt(j["stream"], "bytes_per_second");
+    c.stream_slowdown = opt(j["stream"], "slowdown");
+  }
+  return c;
+}
+
+}  // namespace
+
+NodeReport node_report_from_json(const json& doc) {
+  NodeReport r;
+  r.version = doc.value("version", "");
+  r.hostname = doc.value("hostname", "");
+  for (const json& round : doc.at("rounds")) {
+    ModeReport m;
+    m.mode = mode_of(round.at("mode").get<std::string>());
+    m.started_unix_seconds = round.value("started_unix_seconds", 0.0);
+    m.duration_seconds = round.value("duration_seconds", 0.0);
+    m.cancelled = round.value("cancelled", false);
+    for (const json& ref : round.value("references", json::array())) {
+      KindReference k;
+      k.kind = ref.value("kind", "");
+      k.cores = ref.value("cores", std::size_t{0});
+      k.matmul_seconds = opt(ref, "matmul_seconds");
+      k.clock_hertz = opt(ref, "clock_hertz");
+      k.noise_ratio = opt(ref, "noise_ratio");
+      k.noise_floor = opt(ref, "noise_floor");
+      k.stream_bytes_per_second = opt(ref, "stream_bytes_per_second");
+      m.verdicts.references.push_back(std::move(k));
+    }
+    r.modes.push_back(std::move(m));
+  }
+  for (const json& c : doc.at("cpus")) {
+    ProcessingUnit pu;
+    pu.cpu = c.at("cpu").get<unsigned>();
+    pu.core = c.value("core", 0u);
+    pu.package = c.value("package", 0u);
+    pu.numa_node = c.value("numa_node", -1);
+    pu.kind = c.value("kind", "default");
+    for (std::size_t m = 0; m < r.modes.size(); ++m) {
+      // Every mode's figures under its name; a single mode's at top level.
+      const std::string name(to_string(r.modes[m].mode));
+      const json& f = c.contains(name) ? c[name] : c;
+      r.modes[m].verdicts.cores.push_back(figures_from_json(f, pu.cpu, pu.kind));
+    }
+    r.pus.push_back(std::move(pu));
+  }
+  return r;
 }
 
 }  // namespace corenoise

@@ -62,9 +62,9 @@ class Together final : public Pacing {
  public:
   Together(std::size_t workers, const std::atomic<bool>* cancel, const SharedRound* shared)
       : barrier_(shared != nullptr ? shared->participants : workers, cancel,
-                 shared != nullptr ? reinterpret_cast<SpinBarrier::State*>(
-                                         shared_at(*shared, kBarrierOffset))
-                                   : nullptr) {}
+                 shared != nullptr
+                     ? reinterpret_cast<SpinBarrier::State*>(shared_at(*shared, kBarrierOffset))
+                     : nullptr) {}
   bool before_step(std::size_t) override { return barrier_.arrive_and_wait(); }
 
  private:
@@ -80,10 +80,9 @@ class InTurn final : public Pacing {
   InTurn(std::vector<unsigned> cpus, const std::atomic<bool>* cancel, ProcessOffCpus& off,
          std::size_t steps, const Runner::Progress& progress, const SharedRound* shared)
       : cpus_(std::move(cpus)),
-        turns_(shared != nullptr
-                   ? std::make_unique<TurnTaking>(shared_at(*shared, kTurnsOffset),
-                                                  shared->participants, cancel)
-                   : std::make_unique<TurnTaking>(cpus_.size(), cancel)),
+        turns_(shared != nullptr ? std::make_unique<TurnTaking>(shared_at(*shared, kTurnsOffset),
+                                                                shared->participants, cancel)
+                                 : std::make_unique<TurnTaking>(cpus_.size(), cancel)),
         first_(shared != nullptr ? shared->first : 0),
         participants_(shared != nullptr ? shared->participants : cpus_.size()),
         off_(off),

@@ -38,7 +38,8 @@ class TurnTaking {
   static void construct_state(void* memory, std::size_t participants) {
     auto* header = new (memory) Header;
     auto* turns = reinterpret_cast<std::atomic<std::uint32_t>*>(header + 1);
-    for (std::size_t i = 0; i < participants; ++i) new (turns + i) std::atomic<std::uint32_t>(i == 0);
+    for (std::size_t i = 0; i < participants; ++i)
+      new (turns + i) std::atomic<std::uint32_t>(i == 0);
   }
 
   // A ring of `participants` with its own state (one process).
@@ -98,9 +99,7 @@ class TurnTaking {
   // When the current turn was handed over (0 before the first hand-over).
   // Whatever kept the next thread from starting then — the thread the core
   // was running instead — is lost time of that core (see DetourProbe::run).
-  std::uint64_t handed_over() const {
-    return header_->handed_over.load(std::memory_order_acquire);
-  }
+  std::uint64_t handed_over() const { return header_->handed_over.load(std::memory_order_acquire); }
 
  private:
   struct Header {

@@ -2,11 +2,10 @@
 // core): the turn ring and the spin barrier in memory shared by forked
 // processes, and a whole Runner round split over two processes. Also the
 // samples codec that carries each rank's samples to its leader.
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <functional>
