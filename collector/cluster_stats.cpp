@@ -305,7 +305,27 @@ ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
   if (matmul.count() > 0) ref.matmul_seconds = matmul.quantile(0.5);
   const LogHistogram noise = reduced.histogram(Metric::noise_ratio, mode, kind_slot);
   if (noise.count() > 0) ref.noise_ratio = noise.quantile(0.5);
+  const LogHistogram clock = reduced.histogram(Metric::clock_hertz, mode, kind_slot);
+  if (clock.count() > 0) ref.clock_hertz = clock.quantile(0.5);
+  const LogHistogram stream = reduced.histogram(Metric::stream_bytes_per_second, mode, kind_slot);
+  if (stream.count() > 0) ref.stream_bytes_per_second = stream.quantile(0.5);
   return ref;
+}
+
+std::vector<std::pair<RatioProbe, double>> cluster_ratios(const CoreFigures& core,
+                                                          const ClusterReference& reference) {
+  std::vector<std::pair<RatioProbe, double>> ratios;
+  const auto add = [&](RatioProbe probe, std::optional<double> ratio) {
+    if (ratio && std::isfinite(*ratio) && *ratio > 0) ratios.emplace_back(probe, *ratio);
+  };
+  const auto over = [](const std::optional<double>& a, const std::optional<double>& b) {
+    return a && b && *b > 0 ? std::optional<double>(*a / *b) : std::nullopt;
+  };
+  add(RatioProbe::matmul, over(core.matmul_seconds, reference.matmul_seconds));
+  add(RatioProbe::clock, over(reference.clock_hertz, core.clock_hertz));
+  add(RatioProbe::stream, over(reference.stream_bytes_per_second, core.stream_bytes_per_second));
+  add(RatioProbe::expected, cluster_expected_slowdown(core, reference));
+  return ratios;
 }
 
 std::optional<double> cluster_expected_slowdown(const CoreFigures& core,

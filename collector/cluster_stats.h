@@ -208,6 +208,8 @@ std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& re
 struct ClusterReference {
   std::optional<double> matmul_seconds;
   std::optional<double> noise_ratio;
+  std::optional<double> clock_hertz;
+  std::optional<double> stream_bytes_per_second;
 };
 ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
                                    std::size_t kind_slot);
@@ -216,6 +218,12 @@ ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
 // Nullopt when either side lacks the figures or noise ≥ 1.
 std::optional<double> cluster_expected_slowdown(const CoreFigures& core,
                                                 const ClusterReference& reference);
+// Every ratio of a core against the cluster reference that both sides have
+// figures for, as corenoise_slowdown_ratio defines them against the node's
+// (> 1 slower): matmul time, reference clock / clock, reference bandwidth /
+// bandwidth, and the expected slowdown. Only finite positive ratios.
+std::vector<std::pair<RatioProbe, double>> cluster_ratios(const CoreFigures& core,
+                                                          const ClusterReference& reference);
 // Pass 2: counts every measured core's cluster_expected_slowdown into
 // Metric::cluster_slowdown (reduce `histograms` again afterwards). Returns
 // the number of (core, mode) entries left out (kind not in the table or no

@@ -136,7 +136,8 @@ std::string socket_path(const CollectOptions& options) {
 }
 
 // This node's cores against the cluster's reference core of their kind, as
-// the daemon's publish wants them (matmul probe: the expected slowdown).
+// the daemon's publish wants them: every ratio corenoise_slowdown_ratio has
+// against the node's reference, here against the cluster's.
 PublishRequest publication(const NodeReport& report, const Reduction& reduced, double now) {
   PublishRequest p;
   p.published_unix_seconds = now;
@@ -151,11 +152,14 @@ PublishRequest publication(const NodeReport& report, const Reduction& reduced, d
         json k = {{"mode", to_string(mode.mode)}, {"kind", core.kind}};
         if (ref.matmul_seconds) k["matmul_seconds"] = *ref.matmul_seconds;
         if (ref.noise_ratio) k["noise_ratio"] = *ref.noise_ratio;
+        if (ref.clock_hertz) k["clock_hertz"] = *ref.clock_hertz;
+        if (ref.stream_bytes_per_second)
+          k["stream_bytes_per_second"] = *ref.stream_bytes_per_second;
         kinds.push_back(std::move(k));
       }
-      const auto s = cluster_expected_slowdown(core, ref);
-      if (s && std::isfinite(*s) && *s > 0) {
-        p.slowdowns.push_back({core.cpu, ProbeKind::matmul, mode.mode, *s});
+      if (core.state == CoreState::skipped) continue;
+      for (const auto& [probe, ratio] : cluster_ratios(core, ref)) {
+        p.slowdowns.push_back({core.cpu, probe, mode.mode, ratio});
       }
     }
   }

@@ -70,14 +70,14 @@ std::map<ProbeKey, double> baseline_slowdowns(const Calibration& calibration,
       if (c.state == CoreState::skipped || it == calibration.cores.end()) continue;
       const CoreCalibration& base = it->second;
       if (c.matmul_seconds && base.matmul_seconds && *base.matmul_seconds > 0) {
-        result[{c.cpu, ProbeKind::matmul, mode.mode}] = *c.matmul_seconds / *base.matmul_seconds;
+        result[{c.cpu, RatioProbe::matmul, mode.mode}] = *c.matmul_seconds / *base.matmul_seconds;
       }
       if (c.clock_hertz && base.clock_hertz && *c.clock_hertz > 0) {
-        result[{c.cpu, ProbeKind::clock, mode.mode}] = *base.clock_hertz / *c.clock_hertz;
+        result[{c.cpu, RatioProbe::clock, mode.mode}] = *base.clock_hertz / *c.clock_hertz;
       }
       if (c.stream_bytes_per_second && base.stream_bytes_per_second &&
           *c.stream_bytes_per_second > 0) {
-        result[{c.cpu, ProbeKind::stream, mode.mode}] =
+        result[{c.cpu, RatioProbe::stream, mode.mode}] =
             *base.stream_bytes_per_second / *c.stream_bytes_per_second;
       }
     }

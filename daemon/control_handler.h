@@ -28,7 +28,7 @@ struct RunRequest {
 // One per-core cluster slowdown, as the collector computed it.
 struct ClusterSlowdown {
   unsigned cpu = 0;
-  ProbeKind probe = ProbeKind::matmul;
+  RatioProbe probe = RatioProbe::matmul;
   Mode mode = Mode::isolated;
   double ratio = 1;
 };

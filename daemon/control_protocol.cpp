@@ -91,8 +91,6 @@ Enum enum_value(std::string_view command, std::string_view field, const json& va
   fail(command, field, expected, value);
 }
 
-constexpr ProbeKind kAllProbes[] = {ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour,
-                                    ProbeKind::stream};
 constexpr Mode kAllModes[] = {Mode::isolated, Mode::concurrent};
 
 PauseRequest parse_pause(const json& r) {
@@ -145,7 +143,7 @@ PublishRequest parse_publish(const json& r) {
   const json& list = r["slowdowns"];
   if (!list.is_array()) fail("publish", "slowdowns", "an array", list);
   publish.slowdowns.reserve(list.size());
-  std::set<std::tuple<unsigned, ProbeKind, Mode>> seen;
+  std::set<std::tuple<unsigned, RatioProbe, Mode>> seen;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = "slowdowns[" + std::to_string(i) + "]";
     const json& entry = list[i];
@@ -168,7 +166,7 @@ PublishRequest parse_publish(const json& r) {
       fail("publish", at + ".cpu", "an integer >= 0", cpu);
     }
     s.cpu = static_cast<unsigned>(cpu.get<double>());
-    s.probe = enum_value("publish", at + ".probe", entry["probe"], kAllProbes);
+    s.probe = enum_value("publish", at + ".probe", entry["probe"], kAllRatioProbes);
     s.mode = enum_value("publish", at + ".mode", entry["mode"], kAllModes);
     s.ratio = finite_number("publish", at + ".ratio", entry["ratio"], true);
     if (!seen.emplace(s.cpu, s.probe, s.mode).second) {

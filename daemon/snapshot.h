@@ -16,10 +16,10 @@
 
 namespace corenoise {
 
-// Probe figures are keyed by (cpu, probe, mode) for the ratio metrics.
+// Ratio figures are keyed by (cpu, probe, mode).
 struct ProbeKey {
   unsigned cpu = 0;
-  ProbeKind probe = ProbeKind::matmul;
+  RatioProbe probe = RatioProbe::matmul;
   Mode mode = Mode::isolated;
   auto operator<=>(const ProbeKey&) const = default;
 };

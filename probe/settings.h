@@ -19,6 +19,27 @@ enum class ProbeKind { matmul, clock, detour, stream };
 enum class Mode { isolated, concurrent };
 
 std::string_view to_string(ProbeKind probe);
+
+// The `probe` label of the slowdown-ratio metrics (docs/metrics.md): a
+// probe's own ratio, or `expected`, the matmul ratio times the noise factor.
+// No detour ratio: the noise factor is expected / matmul.
+enum class RatioProbe { matmul, clock, stream, expected };
+inline constexpr RatioProbe kAllRatioProbes[] = {RatioProbe::matmul, RatioProbe::clock,
+                                                 RatioProbe::stream, RatioProbe::expected};
+constexpr std::string_view to_string(RatioProbe probe) {
+  switch (probe) {
+    case RatioProbe::matmul:
+      return "matmul";
+    case RatioProbe::clock:
+      return "clock";
+    case RatioProbe::stream:
+      return "stream";
+    case RatioProbe::expected:
+      return "expected";
+  }
+  return "?";
+}
+
 std::string_view to_string(Mode mode);
 
 // Verdict thresholds (see docs/verdicts.md). Ratios compare a core with the

@@ -120,8 +120,7 @@ Snapshot big_snapshot() {
     s.rounds[mode] = {12, round.started_unix_seconds, round.duration_seconds};
   }
   for (const ProcessingUnit& pu : s.report.pus) {
-    for (ProbeKind probe :
-         {ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour, ProbeKind::stream}) {
+    for (RatioProbe probe : kAllRatioProbes) {
       for (Mode mode : {Mode::isolated, Mode::concurrent}) {
         s.baseline_slowdown[{pu.cpu, probe, mode}] = jitter(random);
         s.cluster_slowdown[{pu.cpu, probe, mode}] = jitter(random);

@@ -55,9 +55,15 @@ json read_json(const std::string& path) {
   return json::parse(in);
 }
 
+// The publication's time, and every ratio corenoise_slowdown_ratio has
+// (against the node) also against the cluster.
 bool published(const std::string& metrics) {
-  return metrics.find("\ncorenoise_cluster_slowdown_ratio{") != std::string::npos &&
-         metrics.find("\ncorenoise_cluster_publish_timestamp_seconds") != std::string::npos;
+  for (const char* probe : {"matmul", "clock", "stream", "expected"}) {
+    const std::string series =
+        std::string("\ncorenoise_cluster_slowdown_ratio{cpu=\"0\",probe=\"") + probe + "\"";
+    if (metrics.find(series) == std::string::npos) return false;
+  }
+  return metrics.find("\ncorenoise_cluster_publish_timestamp_seconds") != std::string::npos;
 }
 
 TEST(Collect, HelpExitsZero) {

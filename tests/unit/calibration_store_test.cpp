@@ -66,11 +66,11 @@ TEST(CalibrationStore, DriftIsLatestOverCalibration) {
   NodeReport report;
   report.modes.push_back(mode_with(0, 0.0011, 2.5e9, 2e10));
   const auto drift = baseline_slowdowns(c, report);
-  EXPECT_NEAR(drift.at({0, ProbeKind::matmul, Mode::isolated}), 1.1, 1e-12);
-  EXPECT_NEAR(drift.at({0, ProbeKind::clock, Mode::isolated}), 1.2, 1e-12);
-  EXPECT_NEAR(drift.at({0, ProbeKind::stream, Mode::isolated}), 2.0, 1e-12);
-  EXPECT_FALSE(drift.contains({1, ProbeKind::matmul, Mode::isolated}));
-  EXPECT_FALSE(drift.contains({0, ProbeKind::matmul, Mode::concurrent}));
+  EXPECT_NEAR(drift.at({0, RatioProbe::matmul, Mode::isolated}), 1.1, 1e-12);
+  EXPECT_NEAR(drift.at({0, RatioProbe::clock, Mode::isolated}), 1.2, 1e-12);
+  EXPECT_NEAR(drift.at({0, RatioProbe::stream, Mode::isolated}), 2.0, 1e-12);
+  EXPECT_FALSE(drift.contains({1, RatioProbe::matmul, Mode::isolated}));
+  EXPECT_FALSE(drift.contains({0, RatioProbe::matmul, Mode::concurrent}));
 }
 
 TEST(CalibrationStore, ErrorsNameTheFile) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "probe/stats.h"
@@ -460,6 +461,47 @@ TEST(Imbalance, ExpectedMaxIsMonotonicInNAndConvergesToTheMax) {
     const ImbalancePrediction p = predict_imbalance(h, 0.030, 64);
     EXPECT_NEAR(p.quantile_max_slowdown, p.expected_max_slowdown, 0.1);
   }
+}
+
+}  // namespace
+}  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// Each ratio against the cluster reference, as corenoise_slowdown_ratio
+// defines it against the node's; a missing figure on either side leaves
+// that ratio out.
+TEST(ClusterRatios, EveryProbesRatioAgainstTheClusterReference) {
+  CoreFigures core;
+  core.matmul_seconds = 1.1e-3;
+  core.clock_hertz = 3.0e9;
+  core.stream_bytes_per_second = 40e9;
+  DetourResult d;
+  d.window_seconds = 1;
+  d.total_seconds = 0.2;
+  core.detour = d;
+  ClusterReference ref;
+  ref.matmul_seconds = 1.0e-3;
+  ref.clock_hertz = 3.3e9;
+  ref.stream_bytes_per_second = 80e9;
+  ref.noise_ratio = 0.0;
+
+  std::map<RatioProbe, double> ratios;
+  for (const auto& [probe, ratio] : cluster_ratios(core, ref)) ratios[probe] = ratio;
+  ASSERT_EQ(ratios.size(), 4u);
+  EXPECT_DOUBLE_EQ(ratios[RatioProbe::matmul], 1.1);
+  EXPECT_DOUBLE_EQ(ratios[RatioProbe::clock], 1.1);
+  EXPECT_DOUBLE_EQ(ratios[RatioProbe::stream], 2.0);
+  EXPECT_DOUBLE_EQ(ratios[RatioProbe::expected], 1.1 / 0.8);  // matmul × 1 / (1 − 0.2)
+
+  core.clock_hertz.reset();
+  ref.stream_bytes_per_second.reset();
+  ratios.clear();
+  for (const auto& [probe, ratio] : cluster_ratios(core, ref)) ratios[probe] = ratio;
+  EXPECT_EQ(ratios.count(RatioProbe::clock), 0u);
+  EXPECT_EQ(ratios.count(RatioProbe::stream), 0u);
+  EXPECT_EQ(ratios.size(), 2u);
 }
 
 }  // namespace

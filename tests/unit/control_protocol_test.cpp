@@ -69,18 +69,20 @@ TEST(ControlProtocol, ParsesPublish) {
       R"({"command":"publish","published_unix_seconds":1795963000,"reference":{"nodes":32},)"
       R"("slowdowns":[{"cpu":0,"probe":"matmul","mode":"isolated","ratio":1.02},)"
       R"({"cpu":7,"probe":"stream","mode":"concurrent","ratio":0.98},)"
-      R"({"cpu":7.0,"probe":"clock","mode":"concurrent","ratio":1}]})"));
+      R"({"cpu":7.0,"probe":"clock","mode":"concurrent","ratio":1},)"
+      R"({"cpu":7,"probe":"expected","mode":"concurrent","ratio":1.3}]})"));
   EXPECT_EQ(publish.published_unix_seconds, 1795963000);
   EXPECT_EQ(publish.reference, json({{"nodes", 32}}));
-  ASSERT_EQ(publish.slowdowns.size(), 3u);
+  ASSERT_EQ(publish.slowdowns.size(), 4u);
   EXPECT_EQ(publish.slowdowns[0].cpu, 0u);
-  EXPECT_EQ(publish.slowdowns[0].probe, ProbeKind::matmul);
+  EXPECT_EQ(publish.slowdowns[0].probe, RatioProbe::matmul);
   EXPECT_EQ(publish.slowdowns[0].mode, Mode::isolated);
   EXPECT_DOUBLE_EQ(publish.slowdowns[0].ratio, 1.02);
   EXPECT_EQ(publish.slowdowns[1].cpu, 7u);
-  EXPECT_EQ(publish.slowdowns[1].probe, ProbeKind::stream);
+  EXPECT_EQ(publish.slowdowns[1].probe, RatioProbe::stream);
   EXPECT_EQ(publish.slowdowns[1].mode, Mode::concurrent);
-  EXPECT_EQ(publish.slowdowns[2].probe, ProbeKind::clock);
+  EXPECT_EQ(publish.slowdowns[2].probe, RatioProbe::clock);
+  EXPECT_EQ(publish.slowdowns[3].probe, RatioProbe::expected);
   // An empty publication is valid: it clears the cluster figures.
   EXPECT_TRUE(std::get<PublishRequest>(parse_request(R"({"command":"publish",)"
                                                      R"("published_unix_seconds":1,)"
@@ -172,7 +174,11 @@ TEST(ControlProtocol, RefusesBadPublications) {
                  "'slowdowns[0].cpu' must be an integer >= 0, got \"0\"");
   EXPECT_REFUSED(
       with(R"([{"cpu":0,"probe":"gemm","mode":"isolated","ratio":1}])"),
-      R"('slowdowns[0].probe' must be one of "matmul", "clock", "detour", "stream", got "gemm")");
+      R"('slowdowns[0].probe' must be one of "matmul", "clock", "stream", "expected", got "gemm")");
+  // No detour ratio (docs/metrics.md: the noise factor is expected / matmul).
+  EXPECT_REFUSED(
+      with(R"([{"cpu":0,"probe":"detour","mode":"isolated","ratio":1}])"),
+      R"('slowdowns[0].probe' must be one of "matmul", "clock", "stream", "expected", got "detour")");
   EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"both","ratio":1}])"),
                  R"('slowdowns[0].mode' must be one of "isolated", "concurrent", got "both")");
   EXPECT_REFUSED(with(R"([{"cpu":0,"probe":"matmul","mode":"isolated","ratio":0}])"),
@@ -226,7 +232,7 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
       RunRequest{},
       RunRequest{1795963026.25, {Mode::concurrent}, false},
       RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
-      PublishRequest{10, json({{"nodes", 3}}), {{5, ProbeKind::detour, Mode::concurrent, 1.5}}},
+      PublishRequest{10, json({{"nodes", 3}}), {{5, RatioProbe::expected, Mode::concurrent, 1.5}}},
       CalibrateRequest{}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));

@@ -234,10 +234,10 @@ Snapshot full_snapshot() {
   s.totals[0] = {100, 0.01};
   s.totals[1] = {400, 0.11};
   s.totals[3] = {7, 0.5};  // measured once, skipped now
-  s.baseline_slowdown[{0, ProbeKind::matmul, Mode::isolated}] = 1.02;
-  s.baseline_slowdown[{3, ProbeKind::matmul, Mode::isolated}] = 1.5;
-  s.cluster_slowdown[{2, ProbeKind::matmul, Mode::isolated}] = 1.4;
-  s.cluster_slowdown[{2, ProbeKind::clock, Mode::concurrent}] = 1.1;
+  s.baseline_slowdown[{0, RatioProbe::matmul, Mode::isolated}] = 1.02;
+  s.baseline_slowdown[{3, RatioProbe::matmul, Mode::isolated}] = 1.5;
+  s.cluster_slowdown[{2, RatioProbe::matmul, Mode::isolated}] = 1.4;
+  s.cluster_slowdown[{2, RatioProbe::clock, Mode::concurrent}] = 1.1;
   s.cluster_published_unix_seconds = 1700000300;
   s.sys[0] = {11, 22, 2.5e9, 3.5e9};
   s.sys[1] = {11, 22, 2.4e9, 3.5e9};  // same core and package as cpu 0: not counted again
