@@ -90,6 +90,39 @@ void wait_sleeping(MPI_Request& request, const char* call) {
   }
 }
 
+// Rank 0 of `comm` (of `members` ranks) gets every rank's blob, in rank
+// order (sizes may differ; the total must stay under 2 GiB); the others get
+// an empty vector.
+std::vector<std::vector<std::byte>> gather_blobs_to_first(MPI_Comm comm, bool first, int members,
+                                                          std::span<const std::byte> blob) {
+  const int bytes = to_int_count(blob.size(), "gather of blobs");
+  std::vector<int> sizes(first ? members : 0);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Igather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm, &request),
+        "MPI_Igather");
+  wait_sleeping(request, "MPI_Igather");
+  std::vector<int> offsets(sizes.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    offsets[i] = to_int_count(total, "gather of blobs, total");
+    total += static_cast<std::size_t>(sizes[i]);
+  }
+  // A root that throws here leaves the others waiting in MPI_Igatherv; the
+  // command's watchdog then ends the job with a message.
+  if (first) to_int_count(total, "gather of blobs, total");
+  std::vector<std::byte> all(total);
+  check(MPI_Igatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
+                     MPI_BYTE, 0, comm, &request),
+        "MPI_Igatherv");
+  wait_sleeping(request, "MPI_Igatherv");
+  std::vector<std::vector<std::byte>> blobs(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto* begin = all.data() + offsets[i];
+    blobs[i].assign(begin, begin + sizes[i]);
+  }
+  return blobs;
+}
+
 template <typename T>
 MPI_Datatype mpi_type();
 template <>
@@ -207,31 +240,8 @@ void MpiEnvironment::broadcast_node(std::vector<std::byte>& blob) {
 
 std::vector<std::vector<std::byte>> MpiEnvironment::gather_node_blobs(
     std::span<const std::byte> blob) {
-  const int bytes = to_int_count(blob.size(), "gather_node_blobs");
-  const bool root = node_rank_ == 0;
-  std::vector<int> sizes(root ? node_size_ : 0);
-  MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Igather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->node, &request),
-        "MPI_Igather");
-  wait_sleeping(request, "MPI_Igather");
-  std::vector<int> offsets(sizes.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    offsets[i] = to_int_count(total, "gather_node_blobs total");
-    total += static_cast<std::size_t>(sizes[i]);
-  }
-  std::vector<std::byte> all(total);
-  check(MPI_Igatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
-                     MPI_BYTE, 0, comms_->node, &request),
-        "MPI_Igatherv");
-  wait_sleeping(request, "MPI_Igatherv");
-  bytes_sent_ += sizeof bytes + blob.size();
-  std::vector<std::vector<std::byte>> blobs(sizes.size());
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto* begin = all.data() + offsets[i];
-    blobs[i].assign(begin, begin + sizes[i]);
-  }
-  return blobs;
+  bytes_sent_ += sizeof(int) + blob.size();
+  return gather_blobs_to_first(comms_->node, node_rank_ == 0, node_size_, blob);
 }
 
 std::span<std::byte> MpiEnvironment::node_shared_memory(std::size_t bytes) {
@@ -349,30 +359,8 @@ std::vector<std::byte> MpiEnvironment::gather_records(std::span<const std::byte>
 
 std::vector<std::vector<std::byte>> MpiEnvironment::gather_blobs(std::span<const std::byte> blob) {
   require_leader("gather_blobs");
-  const int bytes = to_int_count(blob.size(), "gather_blobs");
-  const bool root = node_index_ == 0;
-  std::vector<int> sizes(root ? node_count_ : 0);
-  check(MPI_Gather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comms_->leaders), "MPI_Gather");
-  std::vector<int> offsets(sizes.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    offsets[i] = to_int_count(total, "gather_blobs total");
-    total += static_cast<std::size_t>(sizes[i]);
-  }
-  // A root that throws here leaves the other leaders waiting in MPI_Gatherv;
-  // the command's watchdog then ends the job with a message.
-  if (root) to_int_count(total, "gather_blobs total");
-  std::vector<std::byte> all(total);
-  check(MPI_Gatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
-                    MPI_BYTE, 0, comms_->leaders),
-        "MPI_Gatherv");
-  bytes_sent_ += sizeof bytes + blob.size();
-  std::vector<std::vector<std::byte>> blobs(sizes.size());
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto* begin = all.data() + offsets[i];
-    blobs[i].assign(begin, begin + sizes[i]);
-  }
-  return blobs;
+  bytes_sent_ += sizeof(int) + blob.size();
+  return gather_blobs_to_first(comms_->leaders, node_index_ == 0, node_count_, blob);
 }
 
 void MpiEnvironment::broadcast(std::vector<std::byte>& blob) {
