@@ -11,6 +11,9 @@
 
 namespace corenoise {
 
+// MPI_Finalize takes milliseconds; past this, it hangs (MpiEnvironment::finalize).
+constexpr double kFinalizeSeconds = 5;
+
 int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args) {
   const std::string prefix = "corenoise " + command.name + ": ";
   std::unique_ptr<MpiEnvironment> env;
@@ -49,7 +52,7 @@ int run_cluster_command(const ClusterCommand& command, const std::vector<std::st
     code = kExitFailure;
   }
   env->barrier_world();
-  env->cancel_watchdog();
+  env->finalize(kFinalizeSeconds, code);
   return code;
 }
 

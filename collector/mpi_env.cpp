@@ -200,10 +200,43 @@ MpiEnvironment::~MpiEnvironment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  free_communicators();
+  MPI_Finalize();
+}
+
+void MpiEnvironment::free_communicators() {
   for (MPI_Win& window : comms_->shared_windows) MPI_Win_free(&window);
+  comms_->shared_windows.clear();
   if (comms_->leaders != MPI_COMM_NULL) MPI_Comm_free(&comms_->leaders);
   if (comms_->node != MPI_COMM_NULL) MPI_Comm_free(&comms_->node);
+}
+
+void MpiEnvironment::finalize(double seconds, int exit_code) {
+  cancel_watchdog();
+  free_communicators();
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread guard([&] {
+    std::unique_lock lock(mutex);
+    if (finished.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) {
+      return;
+    }
+    const std::string message = "corenoise: MPI_Finalize did not return within " +
+                                std::to_string(static_cast<int>(seconds)) + " s on rank " +
+                                std::to_string(world_rank_) +
+                                "; the work is done, exiting with status " +
+                                std::to_string(exit_code) + "\n";
+    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message.data(), message.size());
+    _exit(exit_code);
+  });
   MPI_Finalize();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  guard.join();
 }
 
 void MpiEnvironment::require_leader(const char* what) const {

@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
-# chromium: the HTML report test opens the page in a headless browser.
-test_packages=(libopenblas-dev prometheus chromium)
+# chromium: the HTML report test opens the page in a headless browser;
+# iproute2: the two-host sweep test builds network namespaces.
+test_packages=(libopenblas-dev prometheus chromium iproute2)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

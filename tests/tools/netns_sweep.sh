@@ -12,7 +12,6 @@
 #   CORENOISE        corenoise binary (default: build/collector/corenoise)
 #   --rank-per-core  2 ranks per host bound to cores (-ppn 2 -n 4 -bind-to core)
 # Exit: 0 pass, 1 fail, 2 cannot run here (not root, missing tool, no netns).
-# NETNS_SWEEP_STRICT=1 also fails when MPI_Finalize hangs (see below).
 set -euo pipefail
 
 NS=(cn-host0 cn-host1); IPS=(10.77.0.10 10.77.0.11)
@@ -36,10 +35,9 @@ done
 [[ -x $BIN ]] || fail "corenoise binary '$BIN' not found or not executable"
 BIN=$(readlink -f "$BIN")
 
-WORK='' MPIEXEC_PID=''
+WORK=''
 cleanup() {
   set +e
-  [[ -n $MPIEXEC_PID ]] && kill "$MPIEXEC_PID" 2>/dev/null
   for ns in "${NS[@]}"; do
     # `ip netns del` only unmounts the namespace: kill what still runs inside.
     mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
@@ -96,38 +94,25 @@ CMD=(mpiexec -f "$WORK/hosts" "${LAYOUT[@]}" -launcher ssh -launcher-exec "$WORK
      --stream-bytes 8388608 --timeout 60 --quiet --json "$JSON")
 say "running: UCX_TLS=$UCX_TLS UCX_NET_DEVICES=$UCX_NET_DEVICES ${CMD[*]}"
 start=$SECONDS
-"${CMD[@]}" </dev/null &
-MPIEXEC_PID=$!
-
 # MPICH 4.0.2 + UCX 1.13 over TCP can hang in MPI_Finalize after all work is
 # done (a UCX endpoint waits in flush for a peer already in the PMI barrier;
-# seen with a 10-line MPI program too). The JSON is written before finalize,
-# so: wait for the job, but once the JSON is complete give finalize 5 s only.
-rc='' hung=0 json_at=''
-while kill -0 "$MPIEXEC_PID" 2>/dev/null; do
-  if [[ -z $json_at && -s $JSON ]] && tail -c 2 "$JSON" | grep -q '}'; then json_at=$SECONDS; fi
-  if [[ -n $json_at ]] && (( SECONDS - json_at >= 5 )); then hung=1; break; fi
-  (( SECONDS - start < 120 )) || break
-  sleep 0.2
-done
-if kill -0 "$MPIEXEC_PID" 2>/dev/null; then
-  kill "$MPIEXEC_PID" 2>/dev/null; sleep 1; kill -9 "$MPIEXEC_PID" 2>/dev/null || true
-  wait "$MPIEXEC_PID" 2>/dev/null || true
-else
-  wait "$MPIEXEC_PID" && rc=0 || rc=$?
-fi
-MPIEXEC_PID=
-say "mpiexec finished in $((SECONDS - start)) s, exit status ${rc:-killed}"
+# seen with a 10-line MPI program too). corenoise gives MPI_Finalize 5 s and
+# then exits with the job's status (MpiEnvironment::finalize), so the job
+# must end by itself; timeout(1) is only the suite's guard against a hang.
+rc=0
+timeout -k 5 120 "${CMD[@]}" </dev/null 2>"$WORK/stderr" || rc=$?
+cat "$WORK/stderr" >&2
+say "mpiexec finished in $((SECONDS - start)) s, exit status $rc"
 
-[[ -s $JSON ]] || fail "the sweep wrote no JSON (mpiexec exit status ${rc:-killed after 120 s})"
+[[ $rc != 124 && $rc != 137 ]] || fail "the job did not end within 120 s"
+[[ -s $JSON ]] || fail "the sweep wrote no JSON (mpiexec exit status $rc)"
 nodes=$(grep -o '"node_count": *[0-9]*' "$JSON" | grep -o '[0-9]*$' || true)
 names=$(grep -o '"cn-host[01]"' "$JSON" | sort -u | tr '\n' ' ' || true)
 say "JSON: node_count=${nodes:-?}, host names seen: ${names:-none}"
 [[ $nodes == 2 ]] || fail "expected node_count 2 in the sweep's JSON, got '${nodes:-none}'"
 # Sweep exit status: 0 healthy, 2 unhealthy cores (normal on a shared VM), 1 error.
-[[ -z $rc || $rc == 0 || $rc == 2 ]] || fail "sweep exited with status $rc"
-if (( hung )); then
-  echo "netns_sweep: WARNING: MPI_Finalize hung after the sweep finished (MPICH 4.0.2/UCX 1.13 TCP); job killed" >&2
-  [[ ${NETNS_SWEEP_STRICT:-0} == 1 ]] && fail "NETNS_SWEEP_STRICT=1 and MPI_Finalize hung"
+[[ $rc == 0 || $rc == 2 ]] || fail "sweep exited with status $rc"
+if grep -q "MPI_Finalize did not return" "$WORK/stderr"; then
+  say "note: MPI_Finalize hung (MPICH 4.0.2/UCX 1.13 over TCP); corenoise left it after 5 s"
 fi
 say "PASS: 2 nodes over TCP between ${IPS[*]}"
