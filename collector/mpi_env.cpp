@@ -90,17 +90,30 @@ void wait_sleeping(MPI_Request& request, const char* call) {
   }
 }
 
+// Completes a nonblocking collective: sleeping between polls where other
+// ranks may be measuring (node collectives), at full speed where nobody is
+// (the leaders' reduction, after the rounds).
+enum class Wait { sleeping, polling };
+void wait_for(MPI_Request& request, Wait how, const char* call) {
+  if (how == Wait::sleeping) {
+    wait_sleeping(request, call);
+  } else {
+    check(MPI_Wait(&request, MPI_STATUS_IGNORE), call);
+  }
+}
+
 // Rank 0 of `comm` (of `members` ranks) gets every rank's blob, in rank
 // order (sizes may differ; the total must stay under 2 GiB); the others get
 // an empty vector.
 std::vector<std::vector<std::byte>> gather_blobs_to_first(MPI_Comm comm, bool first, int members,
-                                                          std::span<const std::byte> blob) {
+                                                          std::span<const std::byte> blob,
+                                                          Wait how) {
   const int bytes = to_int_count(blob.size(), "gather of blobs");
   std::vector<int> sizes(first ? members : 0);
   MPI_Request request = MPI_REQUEST_NULL;
   check(MPI_Igather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm, &request),
         "MPI_Igather");
-  wait_sleeping(request, "MPI_Igather");
+  wait_for(request, how, "MPI_Igather");
   std::vector<int> offsets(sizes.size());
   std::size_t total = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -114,7 +127,7 @@ std::vector<std::vector<std::byte>> gather_blobs_to_first(MPI_Comm comm, bool fi
   check(MPI_Igatherv(blob.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(),
                      MPI_BYTE, 0, comm, &request),
         "MPI_Igatherv");
-  wait_sleeping(request, "MPI_Igatherv");
+  wait_for(request, how, "MPI_Igatherv");
   std::vector<std::vector<std::byte>> blobs(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const auto* begin = all.data() + offsets[i];
@@ -222,11 +235,10 @@ void MpiEnvironment::finalize(double seconds, int exit_code) {
     if (finished.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) {
       return;
     }
-    const std::string message = "corenoise: MPI_Finalize did not return within " +
-                                std::to_string(static_cast<int>(seconds)) + " s on rank " +
-                                std::to_string(world_rank_) +
-                                "; the work is done, exiting with status " +
-                                std::to_string(exit_code) + "\n";
+    const std::string message =
+        "corenoise: MPI_Finalize did not return within " +
+        std::to_string(static_cast<int>(seconds)) + " s on rank " + std::to_string(world_rank_) +
+        "; the work is done, exiting with status " + std::to_string(exit_code) + "\n";
     [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message.data(), message.size());
     _exit(exit_code);
   });
@@ -274,7 +286,7 @@ void MpiEnvironment::broadcast_node(std::vector<std::byte>& blob) {
 std::vector<std::vector<std::byte>> MpiEnvironment::gather_node_blobs(
     std::span<const std::byte> blob) {
   bytes_sent_ += sizeof(int) + blob.size();
-  return gather_blobs_to_first(comms_->node, node_rank_ == 0, node_size_, blob);
+  return gather_blobs_to_first(comms_->node, node_rank_ == 0, node_size_, blob, Wait::sleeping);
 }
 
 std::span<std::byte> MpiEnvironment::node_shared_memory(std::size_t bytes) {
@@ -393,7 +405,7 @@ std::vector<std::byte> MpiEnvironment::gather_records(std::span<const std::byte>
 std::vector<std::vector<std::byte>> MpiEnvironment::gather_blobs(std::span<const std::byte> blob) {
   require_leader("gather_blobs");
   bytes_sent_ += sizeof(int) + blob.size();
-  return gather_blobs_to_first(comms_->leaders, node_index_ == 0, node_count_, blob);
+  return gather_blobs_to_first(comms_->leaders, node_index_ == 0, node_count_, blob, Wait::polling);
 }
 
 void MpiEnvironment::broadcast(std::vector<std::byte>& blob) {
