@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# slurm_test.sh: tests of deploy/slurm/ (health check, prolog, epilog), one
+# case a run, registered with ctest by tests/deploy/slurm.cmake.
+#
+# Usage: slurm_test.sh CASE CORENOISE CORENOISED
+#   CASE        one of the functions named case_* below, without the prefix
+#   CORENOISE   the real corenoise binary; CORENOISED the real daemon
+#
+# scontrol and logger are fakes that record their arguments
+# (slurm_fixtures/bin); corenoise is the real one, behind a wrapper that
+# records its calls, except where a reply it cannot be made to give is needed
+# (slurm_fixtures/fake-corenoise). Verdicts are forced with thresholds:
+# --throttled-clock-ratio 1 makes at least the slowest core throttled (its
+# clock is at most the median's), the largest thresholds make every core ok.
+# Needs jq; nothing is written outside a temporary directory.
+set -euo pipefail
+[[ $# -eq 3 ]] || { echo "usage: $0 CASE CORENOISE CORENOISED" >&2; exit 1; }
+case_name=$1
+real_corenoise=$(readlink -f "$2")
+real_corenoised=$(readlink -f "$3")
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+slurm=$(readlink -f "$here/../../deploy/slurm")
+fixtures=$here/slurm_fixtures
+tmp=$(mktemp -d)
+daemon_pid=''
+trap 'stop_daemon; rm -rf -- "$tmp"' EXIT
+# shellcheck source=slurm_fixtures/lib.sh
+. "$fixtures/lib.sh"
+setup_environment
+
+always_ok=(--throttled-clock-ratio 100 --noisy-excess-noise 1 --slow-ratio 100 --contended-stream-ratio 100)
+
+# --- health check -------------------------------------------------------------
+
+# No daemon: a real quick probe finds throttled cores; the node is drained
+# with a reason naming exactly the probe's unhealthy CPUs.
+case_HealthCheckDrainsNamingCores() {
+  export CORENOISE_PROBE_OPTIONS="${quick[*]} --throttled-clock-ratio 1"
+  run corenoise-healthcheck
+  expect_rc 0 "the health check"
+  grep -q '^probe ' "$RECORDED_CALLS" || fail "no probe ran"
+  local -a expected
+  mapfile -t expected < <(unhealthy_of "$RECORDED_PROBE")
+  [[ "${expected[*]}" == *throttled* ]] || fail "the probe found no throttled core: ${expected[*]}"
+  [[ $(drain_reasons | wc -l) -eq 1 ]] || fail "not drained exactly once"
+  grep -q '^-o show node testnode$' "$FAKE_SCONTROL_LOG" || fail "the node's current reason was not read"
+  expect_reason_names "$(drain_reasons)" "${expected[@]}"
+  expect_logged "drained node testnode (from probe): corenoise: cpu"
+}
+
+# A real daemon whose last round found throttled cores: the health check
+# drains from `corenoise status` and runs no probe of its own.
+case_HealthCheckDrainsFromDaemonStatus() {
+  start_daemon --throttled-clock-ratio 1 --busy-policy probe
+  local rc_run=0
+  "$real_corenoise" run >/dev/null || rc_run=$?
+  [[ $rc_run -eq 2 ]] || fail "corenoise run: exit status $rc_run, expected 2 (throttled cores)"
+  "$real_corenoise" status --json >"$tmp/status.json" || true
+  local -a expected
+  mapfile -t expected < <(unhealthy_of "$tmp/status.json")
+  run corenoise-healthcheck
+  expect_rc 0 "the health check"
+  if grep -q '^probe' "$RECORDED_CALLS"; then fail "probed although corenoised answered"; fi
+  expect_reason_names "$(drain_reasons)" "${expected[@]}"
+  expect_logged "drained node testnode (from corenoised)"
+}
+
+# Healthy, from a real daemon and from a real probe: no scontrol call at all.
+case_HealthCheckHealthyDoesNothing() {
+  start_daemon "${always_ok[@]}" --busy-policy probe
+  "$real_corenoise" run >/dev/null || fail "corenoise run with the largest thresholds found unhealthy cores"
+  run corenoise-healthcheck
+  expect_rc 0 "the health check (daemon)"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called for a healthy node"
+  if grep -q '^probe' "$RECORDED_CALLS"; then fail "probed although corenoised answered"; fi
+  expect_logged "every CPU ok (from corenoised)"
+
+  stop_daemon
+  export CORENOISE_PROBE_OPTIONS="${quick[*]} ${always_ok[*]}"
+  run corenoise-healthcheck
+  expect_rc 0 "the health check (probe)"
+  grep -q '^probe ' "$RECORDED_CALLS" || fail "no probe ran without a daemon"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called for a healthy node"
+  expect_logged "every CPU ok (from probe)"
+}
+
+# A broken tool is not a broken node: exit 1, a syslog error, no drain.
+case_HealthCheckToolFailureDoesNotDrain() {
+  # The real probe refusing its options.
+  export CORENOISE_PROBE_OPTIONS="--samples 0"
+  run corenoise-healthcheck
+  expect_rc 1 "a probe with bad options"
+  expect_no_drain "a probe with bad options"
+  grep -q -- '-p daemon.err -- corenoise failed (corenoise probe: --samples' "$FAKE_LOGGER_LOG" ||
+    fail "the probe's error was not logged as an error"
+  # No corenoise at all.
+  export CORENOISE_BIN=$tmp/no-such-corenoise CORENOISE_PROBE_OPTIONS="${quick[*]}"
+  run corenoise-healthcheck
+  expect_rc 1 "a missing corenoise"
+  expect_no_drain "a missing corenoise"
+  # Only the daemon is to be asked, and none answers.
+  export CORENOISE_BIN=$fixtures/recording-corenoise CORENOISE_HEALTHCHECK_SOURCE=daemon
+  : >"$RECORDED_CALLS"
+  run corenoise-healthcheck
+  expect_rc 1 "no daemon with source=daemon"
+  expect_no_drain "no daemon with source=daemon"
+  if grep -q '^probe' "$RECORDED_CALLS"; then fail "probed with source=daemon"; fi
+  expect_logged "corenoised did not answer"
+  # A probe that says "unhealthy" but prints no report.
+  unset CORENOISE_HEALTHCHECK_SOURCE
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_PROBE_ARGS=$tmp/probe-args
+  export FAKE_PROBE_JSON=$tmp/not-json
+  echo 'not JSON' >"$FAKE_PROBE_JSON"
+  run corenoise-healthcheck
+  expect_rc 1 "a probe without a report"
+  expect_no_drain "a probe without a report"
+  expect_logged "printed no JSON report"
+  # A probe that does not end in time.
+  export FAKE_PROBE_SLEEP=30 CORENOISE_HEALTHCHECK_TIMEOUT=1
+  run corenoise-healthcheck
+  expect_rc 1 "a probe that hangs"
+  expect_no_drain "a probe that hangs"
+  expect_logged "corenoise probe took more than 1 s"
+  unset FAKE_PROBE_SLEEP CORENOISE_HEALTHCHECK_TIMEOUT
+  # A setting that makes no sense.
+  export FAKE_STATUS_JSON=$fixtures/status-unhealthy.json CORENOISE_DRAIN_REASON_MAX=short
+  run corenoise-healthcheck
+  expect_rc 1 "a reason length that is no number"
+  expect_no_drain "a reason length that is no number"
+  expect_logged "CORENOISE_DRAIN_REASON_MAX is 'short'"
+  # A controller that cannot be reached: logged with the reason, exit 1.
+  unset CORENOISE_DRAIN_REASON_MAX
+  export FAKE_SCONTROL_RC=1
+  run corenoise-healthcheck
+  expect_rc 1 "scontrol failing"
+  expect_logged "cannot read node testnode from slurmctld"
+}
+
+# An admin's drain reason is never overwritten; our own is refreshed.
+case_HealthCheckKeepsAnotherDrainReason() {
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_STATUS_JSON=$fixtures/status-unhealthy.json
+  export FAKE_SCONTROL_SHOW=$tmp/show
+  echo 'NodeName=testnode State=IDLE+DRAIN Reason=bad DIMM [admin@2025-11-01T10:00:00]' >"$FAKE_SCONTROL_SHOW"
+  run corenoise-healthcheck
+  expect_rc 0 "a node drained by an admin"
+  expect_no_drain "a node drained by an admin"
+  expect_logged "already has a reason (bad DIMM"
+  echo 'NodeName=testnode State=IDLE+DRAIN Reason=corenoise: cpu 1 noisy [root@2025-11-01T10:00:00]' >"$FAKE_SCONTROL_SHOW"
+  run corenoise-healthcheck
+  expect_rc 0 "a node drained by corenoise before"
+  [[ $(drain_reasons) == "corenoise: cpu 3 noisy"* ]] || fail "corenoise's own reason was not refreshed"
+}
+
+# Report only: logged, not drained; from the settings file, which the
+# environment overrides.
+case_HealthCheckReportOnly() {
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_STATUS_JSON=$fixtures/status-unhealthy.json
+  echo 'CORENOISE_HEALTHCHECK_REPORT_ONLY=yes' >"$CORENOISE_SLURM_CONFIG"
+  run corenoise-healthcheck
+  expect_rc 0 "report only"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called in report-only mode"
+  expect_logged "would drain node testnode (report only, from corenoised): corenoise: cpu 3 noisy"
+  export CORENOISE_HEALTHCHECK_REPORT_ONLY=no
+  run corenoise-healthcheck
+  expect_rc 0 "report only overridden by the environment"
+  [[ -n $(drain_reasons) ]] || fail "the environment's REPORT_ONLY=no did not win over the file"
+}
+
+# Without a daemon, the probe leaves the CPUs of running jobs alone (their
+# cgroup cpusets), and does not run when it cannot tell which they are.
+case_HealthCheckSkipsJobCpus() {
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_PROBE_ARGS=$tmp/probe-args
+  export FAKE_PROBE_JSON=$fixtures/probe-unhealthy.json
+  local cg=$tmp/sys/fs/cgroup
+  echo 0-3 >"$tmp/sys/devices/system/cpu/online"
+  mkdir -p "$cg/system.slice/slurmstepd.scope/job_11" "$cg/cpuset/slurm/uid_1000/job_12"
+  echo 1-2 >"$cg/system.slice/slurmstepd.scope/job_11/cpuset.cpus.effective"
+  run corenoise-healthcheck
+  expect_rc 0 "one job on CPUs 1-2 (cgroup v1 job without cpuset)"
+  [[ ! -s $FAKE_PROBE_ARGS ]] || fail "probed while job 12's CPUs are unknown: $(cat "$FAKE_PROBE_ARGS")"
+  expect_logged "not probing: 2 job(s) run here and job 12 has no readable cpuset"
+
+  echo 3 >"$cg/cpuset/slurm/uid_1000/job_12/cpuset.cpus"
+  run corenoise-healthcheck
+  expect_rc 0 "jobs on CPUs 1-3"
+  grep -q -- '--cpus 0$' "$FAKE_PROBE_ARGS" || fail "not probed on CPU 0 only: $(cat "$FAKE_PROBE_ARGS")"
+  expect_reason_names "$(drain_reasons)" "cpu 2 noisy" "cpu 3 throttled"
+  [[ $(drain_reasons) == "corenoise: cpu 2 noisy (16% lost, preempted), cpu 3 throttled (clock -16%)" ]] ||
+    fail "reason from the probe's report: '$(drain_reasons)'"
+
+  rm -r "$cg/cpuset"
+  run corenoise-healthcheck
+  grep -q -- '--cpus 0,3$' "$FAKE_PROBE_ARGS" || fail "not probed on CPUs 0,3: $(tail -1 "$FAKE_PROBE_ARGS")"
+
+  echo 0-3 >"$cg/system.slice/slurmstepd.scope/job_11/cpuset.cpus.effective"
+  : >"$FAKE_PROBE_ARGS"
+  run corenoise-healthcheck
+  expect_rc 0 "a job on every CPU"
+  [[ ! -s $FAKE_PROBE_ARGS ]] || fail "probed although a job holds every CPU"
+  expect_logged "hold every CPU (0-3)"
+
+  rm -r "$cg/system.slice"
+  mkdir -p "$CORENOISE_SLURM_JOBS_DIR" && touch "$CORENOISE_SLURM_JOBS_DIR/13"
+  run corenoise-healthcheck
+  expect_rc 0 "a job known only by its marker"
+  [[ ! -s $FAKE_PROBE_ARGS ]] || fail "probed although job 13's CPUs are unknown"
+  expect_logged "job 13 has a marker"
+
+  rm "$CORENOISE_SLURM_JOBS_DIR/13"
+  run corenoise-healthcheck
+  grep -q -- "^probe --json - ${quick[*]}$" "$FAKE_PROBE_ARGS" || fail "not probed on every CPU without jobs"
+}
+
+# The reason: each state's figure from its cause, CPUs in order, at most
+# CORENOISE_DRAIN_REASON_MAX characters with the rest counted.
+case_DrainReasonSummarizesCauses() {
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_STATUS_JSON=$fixtures/status-unhealthy.json
+  run corenoise-healthcheck
+  local want="corenoise: cpu 3 noisy (12% lost, preempted), cpu 7 throttled (clock -12%),"
+  want+=" cpu 9 contended (memory -39%), cpu 11 slow (matmul +7%), cpu 12 noisy (6% lost, below kernel)"
+  [[ $(drain_reasons) == "$want" ]] || fail "reason '$(drain_reasons)', expected '$want'"
+
+  : >"$FAKE_SCONTROL_LOG"
+  export CORENOISE_DRAIN_REASON_MAX=84
+  run corenoise-healthcheck
+  want="corenoise: cpu 3 noisy (12% lost, preempted), cpu 7 throttled (clock -12%) (+3 more)"
+  [[ $(drain_reasons) == "$want" ]] || fail "reason '$(drain_reasons)', expected '$want'"
+
+  # 40 noisy CPUs: as many as fit in 200 characters, the others counted.
+  : >"$FAKE_SCONTROL_LOG"
+  unset CORENOISE_DRAIN_REASON_MAX
+  jq '.unhealthy = [range(40) as $c | .unhealthy[0] | .cpu = $c]' \
+    "$fixtures/status-unhealthy.json" >"$tmp/forty.json"
+  export FAKE_STATUS_JSON=$tmp/forty.json
+  run corenoise-healthcheck
+  local -a forty
+  mapfile -t forty < <(unhealthy_of "$tmp/forty.json")
+  expect_reason_names "$(drain_reasons)" "${forty[@]}"
+  [[ $(drain_reasons) == *"(+"*" more)" ]] || fail "40 CPUs fit in 200 characters?"
+}
+
+# --- prolog and epilog ------------------------------------------------------------
+
+case_PrologEpilogPauseAndResume() {
+  start_daemon
+  [[ $(paused) == false ]] || fail "corenoised paused before any job"
+  export SLURM_JOB_ID=101 SLURM_JOB_UID=1000
+  run corenoise-prolog
+  expect_rc 0 "the prolog"
+  [[ $(paused) == true ]] || fail "corenoised not paused by the prolog"
+  grep -q '^uid=1000 ' "$CORENOISE_SLURM_JOBS_DIR/101" || fail "no marker for job 101"
+  expect_logged "job 101 starts: corenoise: probing paused until resumed"
+  run corenoise-epilog
+  expect_rc 0 "the epilog"
+  [[ $(paused) == false ]] || fail "corenoised not resumed by the epilog"
+  [[ -z $(markers) ]] || fail "markers left: $(markers)"
+}
+
+case_TwoJobsResumeAfterTheLast() {
+  start_daemon
+  SLURM_JOB_ID=201 run corenoise-prolog
+  SLURM_JOB_ID=202 run corenoise-prolog
+  [[ $(markers) == "201 202" ]] || fail "markers '$(markers)', expected '201 202'"
+  SLURM_JOB_ID=201 run corenoise-epilog
+  expect_rc 0 "the first epilog"
+  [[ $(paused) == true ]] || fail "resumed while job 202 runs"
+  expect_logged "job 201 ends; corenoised stays paused for job(s) 202"
+  SLURM_JOB_ID=202 run corenoise-epilog
+  [[ $(paused) == false ]] || fail "not resumed after the last job"
+
+  # Four jobs starting at once, then ending at once.
+  # (Waiting for the scripts by pid: a bare `wait` would wait for corenoised.)
+  local job
+  local -a pids=()
+  for job in {301..304}; do SLURM_JOB_ID=$job "$slurm/corenoise-prolog" 2>/dev/null & pids+=($!); done
+  wait "${pids[@]}"
+  [[ $(markers) == "$(echo {301..304})" ]] || fail "markers '$(markers)' after 4 prologs at once"
+  [[ $(paused) == true ]] || fail "not paused after 4 prologs at once"
+  pids=()
+  for job in {301..304}; do SLURM_JOB_ID=$job "$slurm/corenoise-epilog" 2>/dev/null & pids+=($!); done
+  wait "${pids[@]}"
+  [[ -z $(markers) ]] || fail "markers '$(markers)' left after 4 epilogs at once"
+  [[ $(paused) == false ]] || fail "not resumed after 4 epilogs at once"
+
+  # A job ending while another starts: the epilog has found no other marker
+  # and its resume is on the way (slowed down) when the prolog comes. The
+  # prolog must wait for it, so that the new job finds corenoised paused.
+  export CORENOISE_BIN=$fixtures/slow-resume-corenoise SLOW_RESUME_SECONDS=0.5
+  SLURM_JOB_ID=400 run corenoise-prolog
+  SLURM_JOB_ID=400 "$slurm/corenoise-epilog" 2>/dev/null &
+  pids=($!)
+  sleep 0.2
+  SLURM_JOB_ID=401 run corenoise-prolog
+  wait "${pids[@]}"
+  [[ $(markers) == 401 ]] || fail "markers '$(markers)', expected 401"
+  [[ $(paused) == true ]] || fail "job 401 runs with corenoised resumed: the epilog of job 400 resumed it after 401's prolog"
+  SLURM_JOB_ID=401 run corenoise-epilog
+  [[ $(paused) == false ]] || fail "not resumed after the last job"
+}
+
+# No daemon, or no job id: exit 0 (the job runs) with a log line.
+case_PrologEpilogWithoutDaemon() {
+  export SLURM_JOB_ID=501
+  run corenoise-prolog
+  expect_rc 0 "the prolog without a daemon"
+  expect_logged "job 501 starts; could not pause corenoised: corenoise pause: cannot reach corenoised"
+  [[ $(markers) == 501 ]] || fail "no marker for job 501 without a daemon"
+  run corenoise-epilog
+  expect_rc 0 "the epilog without a daemon"
+  expect_logged "could not resume corenoised"
+  [[ -z $(markers) ]] || fail "marker left: $(markers)"
+
+  export CORENOISE_BIN=$tmp/no-such-corenoise
+  run corenoise-prolog
+  expect_rc 0 "the prolog without corenoise"
+  run corenoise-epilog
+  expect_rc 0 "the epilog without corenoise"
+
+  export SLURM_JOB_ID=../../escape
+  run corenoise-prolog
+  expect_rc 0 "the prolog with a bad job id"
+  expect_logged "SLURM_JOB_ID is '../../escape', not a job id"
+  [[ ! -e $tmp/escape ]] || fail "a marker was written outside the jobs directory"
+  unset SLURM_JOB_ID
+  run corenoise-epilog
+  expect_rc 0 "the epilog without a job id"
+
+  export SLURM_JOB_ID=502 CORENOISE_SLURM_JOBS_DIR=/proc/corenoise-cannot-be-here
+  run corenoise-prolog
+  expect_rc 0 "the prolog with a jobs directory it cannot make"
+  expect_logged "cannot create /proc/corenoise-cannot-be-here"
+}
+
+# With CORENOISE_SLURM_PAUSE_SECONDS, the pause also ends by itself.
+case_PrologPauseExpiry() {
+  start_daemon
+  export SLURM_JOB_ID=601 CORENOISE_SLURM_PAUSE_SECONDS=3600
+  local before deadline
+  before=$(date +%s)
+  run corenoise-prolog
+  expect_rc 0 "the prolog"
+  deadline=$("$real_corenoise" status --json | jq -r '.paused_until_unix_seconds // 0 | floor') || true
+  ((deadline >= before + 3599 && deadline <= $(date +%s) + 3601)) ||
+    fail "paused until $deadline, expected about $before + 3600"
+}
+
+# --- the scripts themselves -------------------------------------------------------
+
+case_ScriptsPassShellcheck() {
+  command -v shellcheck >/dev/null || fail "shellcheck is missing (apt-get install shellcheck)"
+  local -a files=("$slurm"/corenoise-{healthcheck,prolog,epilog,slurm.sh,slurm-cpus.sh,slurm.default}
+    "$here/slurm_test.sh" "$fixtures/lib.sh" "$fixtures"/*-corenoise
+    "$fixtures"/bin/*)
+  shellcheck -x "${files[@]}" || fail "shellcheck found problems"
+}
+
+declare -F "case_$case_name" >/dev/null || { echo "no such case: $case_name" >&2; exit 1; }
+"case_$case_name"
+# The prolog and epilog log this when a command of theirs fails unforeseen.
+if grep -q 'unexpected failure' "$FAKE_LOGGER_LOG"; then fail "a script failed unforeseen"; fi
+echo "PASS: $case_name"
