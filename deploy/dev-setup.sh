@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
 # chromium: the HTML report test opens the page in a headless browser;
-# iproute2: the two-host sweep test builds network namespaces.
-test_packages=(libopenblas-dev prometheus chromium iproute2)
+# iproute2: the two-host sweep test builds network namespaces;
+# jq: the Slurm health check reads corenoise's JSON with it;
+# shellcheck: the shipped shell scripts are checked.
+test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
