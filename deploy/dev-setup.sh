@@ -14,8 +14,9 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # chromium: the HTML report test opens the page in a headless browser;
 # iproute2: the two-host sweep test builds network namespaces;
 # jq: the Slurm health check reads corenoise's JSON with it;
-# shellcheck: the shipped shell scripts are checked.
-test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck)
+# shellcheck: the shipped shell scripts are checked;
+# groff-base: the man page tests render the pages with groff.
+test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
