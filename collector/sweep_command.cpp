@@ -86,7 +86,7 @@ Sweep options:
   --quiet                   print only the summary line (and errors)
   --help                    this text
 
-Probe settings (as for `corenoise probe`; --mode defaults to both here):
+Probe settings (as for `corenoise probe`, but --mode defaults to both):
 )";
 
 // Time between leader 0 choosing the start instant and that instant: covers
@@ -111,7 +111,10 @@ struct SweepOptions {
 void print_usage(std::ostream& out) {
   out << kUsage;
   for (const auto& spec : probe_option_specs()) {
-    out << format_option_help(spec.name, spec.value_name, spec.help);
+    std::string help = spec.help;
+    // A sweep runs both rounds unless told otherwise (parse()).
+    if (spec.name == "mode") help.replace(help.find("(default: isolated)"), 19, "(default: both)");
+    out << format_option_help(spec.name, spec.value_name, help);
   }
 }
 
