@@ -205,7 +205,19 @@ void Daemon::start_next_request() {
                                sys_before = std::move(sys_before)]() mutable {
     std::vector<RoundSamples> rounds;
     for (Mode mode : modes) {
-      if (cpus.empty() || cancel_) break;
+      if (cancel_) break;
+      if (cpus.empty()) {
+        // Every CPU busy (a job holds the node): still a round, one that
+        // measured nothing, so that its time and the `skipped` states with
+        // their cause say why there are no figures, instead of a round
+        // timestamp that stops as if the daemon were stuck.
+        RoundSamples nothing;
+        nothing.mode = mode;
+        nothing.isa = runner_->isa();
+        nothing.started_unix_seconds = unix_seconds_now();
+        rounds.push_back(std::move(nothing));
+        continue;
+      }
       rounds.push_back(runner_->run(mode, cpus, {}, &cancel_));
     }
     boost::asio::post(io_, [this, rounds = std::move(rounds), skipped = std::move(skipped),

@@ -362,3 +362,49 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
 
 }  // namespace
 }  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// A node whose every CPU a job keeps busy: with the default busy policy the
+// daemon leaves them alone, but its rounds still happen and say so, so that
+// the round timestamp does not stop as if the daemon were stuck.
+TEST(Daemon, EveryCpuBusyStillCountsRoundsThatSayWhy) {
+  const std::size_t cpus = native_pus();
+  std::vector<std::unique_ptr<BackgroundProcess>> job;
+  for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+    job.push_back(std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        NOISE_INJECTOR_BIN, "--cpu", std::to_string(cpu), "--busy-ms", "10", "--period-ms", "10",
+        "--seconds", "60", "--normal"}));
+    ASSERT_EQ(job.back()->wait_line().rfind("ready", 0), 0u);
+  }
+  TempDir dir;
+  DaemonProcess daemon(daemon_args(dir, {"--busy-policy", "skip"}));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  const std::string text = scrape_until(port, [](const std::string& t) {
+    return metric_value(t, "corenoise_rounds_total{mode=\"isolated\"}").value_or(0) >= 2;
+  });
+  // The first round has no earlier window to judge busyness by; from the
+  // second on every CPU is skipped as busy.
+  EXPECT_GE(metric_value(text, "corenoise_rounds_total{mode=\"isolated\"}").value_or(0), 2)
+      << text << daemon.log();
+  const std::string later = scrape_until(port, [&](const std::string& t) {
+    for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+      const std::string c = "cpu=\"" + std::to_string(cpu) + "\"";
+      if (metric_value(t, "corenoise_core_state{" + c + ",state=\"skipped\"}") != 1.0) return false;
+    }
+    return true;
+  });
+  for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+    const std::string c = "cpu=\"" + std::to_string(cpu) + "\"";
+    EXPECT_EQ(metric_value(later, "corenoise_core_state{" + c + ",state=\"skipped\"}"), 1.0)
+        << later;
+  }
+  const auto status =
+      testing::run_command(kCorenoise + " status --socket " + dir.path() + "/ctl.sock");
+  EXPECT_NE(status.out.find("skipped"), std::string::npos) << status.out;
+}
+
+}  // namespace
+}  // namespace corenoise
