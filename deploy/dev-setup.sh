@@ -15,8 +15,11 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # iproute2: the two-host sweep test builds network namespaces;
 # jq: the Slurm health check reads corenoise's JSON with it;
 # shellcheck: the shipped shell scripts are checked;
-# groff-base: the man page tests render the pages with groff.
-test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base)
+# groff-base: the man page tests render the pages with groff;
+# dpkg-dev systemd adduser procps man-db: the package test builds the .deb,
+# installs it, and checks its units with systemd-analyze.
+test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base
+  dpkg-dev systemd adduser procps man-db)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

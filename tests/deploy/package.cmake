@@ -1,1 +1,30 @@
-# (filled in by the package work)
+# The Debian package (cmake/Packaging.cmake) and its systemd units.
+#
+# Package.InstallVerifyRemove: cpack -G DEB from this build folder, check the
+# .deb, dpkg -i, check the installed system, dpkg -r, dpkg -P, check nothing
+# is left. Needs root and the packages dpkg-dev, systemd and adduser; it
+# installs into /usr, so it runs alone.
+add_test(NAME Package.InstallVerifyRemove
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh
+    ${CMAKE_CPACK_COMMAND} ${PROJECT_BINARY_DIR}/CPackConfig.cmake
+    ${PROJECT_BINARY_DIR}/packaging/conffiles ${PROJECT_VERSION})
+set_tests_properties(Package.InstallVerifyRemove PROPERTIES
+  RUN_SERIAL TRUE TIMEOUT 180 LABELS deploy)
+
+# Systemd.UnitSecurity: the source unit's sandbox, scored offline by
+# systemd-analyze security (no running systemd needed); at most 2.0.
+add_test(NAME Systemd.UnitSecurity
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh
+    ${PROJECT_SOURCE_DIR}/deploy/systemd/corenoised.service 2.0)
+set_tests_properties(Systemd.UnitSecurity PROPERTIES TIMEOUT 60 LABELS deploy)
+
+# Package.ScriptsShellcheck: the maintainer scripts run as root on every
+# node; shellcheck (package shellcheck) catches quoting and set -u slips.
+add_test(NAME Package.ScriptsShellcheck
+  COMMAND shellcheck
+    ${PROJECT_SOURCE_DIR}/deploy/debian/postinst
+    ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
+    ${PROJECT_SOURCE_DIR}/deploy/debian/postrm
+    ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh
+    ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh)
+set_tests_properties(Package.ScriptsShellcheck PROPERTIES TIMEOUT 60 LABELS deploy)
