@@ -1,6 +1,9 @@
 // The files a cluster command (sweep, collect) writes: --json and --html.
-// They are opened before anything is measured, so that a bad path costs
-// nothing, and written once rank 0 has the report.
+// Each is opened as a temporary file beside its path before anything is
+// measured, so that a bad path costs nothing, written once rank 0 has the
+// report, and renamed over the path only when complete: a reader (the
+// collect timer's consumers, a dashboard) sees the previous report or the
+// new one, never a truncated one, and a failed run leaves the previous one.
 #pragma once
 
 #include <fstream>
@@ -27,8 +30,22 @@ class ReportOutputs {
  private:
   std::optional<std::string> json_path_;
   std::optional<std::string> html_path_;
-  std::unique_ptr<std::ofstream> json_file_;
-  std::unique_ptr<std::ofstream> html_file_;
+  // A file written under a temporary name and renamed into place by
+  // commit(); removed if never committed.
+  class PendingFile {
+   public:
+    PendingFile(const std::string& path, const std::string& option);
+    ~PendingFile();
+    std::ofstream& stream() { return stream_; }
+    void commit();
+
+   private:
+    std::string path_, temporary_, option_;
+    std::ofstream stream_;
+    bool committed_ = false;
+  };
+  std::unique_ptr<PendingFile> json_file_;
+  std::unique_ptr<PendingFile> html_file_;
 };
 
 }  // namespace corenoise

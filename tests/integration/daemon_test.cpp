@@ -373,9 +373,9 @@ TEST(Daemon, EveryCpuBusyStillCountsRoundsThatSayWhy) {
   const std::size_t cpus = native_pus();
   std::vector<std::unique_ptr<BackgroundProcess>> job;
   for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
-    job.push_back(std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        NOISE_INJECTOR_BIN, "--cpu", std::to_string(cpu), "--busy-ms", "10", "--period-ms", "10",
-        "--seconds", "60", "--normal"}));
+    job.push_back(std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{NOISE_INJECTOR_BIN, "--cpu", std::to_string(cpu), "--busy-ms",
+                                 "10", "--period-ms", "10", "--seconds", "60", "--normal"}));
     ASSERT_EQ(job.back()->wait_line().rfind("ready", 0), 0u);
   }
   TempDir dir;

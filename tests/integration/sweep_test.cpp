@@ -257,3 +257,24 @@ TEST(SweepRankPerCore, InjectedNoiseRanksItsCoreWorst) {
 
 }  // namespace
 }  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// The report replaces the previous one only when complete: an aborted sweep
+// leaves the previous report as it was.
+TEST(Sweep, AnAbortedSweepLeavesThePreviousReport) {
+  const std::string path = temp_path("previous.json");
+  std::ofstream(path) << "{\"previous\": true}\n";
+  const auto r = run_command(kTimeout + kCorenoise +
+                             " sweep --timeout 1 --samples 3 --detour-window 2 --json " + path);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(read_json(path), json({{"previous", true}}));
+  std::remove(path.c_str());
+  // The watchdog's MPI_Abort gives no chance to remove the temporary file.
+  const std::string leftover = path + ".tmp.";
+  std::system(("rm -f " + leftover + "*").c_str());
+}
+
+}  // namespace
+}  // namespace corenoise
