@@ -1,0 +1,1 @@
+# Accuracy harness against oslat (filled in by the validation work)

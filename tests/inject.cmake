@@ -1,0 +1,1 @@
+# corenoise inject / selftest tests (filled in by the inject work)
