@@ -7,7 +7,9 @@
 #include "collector/collect_command.h"
 #include "collector/daemon_commands.h"
 #include "collector/exit_codes.h"
+#include "collector/inject_command.h"
 #include "collector/probe_command.h"
+#include "collector/selftest_command.h"
 #include "collector/sweep_command.h"
 
 namespace {
@@ -25,6 +27,10 @@ Commands:
   collect     reduce every node's corenoised results across nodes (under
               mpiexec, one rank per node; --trigger runs a round everywhere
               first) and publish the cluster reference back to each daemon
+  selftest    inject known noise on one CPU, probe, and check that corenoise
+              finds it there and nothing elsewhere (run after installing)
+  inject      run known interference on given CPUs for a given time: a
+              periodic busy thread, or a memory-bandwidth hog
 
 Commands talking to this node's corenoised (--socket PATH, default
 $CORENOISE_SOCKET, else /run/corenoise/ctl.sock):
@@ -60,6 +66,8 @@ int main(int argc, char** argv) {
   if (command == "probe") return corenoise::run_probe_command(rest);
   if (command == "sweep") return corenoise::run_sweep_command(rest);
   if (command == "collect") return corenoise::run_collect_command(rest);
+  if (command == "selftest") return corenoise::run_selftest_command(rest);
+  if (command == "inject") return corenoise::run_inject_command(rest);
   if (corenoise::is_daemon_command(command)) return corenoise::run_daemon_command(command, rest);
   std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
   return corenoise::kExitFailure;

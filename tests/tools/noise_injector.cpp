@@ -5,24 +5,16 @@
 // the way an interrupt thread or a real-time daemon would.
 //
 // Prints "ready <policy>" on stdout once running, so a caller can wait for it.
-#include <pthread.h>
-#include <sched.h>
-#include <time.h>
-
+// A thin wrapper over probe/noise_injection.h, the mechanism of
+// `corenoise inject`, kept for its command line.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <exception>
 #include <string>
 
-#include "probe/pinning.h"
+#include "probe/noise_injection.h"
 
 namespace {
-
-long long now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
@@ -61,32 +53,22 @@ int main(int argc, char** argv) {
       usage(("unknown option " + arg).c_str());
   }
   if (cpu < 0) usage("--cpu is required");
-  if (busy_ms < 0 || period_ms <= 0 || busy_ms > period_ms || seconds <= 0) {
-    usage("need 0 <= busy-ms <= period-ms and seconds > 0");
+  if (busy_ms <= 0 || period_ms <= 0 || busy_ms > period_ms || seconds <= 0) {
+    usage("need 0 < busy-ms <= period-ms and seconds > 0");
   }
-
-  corenoise::pin_current_thread(static_cast<unsigned>(cpu));
-  const char* policy = "normal";
-  if (fifo) {
-    sched_param param{};
-    param.sched_priority = 50;
-    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) policy = "fifo";
-  }
-  std::printf("ready %s\n", policy);
-  std::fflush(stdout);
-
-  const long long period = static_cast<long long>(period_ms * 1e6);
-  const long long busy = static_cast<long long>(busy_ms * 1e6);
-  const long long end = now_ns() + static_cast<long long>(seconds * 1e9);
-  long long next = now_ns();
-  volatile unsigned long long sink = 0;
-  while (next < end) {
-    const long long stop_busy = next + busy;
-    while (now_ns() < stop_busy) sink = sink + 1;
-    next += period;
-    const timespec wake{static_cast<time_t>(next / 1000000000LL),
-                        static_cast<long>(next % 1000000000LL)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr);
+  try {
+    corenoise::InjectionPlan plan;
+    plan.cpus = {static_cast<unsigned>(cpu)};
+    plan.seconds = seconds;
+    plan.pattern = corenoise::pattern_from_duty(busy_ms / period_ms, period_ms / 1e3);
+    plan.fifo = fifo;
+    corenoise::NoiseInjection injection(plan);
+    std::printf("ready %s\n",
+                injection.policy() == corenoise::SchedPolicy::fifo ? "fifo" : "normal");
+    std::fflush(stdout);
+    injection.join();
+  } catch (const std::exception& e) {
+    usage(e.what());
   }
   return 0;
 }
