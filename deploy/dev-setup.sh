@@ -17,9 +17,11 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # shellcheck: the shipped shell scripts are checked;
 # groff-base: the man page tests render the pages with groff;
 # dpkg-dev systemd adduser procps man-db: the package test builds the .deb,
-# installs it, and checks its units with systemd-analyze.
+# installs it, and checks its units with systemd-analyze;
+# rt-tests python3: the accuracy benchmark (docs/validation.md) runs oslat
+# beside corenoise from a Python driver.
 test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base
-  dpkg-dev systemd adduser procps man-db)
+  dpkg-dev systemd adduser procps man-db rt-tests python3)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
