@@ -158,7 +158,13 @@ std::optional<ImbalancePrediction> prediction(const ClusterHistograms& h, const 
     const std::uint64_t n = h.histogram(Metric::matmul_seconds, mode, k).count();
     if (n > most) {
       most = n;
-      step = cluster_reference(h, mode, k).matmul_seconds;
+      // The step as the reference core runs it, its typical noise included:
+      // the slowdowns are ratios of such steps. matmul_seconds is the
+      // uninterrupted time, so it is scaled by 1 / (1 − noise).
+      const ClusterReference ref = cluster_reference(h, mode, k);
+      step = ref.matmul_seconds && ref.noise_ratio && *ref.noise_ratio < 1
+                 ? std::optional<double>(*ref.matmul_seconds / (1 - *ref.noise_ratio))
+                 : ref.matmul_seconds;
     }
   }
   if (!step) return std::nullopt;
