@@ -1,5 +1,8 @@
 #include "collector/command_line.h"
 
+#include <algorithm>
+#include <iostream>
+
 namespace corenoise {
 
 bool ParsedArgs::has(const std::string& name) const {
@@ -44,6 +47,24 @@ ParsedArgs parse_args(const std::vector<std::string>& args,
     }
   }
   return parsed;
+}
+
+int run_local_command(const std::string& name, const std::vector<std::string>& args,
+                      const std::function<void(std::ostream&)>& print_usage,
+                      const std::function<int()>& work) {
+  const std::string prefix = "corenoise " + name + ": ";
+  try {
+    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+      print_usage(std::cout);
+      return 0;
+    }
+    return work();
+  } catch (const UsageError& e) {
+    std::cerr << prefix + e.what() + " (see corenoise " + name + " --help)\n";
+  } catch (const std::exception& e) {
+    std::cerr << prefix + e.what() + "\n";
+  }
+  return 1;
 }
 
 }  // namespace corenoise

@@ -3,6 +3,8 @@
 // the option, so a typo never silently falls back to a default.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -28,5 +30,12 @@ struct ParsedArgs {
 ParsedArgs parse_args(const std::vector<std::string>& args,
                       const std::set<std::string>& value_options,
                       const std::set<std::string>& flags);
+
+// What every command of one node does around its work: answers --help, runs
+// `work`, and turns a UsageError (pointing at --help) or any other error into
+// one line on stderr naming the command, and exit status 1.
+int run_local_command(const std::string& name, const std::vector<std::string>& args,
+                      const std::function<void(std::ostream&)>& print_usage,
+                      const std::function<int()>& work);
 
 }  // namespace corenoise

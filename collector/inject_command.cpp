@@ -174,18 +174,9 @@ InjectionPlan parse_inject_options(const std::vector<std::string>& args) {
 }
 
 int run_inject_command(const std::vector<std::string>& args) {
-  try {
-    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-      std::cout << kUsage;
-      return kExitHealthy;
-    }
-    return run(parse_inject_options(args));
-  } catch (const UsageError& e) {
-    std::cerr << "corenoise inject: " << e.what() << " (see corenoise inject --help)\n";
-  } catch (const std::exception& e) {
-    std::cerr << "corenoise inject: " << e.what() << '\n';
-  }
-  return kExitFailure;
+  return run_local_command(
+      "inject", args, [](std::ostream& out) { out << kUsage; },
+      [&] { return run(parse_inject_options(args)); });
 }
 
 }  // namespace corenoise

@@ -23,7 +23,8 @@ pinned to each core tell which cores are slower than their peers and why
 Commands:
   probe       probe every core of this node once and print a verdict per core
   sweep       probe every core of every node at once (under mpiexec, one rank
-              per node) and rank the worst cores and nodes
+              per node, or one per core with --rank-per-core) and rank the
+              worst cores and nodes
   collect     reduce every node's corenoised results across nodes (under
               mpiexec, one rank per node; --trigger runs a round everywhere
               first) and publish the cluster reference back to each daemon

@@ -182,18 +182,7 @@ int run(const CommandOptions& options) {
 }  // namespace
 
 int run_probe_command(const std::vector<std::string>& args) {
-  try {
-    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-      print_usage(std::cout);
-      return kExitHealthy;
-    }
-    return run(parse(args));
-  } catch (const UsageError& e) {
-    std::cerr << "corenoise probe: " << e.what() << " (see corenoise probe --help)\n";
-  } catch (const std::exception& e) {
-    std::cerr << "corenoise probe: " << e.what() << '\n';
-  }
-  return kExitFailure;
+  return run_local_command("probe", args, print_usage, [&] { return run(parse(args)); });
 }
 
 }  // namespace corenoise

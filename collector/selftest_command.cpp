@@ -320,18 +320,7 @@ int run(const SelftestOptions& options) {
 }  // namespace
 
 int run_selftest_command(const std::vector<std::string>& args) {
-  try {
-    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-      print_usage(std::cout);
-      return kExitHealthy;
-    }
-    return run(parse(args));
-  } catch (const UsageError& e) {
-    std::cerr << "corenoise selftest: " << e.what() << " (see corenoise selftest --help)\n";
-  } catch (const std::exception& e) {
-    std::cerr << "corenoise selftest: " << e.what() << '\n';
-  }
-  return kExitFailure;
+  return run_local_command("selftest", args, print_usage, [&] { return run(parse(args)); });
 }
 
 }  // namespace corenoise

@@ -29,64 +29,16 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// `corenoise inject ARGS` in the background: its ready line, then how and
-// when it ended. Killed when the test ends.
-class Injector {
- public:
-  explicit Injector(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kCorenoise, "inject"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      std::vector<char*> c_args;
-      for (const auto& a : argv) c_args.push_back(const_cast<char*>(a.c_str()));
-      c_args.push_back(nullptr);
-      execv(c_args[0], c_args.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    out_ = fdopen(fds[0], "r");
-  }
-  ~Injector() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_ != nullptr) fclose(out_);
-  }
-  std::string ready_line() {
-    char line[512];
-    if (out_ == nullptr || fgets(line, sizeof line, out_) == nullptr) return "";
-    return line;
-  }
-  void signal(int number) { kill(pid_, number); }
-  // The exit status, or -1 if it still runs after `seconds`.
-  int wait_exit(double seconds) {
-    const double end = now_seconds() + seconds;
-    while (now_seconds() < end) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-};
+// `corenoise inject ARGS`, to run in the background (killed when the test
+// ends).
+std::vector<std::string> inject(std::vector<std::string> args) {
+  args.insert(args.begin(), {kCorenoise, "inject"});
+  return args;
+}
 
 TEST(Inject, SaysReadyThenStopsByItself) {
-  Injector injector({"--cpus", "0", "--seconds", "2"});
-  const std::string ready = injector.ready_line();
+  testing::BackgroundProcess injector(inject({"--cpus", "0", "--seconds", "2"}));
+  const std::string ready = injector.wait_line();
   const double started = now_seconds();
   EXPECT_EQ(ready, "ready: duty 10.0 % (1 ms busy) every 10 ms on CPU 0 (SCHED_FIFO)\n");
   EXPECT_EQ(injector.wait_exit(3), 0);
@@ -98,16 +50,17 @@ TEST(Inject, SaysReadyThenStopsByItself) {
 // Stops at once even in the middle of a long sleep between bursts.
 TEST(Inject, SigtermAndSigintStopItPromptly) {
   for (int number : {SIGTERM, SIGINT}) {
-    Injector injector({"--cpus", "0", "--seconds", "60", "--duty", "0.1", "--period", "5"});
-    ASSERT_EQ(injector.ready_line().rfind("ready: ", 0), 0u);
+    testing::BackgroundProcess injector(
+        inject({"--cpus", "0", "--seconds", "60", "--duty", "0.1", "--period", "5"}));
+    ASSERT_EQ(injector.wait_line().rfind("ready: ", 0), 0u);
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
     const double sent = now_seconds();
     injector.signal(number);
     EXPECT_EQ(injector.wait_exit(5), 0) << number;
     EXPECT_LT(now_seconds() - sent, 0.2) << number;
   }
-  Injector hog({"--cpus", "0", "--seconds", "60", "--memory-hog"});
-  EXPECT_EQ(hog.ready_line(),
+  testing::BackgroundProcess hog(inject({"--cpus", "0", "--seconds", "60", "--memory-hog"}));
+  EXPECT_EQ(hog.wait_line(),
             "ready: memory hog, 256 MiB streamed read+write on CPU 0 (normal priority)\n");
   const double sent = now_seconds();
   hog.signal(SIGTERM);
@@ -154,8 +107,8 @@ TEST(Inject, BadInputExitsOneNamingTheOption) {
 
 // Probes CPUs 0 and 1 while `inject ARGS` runs.
 json probe_while_injecting(const std::vector<std::string>& args) {
-  Injector injector(args);
-  const std::string ready = injector.ready_line();
+  testing::BackgroundProcess injector(inject(args));
+  const std::string ready = injector.wait_line();
   EXPECT_EQ(ready.rfind("ready: ", 0), 0u) << ready;
   const auto r = run_command(kCorenoise + " probe --cpus 0,1 --json -");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace corenoise::testing {
@@ -77,6 +79,21 @@ class BackgroundProcess {
     char line[512];
     if (out_ == nullptr || fgets(line, sizeof line, out_) == nullptr) return "";
     return line;
+  }
+  void signal(int number) const { kill(pid_, number); }
+  // The exit status (128 + signal if killed), or -1 if it still runs after
+  // `seconds`.
+  int wait_exit(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    do {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } while (std::chrono::steady_clock::now() < end);
+    return -1;
   }
 
  private:
