@@ -176,7 +176,10 @@ TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
   // on top (this VM's floor has ranged from 5 % to 35 % within an hour).
   const json& detour = cpu1["detour"];
   const double preempted = double(detour["preempted_seconds"]) / double(detour["window_seconds"]);
-  EXPECT_NEAR(preempted, 0.10, 0.03) << detour.dump();
+  // Above 0.10 only by hypervisor stalls during a burst, which stretch it
+  // (the injector busy-waits on the clock) and count as run-queue wait.
+  EXPECT_GE(preempted, 0.07) << detour.dump();
+  EXPECT_LE(preempted, 0.16) << detour.dump();
   EXPECT_GE(double(detour["noise_ratio"]), preempted) << detour.dump();
   EXPECT_GE(double(cpu1["excess_noise"]), 0.03);
   EXPECT_NE(std::string(cpu1["cause"]).find("preempted"), std::string::npos) << cpu1["cause"];
