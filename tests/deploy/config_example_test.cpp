@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_file.h"
 #include "daemon/config.h"
 #include "probe/cpu_list.h"
 
@@ -209,21 +210,7 @@ CheckResult check_config(const std::string& path) {
   return result;
 }
 
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/corenoised-example-XXXXXX";
-    const int fd = mkstemp(name);
-    close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempFile;
 
 TEST(ConfigExample, IsAcceptedAsShipped) {
   const CheckResult result = check_config(CONFIG_EXAMPLE);

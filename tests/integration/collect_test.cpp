@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon_process.h"
+#include "json_file.h"
 #include "process.h"
 
 namespace corenoise {
@@ -50,10 +51,7 @@ std::string collect(const std::string& socket_a, const std::string& socket_b,
          " :" + rank_block(socket_b, args);
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+using testing::read_json;
 
 // The publication's time, and every ratio corenoise_slowdown_ratio has
 // (against the node) also against the cluster.

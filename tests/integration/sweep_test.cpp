@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "json_file.h"
 #include "probe/topology.h"
 #include "process.h"
 
@@ -32,10 +33,7 @@ std::string temp_path(const std::string& name) {
   return "/tmp/corenoise-sweep-test-" + std::to_string(getpid()) + "-" + name;
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+using testing::read_json;
 
 // The fields docs/sweep.md promises, whatever the figures.
 void expect_report_structure(const json& report, std::size_t nodes) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "json_file.h"
 #include "process.h"
 
 namespace corenoise {
@@ -45,10 +46,7 @@ std::string temp_path(const std::string& name) {
   return "/tmp/corenoise-scenario-test-" + std::to_string(getpid()) + "-" + name;
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
+using testing::read_json;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "../temp_file.h"
+
 namespace corenoise {
 namespace {
 
@@ -19,21 +21,7 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/corenoised-conf-XXXXXX";
-    const int fd = mkstemp(name);
-    close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempFile;
 
 TEST(Config, DefaultsAreDocumentedValues) {
   const DaemonConfig c;
