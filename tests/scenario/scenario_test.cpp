@@ -1,8 +1,9 @@
-// The story's scenario, end to end (docs/scenario.md): a SCHED_FIFO thread
-// busy 1 ms in every 10 ms on CPU 1, then `corenoise sweep --rank-per-core`
-// and bsp_step_app, both as `mpiexec -n 2 -bind-to core` jobs. The sweep
-// must rank CPU 1 worst, and its barrier-wait prediction, scaled to the
-// app's own step, must match the wait the app measured within 25 %.
+// The story's scenario, end to end (docs/scenario.md): `corenoise inject`
+// puts a SCHED_FIFO thread busy 3 ms in every 10 ms on CPU 1, then
+// `corenoise sweep --rank-per-core` and bsp_step_app run, both as
+// `mpiexec -n 2 -bind-to core` jobs. The sweep must rank CPU 1 worst, and its
+// barrier-wait prediction, scaled to the app's own step, must match the wait
+// the app measured within 25 %.
 //
 // Like for like: the sweep's wait is T · (max − median) of the per-core
 // expected slowdowns (docs/scaling.md) with T the probe's step; the app's
@@ -16,9 +17,13 @@
 // One sweep and one app run are one draw each of this VM's hypervisor
 // noise, which wanders from second to second; the test takes kPairs pairs,
 // interleaved, and compares the medians of the predictions and of the
-// measurements (the figures of each pair are printed). It needs a quiet
-// machine: on a shared 2-vCPU VM it passed 15 runs in 26
-// (docs/scenario.md, "How reliable it is").
+// measurements (the figures of each pair are printed).
+//
+// Why 30 %: the imbalance the job sees is the injection plus whatever the
+// host takes from one vCPU more than from the other, which on a shared VM
+// wanders by several points from one second to the next (docs/scenario.md,
+// "How reliable it is"). Against a 30 % injection that wander moves the
+// wait by a few per cent; against 10 % it moved it by up to half.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -40,6 +45,7 @@ using testing::BackgroundProcess;
 using testing::run_command;
 
 const std::string kMpiexec = MPIEXEC_BIN;
+const std::string kCorenoise = CORENOISE_BIN;
 const std::string kTimeout = "timeout -k 5 60 ";
 
 std::string temp_path(const std::string& name) {
@@ -72,14 +78,12 @@ struct Pair {
 Pair run_pair(int index) {
   Pair pair;
   const std::string sweep_path = temp_path("sweep-" + std::to_string(index) + ".json");
-  const auto sweep = run_command(kTimeout + kMpiexec + " -n 2 -bind-to core " + CORENOISE_BIN +
+  const auto sweep = run_command(kTimeout + kMpiexec + " -n 2 -bind-to core " + kCorenoise +
                                  " sweep --rank-per-core --mode concurrent --json " + sweep_path);
-  // 2 where it found an unhealthy core, 0 where it judged both ok (a round
-  // in which CPU 1 was only the worst of two healthy cores; the test asks
-  // the `noisy` verdict of most rounds, below).
-  EXPECT_TRUE(sweep.exit_code == 0 || sweep.exit_code == 2) << sweep.out << sweep.err;
+  // 2: it found an unhealthy core.
+  EXPECT_EQ(sweep.exit_code, 2) << sweep.out << sweep.err;
   pair.sweep = read_json(sweep_path);
-  EXPECT_EQ(pair.sweep["healthy"].get<bool>(), sweep.exit_code == 0);
+  EXPECT_FALSE(pair.sweep["healthy"].get<bool>());
   std::remove(sweep_path.c_str());
   const std::string app_path = temp_path("app-" + std::to_string(index) + ".json");
   const auto app = run_command(kTimeout + kMpiexec + " -n 2 -bind-to core " + kApp + kAppArgs +
@@ -99,25 +103,21 @@ double app_step_seconds(const json& app) {
 }
 
 TEST(Scenario, SweepRanksTheNoisyCoreWorstAndPredictsTheBarrierWait) {
-  BackgroundProcess injector({NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms",
-                              "10", "--seconds", "120"});
-  const std::string ready = injector.wait_line();
+  BackgroundProcess injector({kCorenoise, "inject", "--cpus", "1", "--duty", "0.3", "--period",
+                              "0.01", "--seconds", "150"});
   // SCHED_FIFO: the injected thread preempts the rank the moment it wakes.
-  ASSERT_EQ(ready, "ready fifo\n");
+  ASSERT_EQ(injector.wait_line(),
+            "ready: duty 30.0 % (3 ms busy) every 10 ms on CPU 1 (SCHED_FIFO)\n");
 
   std::vector<double> predicted, measured;
-  // The verdict is asked of most sweeps, not all: in a round where the
-  // hypervisor takes much more from CPU 0 than usual, CPU 1 is still worst
-  // but only `contended` or `ok` (seen in 6 of ~120
-  // rounds on this VM).
-  // Likewise the ranking: a single sweep on this VM puts CPU 1 first in
-  // about 19 of 20 (tests/bench/sweep_layouts.sh), so most pairs, not all.
-  int noisy_verdicts = 0, ranked_worst = 0, app_slower = 0;
   for (int i = 0; i < kPairs; ++i) {
     const Pair pair = run_pair(i);
+    // The sweep names the core the job waits for, and calls it noisy.
     const json& worst = pair.sweep["worst"][0];
-    if (worst["cpu"] == 1) ++ranked_worst;
-    if (worst["cpu"] == 1 && worst["state"] == "noisy") ++noisy_verdicts;
+    EXPECT_EQ(worst["cpu"], 1) << "pair " << i << ": " << worst.dump();
+    EXPECT_EQ(worst["state"], "noisy") << "pair " << i << ": " << worst.dump();
+    EXPECT_NE(worst["cause"].get<std::string>().find("preempted"), std::string::npos)
+        << worst.dump();
     const json& p = pair.sweep["prediction"];
     ASSERT_EQ(p["cores"], 2) << p.dump();
 
@@ -131,7 +131,7 @@ TEST(Scenario, SweepRanksTheNoisyCoreWorstAndPredictsTheBarrierWait) {
       EXPECT_EQ(r["cpu_end"], cpu) << "rank migrated: " << r.dump();
       on_cpu[cpu] = r["compute_median_seconds"].get<double>();
     }
-    if (on_cpu[1] > on_cpu[0]) ++app_slower;
+    EXPECT_GT(on_cpu[1], on_cpu[0]) << "pair " << i << ": the app's rank on CPU 1 was not slower";
 
     const double step = app_step_seconds(pair.app);
     const double slowdown_spread =
@@ -151,21 +151,14 @@ TEST(Scenario, SweepRanksTheNoisyCoreWorstAndPredictsTheBarrierWait) {
         pair.app["mean_barrier_wait_seconds"].get<double>() * 1e3,
         predicted.back() / measured.back());
   }
-  EXPECT_GT(ranked_worst, kPairs / 2) << "the sweep ranked CPU 1 worst in too few pairs";
-  EXPECT_GT(noisy_verdicts, kPairs / 2) << "CPU 1 was ranked worst and noisy in too few pairs";
-  EXPECT_GT(app_slower, kPairs / 2) << "the app's rank on CPU 1 was slower in too few pairs";
+  ASSERT_GT(median(measured), 0);
   const double ratio = median(predicted) / median(measured);
   std::printf("median predicted %.3f ms / median measured %.3f ms = %.3f\n",
               median(predicted) * 1e3, median(measured) * 1e3, ratio);
   RecordProperty("predicted_over_measured", std::to_string(ratio));
-  EXPECT_GT(median(measured), 0);
-  // Issue 6 asks for 25 %. On this VM the ratio ranged 0.80-1.24 over nine
-  // quiet runs (and wider while other work ran): the hypervisor's share of
-  // each vCPU moves between a sweep and the app's run. Until the check is
-  // made steadier (docs/scenario.md), the gate is the prediction's order of
-  // magnitude, and the ratio is recorded for the benchmark tables.
-  EXPECT_GT(ratio, 0.5);
-  EXPECT_LT(ratio, 2.0);
+  // Issue 6: within 25 %. 0.87-1.11 per pair over 20 pairs here.
+  EXPECT_GT(ratio, 0.75);
+  EXPECT_LT(ratio, 1.25);
 }
 
 }  // namespace
