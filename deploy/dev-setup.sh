@@ -19,9 +19,13 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # dpkg-dev systemd adduser procps man-db: the package test builds the .deb,
 # installs it, and checks its units with systemd-analyze;
 # rt-tests python3: the accuracy benchmark (docs/validation.md) runs oslat
-# beside corenoise from a Python driver.
+# beside corenoise from a Python driver;
+# clang libclang-rt-14-dev: libFuzzer and the sanitizers (docs/reliability.md);
+# wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
+# strace: proves the daemon starts no other program.
 test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base
-  dpkg-dev systemd adduser procps man-db rt-tests python3)
+  dpkg-dev systemd adduser procps man-db rt-tests python3
+  clang libclang-rt-14-dev wrk faketime strace)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
