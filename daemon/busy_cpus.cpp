@@ -1,29 +1,52 @@
 #include "daemon/busy_cpus.h"
 
-#include <charconv>
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
-#include <vector>
+
+#include "probe/proc_text.h"
 
 namespace corenoise {
+namespace {
+
+using proc_text::next_line;
+using proc_text::next_token;
+using proc_text::to_number;
+
+// a + b, or nullopt where it would wrap (and make busy exceed total).
+std::optional<std::uint64_t> add(std::optional<std::uint64_t> a, std::uint64_t b) {
+  if (!a || b > std::numeric_limits<std::uint64_t>::max() - *a) return std::nullopt;
+  return *a + b;
+}
+
+}  // namespace
 
 std::map<unsigned, CpuTimes> parse_cpu_times(std::string_view text) {
   std::map<unsigned, CpuTimes> result;
-  std::istringstream lines{std::string(text)};
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.starts_with("cpu") || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
-    std::istringstream fields(line.substr(3));
-    unsigned cpu = 0;
-    if (!(fields >> cpu)) continue;
+  while (!text.empty()) {
+    std::string_view line = next_line(text);
+    const std::string_view name = next_token(line);
+    if (!name.starts_with("cpu")) continue;
+    const auto cpu = to_number(name.substr(3));  // the "cpu" line (all CPUs) has none
+    if (!cpu || *cpu > std::numeric_limits<unsigned>::max()) continue;
     // user nice system idle iowait irq softirq steal (guest time is already in user).
-    std::vector<std::uint64_t> v;
-    std::uint64_t value = 0;
-    while (v.size() < 8 && fields >> value) v.push_back(value);
-    if (v.size() < 8) continue;
-    CpuTimes t;
-    t.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    t.total = t.busy + v[3] + v[4];
-    result[cpu] = t;
+    std::uint64_t v[8];
+    bool whole = true;
+    for (std::uint64_t& value : v) {
+      const auto n = to_number(next_token(line));
+      if (!n) {
+        whole = false;
+        break;
+      }
+      value = *n;
+    }
+    if (!whole) continue;
+    std::optional<std::uint64_t> busy = v[0];
+    for (int i : {1, 2, 5, 6, 7}) busy = add(busy, v[i]);
+    const auto total = add(add(busy, v[3]), v[4]);
+    if (!total) continue;
+    result[static_cast<unsigned>(*cpu)] = CpuTimes{*busy, *total};
   }
   return result;
 }
@@ -42,8 +65,11 @@ std::optional<double> busy_fraction(const std::map<unsigned, CpuTimes>& before,
   const auto a = after.find(cpu);
   if (b == before.end() || a == after.end()) return std::nullopt;
   if (a->second.total <= b->second.total || a->second.busy < b->second.busy) return std::nullopt;
-  return static_cast<double>(a->second.busy - b->second.busy) /
-         static_cast<double>(a->second.total - b->second.total);
+  // Idle and iowait ticks may go backwards (Documentation/filesystems/proc.rst:
+  // "the iowait field in /proc/stat will decrease in certain conditions"),
+  // so the busy ticks gained can exceed the total gained: a share, not more.
+  return std::min(1.0, static_cast<double>(a->second.busy - b->second.busy) /
+                           static_cast<double>(a->second.total - b->second.total));
 }
 
 }  // namespace corenoise

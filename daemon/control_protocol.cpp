@@ -188,26 +188,30 @@ std::string plain_message(const std::exception& e) {
   return text;
 }
 
-}  // namespace
-
-ControlRequest parse_request(std::string_view line) {
+// One line of JSON (a trailing '\r' tolerated); `what` ("request", "reply")
+// names it in errors.
+json parse_line(std::string_view line, int max_depth, const std::string& what) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  json request;
   try {
     // The callback sees each value's depth as the parser enters it, so a
     // line of 60,000 '[' stops at the limit instead of building a value that
     // later recursion (copy, dump, compare) could not handle.
-    request = json::parse(line.begin(), line.end(), [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxRequestDepth) {
-        throw ProtocolError("malformed request: JSON nested deeper than " +
-                            std::to_string(kMaxRequestDepth) + " levels");
+    return json::parse(line.begin(), line.end(), [&](int depth, json::parse_event_t, json&) {
+      if (depth > max_depth) {
+        throw ProtocolError("malformed " + what + ": JSON nested deeper than " +
+                            std::to_string(max_depth) + " levels");
       }
       return true;
     });
   } catch (const json::exception& e) {
-    throw ProtocolError("malformed request: " + plain_message(e));
+    throw ProtocolError("malformed " + what + ": " + plain_message(e));
   }
-  return request_from_json(request);
+}
+
+}  // namespace
+
+ControlRequest parse_request(std::string_view line) {
+  return request_from_json(parse_line(line, kMaxRequestDepth, "request"));
 }
 
 ControlRequest request_from_json(const json& request) {
@@ -316,13 +320,7 @@ std::string encode_line(const json& value) {
 }
 
 json parse_reply(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  json reply;
-  try {
-    reply = json::parse(line.begin(), line.end());
-  } catch (const json::exception& e) {
-    throw ProtocolError("malformed reply: " + plain_message(e));
-  }
+  json reply = parse_line(line, kMaxReplyDepth, "reply");
   if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_boolean()) {
     throw ProtocolError("malformed reply: expected an object with a boolean \"ok\", got " +
                         echo(reply));

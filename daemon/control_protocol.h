@@ -42,6 +42,10 @@ struct ProtocolError : std::invalid_argument {
 // kept and echoed by `status`, and serializing JSON recurses, so a deep
 // value must be refused at the door rather than overflow the daemon's stack.
 inline constexpr int kMaxRequestDepth = 32;
+// The same for a reply, which the client dumps (--json) and echoes in
+// errors. Replies nest the results document and a publish's reference (at
+// most kMaxRequestDepth), so twice that is ample.
+inline constexpr int kMaxReplyDepth = 2 * kMaxRequestDepth;
 
 // One request line (without its '\n'; a trailing '\r' is tolerated).
 // Unknown commands and unknown fields are errors, so a typo never silently
@@ -75,7 +79,8 @@ nlohmann::json error_reply(std::string_view message);
 std::string encode_line(const nlohmann::json& value);
 
 // A reply line as the client reads it: an object with a boolean "ok" (and a
-// string "error" when ok is false). Throws ProtocolError otherwise.
+// string "error" when ok is false), nested at most kMaxReplyDepth. Throws
+// ProtocolError otherwise.
 nlohmann::json parse_reply(std::string_view line);
 
 }  // namespace corenoise

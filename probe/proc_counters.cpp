@@ -4,43 +4,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <new>
+
+#include "probe/proc_text.h"
 
 namespace corenoise {
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// Splits off the next blank-separated token of `line` (empty at the end).
-std::string_view next_token(std::string_view& line) {
-  std::size_t i = 0;
-  while (i < line.size() && is_blank(line[i])) ++i;
-  std::size_t j = i;
-  while (j < line.size() && !is_blank(line[j])) ++j;
-  std::string_view token = line.substr(i, j - i);
-  line.remove_prefix(j);
-  return token;
-}
-
-// Splits off the next line of `text`, without its newline.
-std::string_view next_line(std::string_view& text) {
-  std::size_t end = text.find('\n');
-  std::string_view line = text.substr(0, end);
-  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-  return line;
-}
-
-// The whole token as a decimal number; nullopt for anything else (signs,
-// trailing junk, overflow), so that a garbled row cannot pass as a count.
-std::optional<std::uint64_t> to_number(std::string_view token) {
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
+using proc_text::next_line;
+using proc_text::next_token;
+using proc_text::to_number;
 
 // Reads a whole file into `out` (reusing its capacity). /proc files report
 // size 0 in stat(), so read until EOF instead of sizing up front.

@@ -222,6 +222,25 @@ TEST(ControlProtocol, Replies) {
   EXPECT_THROW(parse_reply("nope"), ProtocolError);
 }
 
+// Found while writing tests/fuzz/control_request_fuzzer.cpp (deeper than its
+// 4 KiB inputs reach): a reply of 100,000 '[' crashed the client, whose
+// error message dumps the value, recursively, off the end of the stack.
+TEST(ControlProtocol, RefusesDeepRepliesInsteadOfOverflowingTheStack) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_reply(deep);
+    ADD_FAILURE() << "a reply nested 100,000 deep was accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(std::string(e.what()), "malformed reply: JSON nested deeper than 64 levels");
+  }
+  EXPECT_THROW(parse_reply(R"({"ok":true,"x":)" + deep + "}"), ProtocolError);
+  // A status reply echoing the deepest reference a publish may carry passes.
+  const std::string reference =
+      std::string(kMaxRequestDepth - 2, '[') + std::string(kMaxRequestDepth - 2, ']');
+  EXPECT_NO_THROW(
+      parse_reply(R"({"ok":true,"publication":{"reference":{"r":)" + reference + "}}}"));
+}
+
 TEST(ControlProtocol, ToJsonRoundTrips) {
   const std::vector<ControlRequest> requests = {
       StatusRequest{},

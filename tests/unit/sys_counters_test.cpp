@@ -58,12 +58,37 @@ TEST(BusyCpus, BusyShareBetweenTwoReadings) {
   EXPECT_FALSE(busy_fraction(before, before, 0));  // no time passed
 }
 
+// Found by tests/fuzz (proc_stat): the kernel's idle and iowait may go
+// backwards, and the share was then above 1 ("busy (6845 %)").
+TEST(BusyCpus, BusyShareStaysAtMostOneWhenIdleGoesBackwards) {
+  const auto before = parse_cpu_times("cpu1 2806 0 2582 35506 499 0 135 1 0 0\n");
+  const auto after = parse_cpu_times("cpu1 2 82 43 0 19 1 73845 0 0 0\n");
+  ASSERT_TRUE(busy_fraction(before, after, 1));
+  EXPECT_DOUBLE_EQ(*busy_fraction(before, after, 1), 1.0);
+}
+
 TEST(BusyCpus, MalformedLinesAreLeftOut) {
   const auto times = parse_cpu_times("cpu0 1 2 3\ncpuX 1 2 3 4 5 6 7 8\ncpu1 1 2 3 4 5 6 7 8\n");
   EXPECT_EQ(times.size(), 1u);
   EXPECT_TRUE(times.contains(1));
   EXPECT_FALSE(read_cpu_times("/nonexistent").size());
   EXPECT_FALSE(read_cpu_times("/proc").empty());
+}
+
+// tests/fuzz's proc_stat target checks busy <= total: istream's >> read "-1"
+// as 2^64-1, and the sums wrapped, so a garbled line broke it.
+TEST(BusyCpus, SignedAndOverflowingNumbersAreMalformed) {
+  const auto times = parse_cpu_times(
+      "cpu0 -1 0 0 1 0 0 0 0\n"
+      "cpu1 +5 0 0 1 0 0 0 0\n"
+      "cpu2 18446744073709551615 0 0 1 0 0 0 0\n"
+      "cpu3 18446744073709551615 0 0 0 0 0 0 0\n"
+      "cpu4 1 2 3 4 5 6 7 8\n");
+  EXPECT_EQ(times.size(), 2u);
+  EXPECT_EQ(times.at(3).busy, 18446744073709551615u);
+  EXPECT_EQ(times.at(3).total, 18446744073709551615u);
+  EXPECT_EQ(times.at(4).busy, 1u + 2 + 3 + 6 + 7 + 8);
+  EXPECT_EQ(times.at(4).total, 36u);
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+// sum_cpu_column, the parser of /proc/interrupts and /proc/softirqs, on
+// arbitrary bytes. It must never read out of bounds or crash, and a sum it
+// returns must belong to a CPU that the header names ("CPU<n>"), since the
+// column is found by that name, never by position alone (offline CPUs have
+// no column).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "probe/proc_counters.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+// True if a blank-separated token of the first line is "CPU" and the number
+// `cpu` (leading zeros allowed, as the parser reads numbers).
+bool header_names(std::string_view text, unsigned cpu) {
+  std::string_view header = text.substr(0, text.find('\n'));
+  const std::string number = std::to_string(cpu);
+  while (!header.empty()) {
+    const std::size_t start = header.find_first_not_of(" \t\r");
+    if (start == std::string_view::npos) break;
+    header.remove_prefix(start);
+    std::string_view token = header.substr(0, header.find_first_of(" \t\r"));
+    header.remove_prefix(token.size());
+    if (!token.starts_with("CPU")) continue;
+    token.remove_prefix(3);
+    while (token.size() > 1 && token.front() == '0') token.remove_prefix(1);
+    if (token == number) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // The fixtures' CPUs, an offline one (2) and one far beyond any column.
+  for (unsigned cpu : {0u, 1u, 2u, 3u, 4095u}) {
+    if (corenoise::sum_cpu_column(text, cpu)) FUZZ_CHECK(header_names(text, cpu));
+  }
+  return 0;
+}
