@@ -174,7 +174,9 @@ std::optional<ImbalancePrediction> prediction(const ClusterHistograms& h, const 
 template <typename T>
 std::vector<T> records_as(const std::vector<std::byte>& bytes) {
   std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  // Non-root ranks receive nothing: memcpy with the null data() of an empty
+  // vector is undefined even for 0 bytes (UBSan, nonnull-attribute).
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;
 }
 
