@@ -88,6 +88,10 @@ std::map<ProbeKey, double> baseline_slowdowns(const Calibration& calibration,
 CalibrationStore::CalibrationStore(std::string state_dir) : dir_(std::move(state_dir)) {}
 
 std::optional<Calibration> CalibrationStore::load() const {
+  // A temp file left by a crash mid-save is a save that never happened: the
+  // real file is still the old one. One daemon per state directory, so no
+  // save of another process is in flight.
+  ::unlink((path() + ".tmp").c_str());
   std::ifstream file(path());
   if (!file) {
     if (errno == ENOENT) return std::nullopt;

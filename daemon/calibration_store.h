@@ -40,7 +40,8 @@ class CalibrationStore {
  public:
   explicit CalibrationStore(std::string state_dir);
   // nullopt if there is no file; throws std::runtime_error naming the file
-  // if it exists but cannot be read or parsed.
+  // if it exists but cannot be read or parsed. Removes a temp file left by
+  // a save that a crash interrupted.
   std::optional<Calibration> load() const;
   // Throws std::runtime_error naming the path and the errno text.
   void save(const Calibration& calibration) const;

@@ -1,7 +1,9 @@
 #include "daemon/daemon.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 
 #include "daemon/control_server.h"
 #include "daemon/exporter.h"
@@ -189,7 +191,19 @@ void Daemon::start_next_request() {
   const auto now_times = read_cpu_times(config_.probe.proc_root);
   std::map<unsigned, std::string> skipped;
   std::vector<unsigned> cpus;
+  // Read here, on the event-loop thread, between rounds: no round has it
+  // moved off a CPU now (see ProcessOffCpus).
+  const std::vector<unsigned> affinity = current_affinity();
+  std::map<unsigned, std::string> unavailable_now;
   for (unsigned cpu : watched_cpus(config_, topology_)) {
+    if (auto why = unavailable(cpu, affinity)) {
+      const auto before = unavailable_.find(cpu);
+      if (before == unavailable_.end() || before->second != *why)
+        log_warning("cpu " + std::to_string(cpu) + " skipped: " + *why);
+      skipped[cpu] = unavailable_now[cpu] = *why;
+      continue;
+    }
+    if (unavailable_.contains(cpu)) log_notice("cpu " + std::to_string(cpu) + " is back");
     const auto busy = busy_fraction(idle_reference_, now_times, cpu);
     if (busy && *busy > config_.busy_threshold && config_.busy_policy == BusyPolicy::skip &&
         !running_->calibrate) {
@@ -198,10 +212,13 @@ void Daemon::start_next_request() {
     }
     cpus.push_back(cpu);
   }
+  unavailable_ = std::move(unavailable_now);
   auto sys_before = read_sys();
   cancel_ = false;
   const std::vector<Mode> modes = running_->modes;
-  round_thread_ = std::thread([this, modes, cpus, skipped = std::move(skipped),
+  std::map<Mode, double> deadlines;
+  for (Mode mode : modes) deadlines[mode] = round_deadline(mode, cpus.size());
+  round_thread_ = std::thread([this, modes, cpus, deadlines, skipped = std::move(skipped),
                                sys_before = std::move(sys_before)]() mutable {
     std::vector<RoundSamples> rounds;
     for (Mode mode : modes) {
@@ -218,13 +235,44 @@ void Daemon::start_next_request() {
         rounds.push_back(std::move(nothing));
         continue;
       }
-      rounds.push_back(runner_->run(mode, cpus, {}, &cancel_));
+      rounds.push_back(runner_->run(mode, cpus, {}, &cancel_, nullptr, deadlines.at(mode)));
     }
     boost::asio::post(io_, [this, rounds = std::move(rounds), skipped = std::move(skipped),
                             sys_before = std::move(sys_before)]() mutable {
       finish_round(std::move(rounds), std::move(skipped), std::move(sys_before));
     });
   });
+}
+
+std::optional<std::string> Daemon::unavailable(unsigned cpu,
+                                               const std::vector<unsigned>& affinity) const {
+  // Hot-unplugged: the kernel's own flag (cpu0 often has no such file).
+  const std::string online =
+      config_.sys_root + "/devices/system/cpu/cpu" + std::to_string(cpu) + "/online";
+  if (std::ifstream file(online); file && file.peek() == '0')
+    return "offline (" + online + " is 0)";
+  // `taskset -p` on the daemon: the event loop's affinity is the daemon's
+  // own unless housekeeping-cpus pinned it, in which case only the cpuset
+  // (a failed pin, reported by the probe thread) and hot-unplug narrow it.
+  if (!config_.housekeeping_cpus && !affinity.empty() &&
+      std::find(affinity.begin(), affinity.end(), cpu) == affinity.end()) {
+    return std::string("outside the daemon's CPU affinity (taskset or sched_setaffinity)");
+  }
+  return std::nullopt;
+}
+
+double Daemon::round_deadline(Mode mode, std::size_t cpus) const {
+  if (config_.round_deadline_seconds) return *config_.round_deadline_seconds;
+  // Ten times what the last full round took, per CPU in isolated mode (the
+  // CPUs take turns) and as a whole in concurrent mode (all at once); a
+  // round of a node that is merely slower today never comes close.
+  const auto last = last_full_round_.find(mode);
+  const double n = static_cast<double>(std::max<std::size_t>(cpus, 1));
+  if (last == last_full_round_.end()) return 60 * (mode == Mode::isolated ? n : 1);
+  const double seconds = last->second.first;
+  const double per_cpu =
+      seconds / static_cast<double>(std::max<std::size_t>(last->second.second, 1));
+  return std::max(60.0, 10 * (mode == Mode::isolated ? per_cpu * n : seconds));
 }
 
 std::map<unsigned, CpuSysInfo> Daemon::read_sys() const {
@@ -284,6 +332,17 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
           totals_[c.cpu].detour_seconds += c.detour->total_seconds;
         }
       }
+      if (round.overran) {
+        std::string abandoned;
+        for (const CpuSamples& c : round.cpus) {
+          if (c.error.find("overran its deadline of") == 0)
+            abandoned += (abandoned.empty() ? "" : ",") + std::to_string(c.cpu);
+        }
+        log_warning(std::string(to_string(round.mode)) + " round cut short at its deadline" +
+                    (abandoned.empty() ? "" : "; abandoned the probe thread of cpu " + abandoned));
+      } else if (!round.cpus.empty()) {
+        last_full_round_[round.mode] = {round.duration_seconds, round.cpus.size()};
+      }
       RoundStats& stats = round_stats_[round.mode];
       ++stats.rounds;
       stats.last_unix_seconds = round.started_unix_seconds;
@@ -335,13 +394,19 @@ void Daemon::update_calibration(const ModeReport& report, bool recalibrate) {
       changed = true;
     }
   }
-  if (changed) {
-    updated.calibrated_unix_seconds = report.started_unix_seconds;
+  if (changed) updated.calibrated_unix_seconds = report.started_unix_seconds;
+  // A failed save (a full or read-only state directory) is tried again
+  // every round, so that the file catches up once there is room.
+  if (changed || calibration_unsaved_) {
     try {
       calibration_store_.save(updated);
       log_info("calibration saved to " + calibration_store_.path());
+      calibration_unsaved_ = false;
     } catch (const std::exception& e) {
-      log_error(std::string(e.what()) + " (probing goes on; the calibration lives in memory)");
+      log_error(
+          std::string(e.what()) +
+          " (probing goes on; the calibration lives in memory and is saved again next round)");
+      calibration_unsaved_ = true;
     }
   }
   calibration_ = std::move(updated);

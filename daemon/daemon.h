@@ -79,6 +79,12 @@ class Daemon : public ControlHandler {
   nlohmann::json round_summary() const;
   nlohmann::json unhealthy_cores() const;  // [{cpu, state, cause}] of the latest rounds
   std::map<unsigned, CpuSysInfo> read_sys() const;
+  // Why `cpu` cannot be probed this round (offline, outside the daemon's
+  // affinity), or nullopt; checked before every round, so a CPU that leaves
+  // is skipped with that cause and comes back when it returns.
+  std::optional<std::string> unavailable(unsigned cpu, const std::vector<unsigned>& affinity) const;
+  // The deadline of a round of `mode` over `cpus` CPUs (config or auto).
+  double round_deadline(Mode mode, std::size_t cpus) const;
 
   boost::asio::io_context& io_;
   DaemonConfig config_;
@@ -109,6 +115,12 @@ class Daemon : public ControlHandler {
   std::optional<double> paused_until_;
   std::optional<double> next_round_unix_seconds_;
   std::map<unsigned, CpuTimes> idle_reference_;  // /proc/stat at the end of the last round
+  std::map<unsigned, std::string> unavailable_;  // as of the last round, to log changes once
+  // Per mode, the last round that kept its deadline: (seconds, CPUs probed).
+  std::map<Mode, std::pair<double, std::size_t>> last_full_round_;
+  // The calibration in memory differs from the file (a save failed: a full
+  // or read-only state directory); every round tries again.
+  bool calibration_unsaved_ = false;
   std::map<unsigned, CpuSysInfo> last_sys_;
   std::map<Mode, ModeReport> latest_;
   std::map<Mode, RoundStats> round_stats_;

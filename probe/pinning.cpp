@@ -19,8 +19,13 @@ void pin_current_thread(unsigned cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   if (sched_setaffinity(0, sizeof set, &set) != 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            "cannot pin to CPU " + std::to_string(cpu));
+    // EINVAL is what the kernel says for both causes; name them, since the
+    // message ends up as a skipped CPU's cause.
+    const int error = errno;
+    throw std::system_error(
+        error, std::generic_category(),
+        "cannot pin to CPU " + std::to_string(cpu) +
+            (error == EINVAL ? " (offline, or outside the cgroup's cpuset)" : ""));
   }
 }
 

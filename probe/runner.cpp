@@ -1,8 +1,13 @@
 #include "probe/runner.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -42,11 +47,53 @@ class Pacing {
  public:
   virtual ~Pacing() = default;
   virtual void prepared(std::size_t /*worker*/) {}
-  // False if the round is cancelled (for every worker alike).
+  // False if the round is cancelled (for every worker alike) or over.
   virtual bool before_step(std::size_t worker) = 0;
   // TSC ticks between being asked to start this step and getting the CPU.
   virtual std::uint64_t start_lag() const { return 0; }
   virtual void after_step(std::size_t /*worker*/) {}
+};
+
+// What the probe threads of one round share, owned jointly by them and by
+// Runner::run: a thread abandoned past the deadline may run on after run()
+// has returned (a CPU it cannot get back), so it must touch nothing of the
+// caller's or of the Runner's (which a reload may replace) — hence copies of
+// the settings and PUs. The caller's objects (ProcessOffCpus, the progress
+// callback) are reached only under `mutex` while !over.
+struct RoundState {
+  RoundState(ProbeSettings probe_settings, Isa round_isa)
+      : settings(std::move(probe_settings)), isa(round_isa), counters(settings.proc_root) {}
+
+  const ProbeSettings settings;
+  const Isa isa;
+  const ProcCounterReader counters;
+  std::vector<ProcessingUnit> pus;  // one per worker
+  std::vector<CpuSamples> samples;  // one per worker, read by run() once that worker is done
+  std::unique_ptr<Pacing> pacing;
+  std::atomic<bool> stop{false};    // cancelled or past the deadline: stop at the next check
+  std::atomic<bool> broken{false};  // the barrier's waiters leave without their peers
+
+  std::mutex mutex;
+  std::condition_variable finished;  // a worker is done, or noticed a cancel
+  bool over = false;                 // run() has returned: `off`, `progress` and `cancel` are gone
+  ProcessOffCpus* off = nullptr;
+  Runner::Progress progress;
+  const std::atomic<bool>* cancel = nullptr;  // the caller's
+  bool one_at_a_time = false;                 // isolated: the workers take turns
+  std::vector<char> done;                     // per worker: its thread has left the round
+  std::size_t running = 0;
+
+  // Called by a worker between samples: the caller's cancel becomes `stop`,
+  // the one flag the pacings watch, and wakes run() to time the grace.
+  // (run() itself only wakes once a second to look: a thread waking every
+  // few milliseconds would be noise on the CPUs a concurrent round measures.)
+  void notice_cancel() {
+    if (stop.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(mutex);
+    if (over || cancel == nullptr || !cancel->load()) return;
+    stop = true;
+    finished.notify_all();
+  }
 };
 
 // Where a SharedRound's segment keeps each pacing's state.
@@ -60,11 +107,14 @@ std::byte* shared_at(const SharedRound& shared, std::size_t offset) {
 
 class Together final : public Pacing {
  public:
-  Together(std::size_t workers, const std::atomic<bool>* cancel, const SharedRound* shared)
-      : barrier_(shared != nullptr ? shared->participants : workers, cancel,
+  // Across processes (`shared`) the barrier is never broken: the other
+  // processes' threads would wait for ours for ever.
+  Together(RoundState& state, std::size_t workers, const SharedRound* shared)
+      : barrier_(shared != nullptr ? shared->participants : workers, &state.stop,
                  shared != nullptr
                      ? reinterpret_cast<SpinBarrier::State*>(shared_at(*shared, kBarrierOffset))
-                     : nullptr) {}
+                     : nullptr,
+                 shared != nullptr ? nullptr : &state.broken) {}
   bool before_step(std::size_t) override { return barrier_.arrive_and_wait(); }
 
  private:
@@ -73,87 +123,112 @@ class Together final : public Pacing {
 
 class InTurn final : public Pacing {
  public:
-  // `off` holds every other thread of the process; before each step, they
-  // leave the CPU about to be measured.
+  // Before each step, every other thread of the process (state.off) leaves
+  // the CPU about to be measured.
   // With `shared`, the turns go round every process's CPUs; worker i of this
   // process is participant first + i.
-  InTurn(std::vector<unsigned> cpus, const std::atomic<bool>* cancel, ProcessOffCpus& off,
-         std::size_t steps, const Runner::Progress& progress, const SharedRound* shared)
-      : cpus_(std::move(cpus)),
+  InTurn(RoundState& state, std::vector<unsigned> cpus, std::size_t steps,
+         const SharedRound* shared)
+      : state_(state),
+        cpus_(std::move(cpus)),
         turns_(shared != nullptr ? std::make_unique<TurnTaking>(shared_at(*shared, kTurnsOffset),
-                                                                shared->participants, cancel)
-                                 : std::make_unique<TurnTaking>(cpus_.size(), cancel)),
+                                                                shared->participants, &state.stop)
+                                 : std::make_unique<TurnTaking>(cpus_.size(), &state.stop)),
         first_(shared != nullptr ? shared->first : 0),
         participants_(shared != nullptr ? shared->participants : cpus_.size()),
-        off_(off),
-        steps_(steps),
-        progress_(progress) {}
+        steps_(steps) {}
   void prepared(std::size_t) override { turns_->prepared(); }
   bool before_step(std::size_t worker) override {
     if (!turns_->wait_turn(first_ + worker)) return false;
     const std::uint64_t woke = read_tsc();
     const std::uint64_t asked = turns_->handed_over();
     lag_ = asked != 0 && asked < woke ? woke - asked : 0;
-    off_.move_off({cpus_[worker]});
+    std::lock_guard lock(state_.mutex);
+    if (state_.over) return false;
+    state_.off->move_off({cpus_[worker]});
     return true;
   }
   // Read by the worker whose turn it is, which wrote it: one at a time.
   std::uint64_t start_lag() const override { return lag_; }
   void after_step(std::size_t worker) override {
-    // The last CPU of a step reports it, between two measurements.
-    if (first_ + worker + 1 == participants_ && progress_) progress_(++done_, steps_);
+    {
+      std::lock_guard lock(state_.mutex);
+      // The other threads may use this CPU again until the next turn moves
+      // them off its CPU: if that next CPU is one they cannot get (a
+      // real-time thread holds it), they must not be confined to it — on
+      // two CPUs that would starve the event loop and the thread that
+      // enforces the deadline.
+      if (!state_.over) state_.off->move_off({});
+      // The last CPU of a step reports it, between two measurements.
+      if (first_ + worker + 1 == participants_) {
+        ++done_;
+        if (!state_.over && state_.progress) state_.progress(done_, steps_);
+      }
+    }
     turns_->pass(first_ + worker);
   }
 
  private:
+  RoundState& state_;
   std::vector<unsigned> cpus_;
   std::unique_ptr<TurnTaking> turns_;
   std::size_t first_;
   std::size_t participants_;
-  ProcessOffCpus& off_;
   std::size_t steps_;
-  const Runner::Progress& progress_;
   std::size_t done_ = 0;
   std::uint64_t lag_ = 0;
 };
 
 class CpuWorker {
  public:
-  CpuWorker(const ProbeSettings& settings, Isa isa, const ProcessingUnit& pu,
-            const ProcCounterReader& counters, Pacing& pacing, std::size_t index, CpuSamples& out)
-      : settings_(settings),
-        isa_(isa),
-        pu_(pu),
-        counters_(counters),
-        pacing_(pacing),
+  CpuWorker(std::shared_ptr<RoundState> state, std::size_t index)
+      : state_(std::move(state)),
+        settings_(state_->settings),
+        pu_(state_->pus[index]),
         index_(index),
-        out_(out) {}
+        out_(state_->samples[index]) {}
 
   // Never throws: a failure is recorded in out_.error, and the worker still
   // takes every step (measuring nothing), so that no peer waits for it.
   void operator()() {
+    take_steps();
+    std::lock_guard lock(state_->mutex);
+    state_->done[index_] = 1;
+    --state_->running;
+    state_->finished.notify_all();
+  }
+
+ private:
+  void take_steps() {
+    Pacing& pacing = *state_->pacing;
+    // "probe-cpuN" in top -H, ps -L and /proc/PID/task/TID/comm: which
+    // thread measures which CPU (at most 15 characters: up to CPU 99999).
+    const std::string name = "probe-cpu" + std::to_string(pu_.cpu);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
     try {
       pin_current_thread(pu_.cpu);
       prepare();
     } catch (const std::exception& e) {
       out_.error = e.what();
     }
-    pacing_.prepared(index_);
+    pacing.prepared(index_);
     for (ProbeKind probe : settings_.probes) {
       for (int s = 0; s < settings_.samples; ++s) {
-        if (!pacing_.before_step(index_)) return;
+        // In a concurrent round one worker looks, so that they do not all
+        // queue for the lock before the barrier.
+        if (index_ == 0 || state_->one_at_a_time) state_->notice_cancel();
+        if (!pacing.before_step(index_)) return;
         if (out_.error.empty()) measure(probe);
-        pacing_.after_step(index_);
+        pacing.after_step(index_);
       }
     }
   }
 
- private:
   void prepare() {
     const auto samples = static_cast<std::size_t>(settings_.samples);
     if (settings_.runs(ProbeKind::matmul)) {
       kernels_.matmul = std::make_unique<MatmulKernel>(settings_.matmul_size, settings_.dtype,
-                                                       settings_.reps, isa_);
+                                                       settings_.reps, state_->isa);
       kernels_.matmul->run();  // warm-up: caches, TLB, and the FPU's power state
       out_.matmul_work = kernels_.matmul->work();
       out_.matmul_seconds.reserve(samples);
@@ -165,8 +240,9 @@ class CpuWorker {
       out_.clock_hertz.reserve(samples);
     }
     if (settings_.runs(ProbeKind::detour)) {
-      kernels_.detour = std::make_unique<DetourProbe>(
-          pu_.cpu, settings_.detour_window_seconds, settings_.detour_threshold_seconds, counters_);
+      kernels_.detour =
+          std::make_unique<DetourProbe>(pu_.cpu, settings_.detour_window_seconds,
+                                        settings_.detour_threshold_seconds, state_->counters);
       out_.detours.reserve(samples);
     }
     if (settings_.runs(ProbeKind::stream)) {
@@ -192,7 +268,7 @@ class CpuWorker {
         out_.clock_hertz.push_back(kernels_.clock->run());
         break;
       case ProbeKind::detour:
-        out_.detours.push_back(kernels_.detour->run(pacing_.start_lag()));
+        out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag()));
         break;
       case ProbeKind::stream:
         out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
@@ -200,15 +276,42 @@ class CpuWorker {
     }
   }
 
+  std::shared_ptr<RoundState> state_;
   const ProbeSettings& settings_;
-  Isa isa_;
   const ProcessingUnit& pu_;
-  const ProcCounterReader& counters_;
-  Pacing& pacing_;
   std::size_t index_;
   CpuSamples& out_;
   CpuKernels kernels_;
 };
+
+// Rounds with an abandoned probe thread that has not finished yet.
+std::mutex abandoned_mutex;
+std::vector<std::shared_ptr<RoundState>> abandoned_rounds;
+
+// CPUs on which an abandoned probe thread still runs (or waits to).
+std::vector<unsigned> cpus_still_abandoned() {
+  std::lock_guard registry(abandoned_mutex);
+  std::vector<unsigned> cpus;
+  std::erase_if(abandoned_rounds, [&](const std::shared_ptr<RoundState>& state) {
+    std::lock_guard lock(state->mutex);
+    for (std::size_t i = 0; i < state->done.size(); ++i) {
+      if (!state->done[i]) cpus.push_back(state->pus[i].cpu);
+    }
+    return state->running == 0;
+  });
+  return cpus;
+}
+
+bool no_samples(const CpuSamples& s) {
+  return s.matmul_seconds.empty() && s.clock_hertz.empty() && s.detours.empty() &&
+         s.stream_seconds.empty();
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
 
 }  // namespace
 
@@ -235,17 +338,21 @@ Runner::Runner(ProbeSettings settings, Topology topology)
 }
 
 RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress,
-                         const std::atomic<bool>* cancel, const SharedRound* shared) const {
+                         const std::atomic<bool>* cancel, const SharedRound* shared,
+                         double deadline_seconds) const {
   if (shared != nullptr && (shared->memory == nullptr || shared->participants == 0 ||
                             shared->first + cpus.size() > shared->participants)) {
     throw std::invalid_argument("shared round: participants do not cover this process's CPUs");
+  }
+  if (shared != nullptr && deadline_seconds > 0) {
+    // Abandoning a participant would leave the other processes waiting for it.
+    throw std::invalid_argument("shared round: no deadline across processes");
   }
   RoundSamples round;
   round.mode = mode;
   round.isa = isa_;
   round.started_unix_seconds = unix_seconds_now();
   const auto t0 = std::chrono::steady_clock::now();
-  const ProcCounterReader counters(settings_.proc_root);
 
   std::vector<const ProcessingUnit*> pus;
   for (unsigned cpu : cpus) {
@@ -257,26 +364,104 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   round.cpus.resize(pus.size());
   for (std::size_t i = 0; i < pus.size(); ++i) round.cpus[i].cpu = pus[i]->cpu;
 
+  // A CPU whose thread of an earlier round is still stuck gets no second one.
+  const std::vector<unsigned> stuck =
+      shared != nullptr ? std::vector<unsigned>{} : cpus_still_abandoned();
+  auto state = std::make_shared<RoundState>(settings_, isa_);
+  std::vector<std::size_t> measured;  // round.cpus index of each worker
+  std::vector<unsigned> measured_cpus;
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    if (std::find(stuck.begin(), stuck.end(), pus[i]->cpu) != stuck.end()) {
+      round.cpus[i].error =
+          "its probe thread of an earlier round overran its deadline and has not finished yet";
+      continue;
+    }
+    measured.push_back(i);
+    measured_cpus.push_back(pus[i]->cpu);
+    state->pus.push_back(*pus[i]);
+    state->samples.emplace_back().cpu = pus[i]->cpu;
+  }
+  const std::size_t workers = measured.size();
+
   // Taken before the probe threads exist, so that it moves every thread but
   // theirs.
-  ProcessOffCpus off(mode == Mode::isolated ? std::vector<unsigned>{} : cpus);
-  std::unique_ptr<Pacing> pacing;
+  std::optional<ProcessOffCpus> off(
+      std::in_place, mode == Mode::isolated ? std::vector<unsigned>{} : measured_cpus);
+  state->off = &*off;
+  state->progress = progress;
+  state->cancel = cancel;
+  state->one_at_a_time = mode == Mode::isolated;
   if (mode == Mode::isolated) {
     const std::size_t steps = settings_.probes.size() * static_cast<std::size_t>(settings_.samples);
-    pacing = std::make_unique<InTurn>(cpus, cancel, off, steps, progress, shared);
+    state->pacing = std::make_unique<InTurn>(*state, measured_cpus, steps, shared);
   } else {
-    pacing = std::make_unique<Together>(pus.size(), cancel, shared);
+    state->pacing = std::make_unique<Together>(*state, workers, shared);
   }
+  state->done.assign(workers, 0);
+  state->running = workers;
   std::vector<std::thread> threads;
-  threads.reserve(pus.size());
-  for (std::size_t i = 0; i < pus.size(); ++i) {
-    threads.emplace_back(CpuWorker(settings_, isa_, *pus[i], counters, *pacing, i, round.cpus[i]));
+  threads.reserve(workers);
+  for (std::size_t i = 0; i < workers; ++i) threads.emplace_back(CpuWorker(state, i));
+
+  // Wait for the workers; past the deadline or on a cancel tell them to
+  // stop, and give up on those still in a sample a grace period later.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = deadline_seconds > 0
+                            ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(deadline_seconds))
+                            : Clock::time_point::max();
+  std::optional<Clock::time_point> give_up;
+  std::vector<char> finished;
+  {
+    std::unique_lock lock(state->mutex);
+    while (state->running > 0) {
+      // Across processes nobody is abandoned: wait on, looking once a second.
+      const auto look = Clock::now() + std::chrono::seconds(1);
+      state->finished.wait_until(
+          lock, give_up && shared == nullptr ? *give_up : std::min(deadline, look));
+      const auto now = Clock::now();
+      if (!give_up) {
+        const bool cancelled = cancel != nullptr && cancel->load();
+        if (!cancelled && now < deadline) continue;
+        round.overran = !cancelled;
+        state->stop = true;
+        if (shared == nullptr) state->broken = true;
+        give_up = now + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(kAbandonGraceSeconds));
+      } else if (now >= *give_up && shared == nullptr) {
+        break;
+      }
+    }
+    state->over = true;
+    finished = state->done;
   }
-  for (auto& t : threads) t.join();
+  off.reset();  // no worker reaches it any more
   if (progress && mode == Mode::concurrent) progress(1, 1);
+
+  for (std::size_t w = 0; w < workers; ++w) {
+    CpuSamples& out = round.cpus[measured[w]];
+    if (!finished[w]) {
+      threads[w].detach();  // it owns its share of `state`
+      out.error = round.overran ? "overran its deadline of " + seconds_text(deadline_seconds) +
+                                      " (still in a sample " + seconds_text(kAbandonGraceSeconds) +
+                                      " later; abandoned)"
+                                : "did not stop within " + seconds_text(kAbandonGraceSeconds) +
+                                      " of the cancel; abandoned";
+      continue;
+    }
+    threads[w].join();
+    out = std::move(state->samples[w]);
+    if (round.overran && out.error.empty() && no_samples(out)) {
+      out.error = "the round overran its deadline of " + seconds_text(deadline_seconds) +
+                  " before this CPU's first sample";
+    }
+  }
+  if (std::find(finished.begin(), finished.end(), 0) != finished.end()) {
+    std::lock_guard registry(abandoned_mutex);
+    abandoned_rounds.push_back(state);
+  }
   round.cancelled = cancel != nullptr && cancel->load();
-  round.duration_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  round.duration_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return round;
 }
 

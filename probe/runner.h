@@ -40,6 +40,10 @@ struct RoundSamples {
   double started_unix_seconds = 0;
   double duration_seconds = 0;
   bool cancelled = false;
+  // The round's deadline passed: the CPUs whose probe thread was still in a
+  // sample have error "overran its deadline ..."; the others keep the
+  // samples they took.
+  bool overran = false;
   std::vector<CpuSamples> cpus;  // in the order requested
 };
 
@@ -73,9 +77,24 @@ class Runner {
   // `cancel`, if set, stops the round between samples; the result then has
   // cancelled = true and partial samples. Not thread-safe: one round at a time.
   // `shared`, if set, paces these CPUs with other processes' (SharedRound).
+  //
+  // `deadline_seconds` (> 0; not with `shared`) bounds the round: once it
+  // has passed, every probe thread stops at its next check — between
+  // samples, or while waiting for its turn or at the barrier — and the
+  // round returns with overran = true. A sample itself is never
+  // interrupted: a thread still in one kAbandonGraceSeconds after the
+  // deadline (or after `cancel`, which a probe thread notices between
+  // samples, or this call within a second) is abandoned: its CPU gets the
+  // error "overran its deadline", the thread is left to finish on its own
+  // (it owns everything it touches), and until it has, later rounds skip
+  // that CPU with a cause saying so instead of starting a second thread
+  // there. Without a deadline or cancel, it waits for every thread.
   RoundSamples run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress = {},
-                   const std::atomic<bool>* cancel = nullptr,
-                   const SharedRound* shared = nullptr) const;
+                   const std::atomic<bool>* cancel = nullptr, const SharedRound* shared = nullptr,
+                   double deadline_seconds = 0) const;
+
+  // How long a probe thread may take to notice the deadline or a cancel.
+  static constexpr double kAbandonGraceSeconds = 0.5;
 
   const ProbeSettings& settings() const { return settings_; }
   Isa isa() const { return isa_; }

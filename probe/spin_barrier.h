@@ -29,9 +29,18 @@ class SpinBarrier {
 
   // `cancel` may be null (never cancelled). `shared`, if set, is a State
   // that every participant's barrier uses (constructed once, before any
-  // participant arrives); otherwise the barrier has its own.
-  SpinBarrier(std::size_t participants, const std::atomic<bool>* cancel, State* shared = nullptr)
-      : expected_(participants), cancel_(cancel), state_(shared != nullptr ? *shared : own_) {}
+  // participant arrives); otherwise the barrier has its own. `abandon`, if
+  // set, breaks the barrier for good: waiters stop spinning and return false
+  // at once, without waiting for a peer that may never arrive (a probe
+  // thread past the round's deadline); unlike `cancel`, the answer is then
+  // not the same for every participant of the phase, so only a round that is
+  // being given up as a whole may set it.
+  SpinBarrier(std::size_t participants, const std::atomic<bool>* cancel, State* shared = nullptr,
+              const std::atomic<bool>* abandon = nullptr)
+      : expected_(participants),
+        cancel_(cancel),
+        abandon_(abandon),
+        state_(shared != nullptr ? *shared : own_) {}
   SpinBarrier(const SpinBarrier&) = delete;
   SpinBarrier& operator=(const SpinBarrier&) = delete;
 
@@ -45,7 +54,10 @@ class SpinBarrier {
                              std::memory_order_relaxed);
       state_.generation.fetch_add(1, std::memory_order_release);
     } else {
-      while (state_.generation.load(std::memory_order_acquire) == generation) _mm_pause();
+      while (state_.generation.load(std::memory_order_acquire) == generation) {
+        if (abandon_ != nullptr && abandon_->load(std::memory_order_relaxed)) return false;
+        _mm_pause();
+      }
     }
     return !state_.cancelled.load(std::memory_order_relaxed);
   }
@@ -53,6 +65,7 @@ class SpinBarrier {
  private:
   const std::size_t expected_;
   const std::atomic<bool>* cancel_;
+  const std::atomic<bool>* abandon_;
   State own_;
   State& state_;
 };

@@ -61,7 +61,9 @@ class TurnTaking {
   TurnTaking& operator=(const TurnTaking&) = delete;
 
   // Each participant calls this once, when ready to measure; returns when
-  // all are (so that no allocation of one overlaps the measuring of another).
+  // all are (so that no allocation of one overlaps the measuring of another),
+  // or when the round is cancelled (a peer that never gets its CPU must not
+  // hold the others here; wait_turn then says cancelled).
   void prepared() {
     auto& count = header_->prepared;
     const auto all = static_cast<std::uint32_t>(participants_);
@@ -71,6 +73,7 @@ class TurnTaking {
     }
     for (std::uint32_t seen; (seen = count.load(std::memory_order_acquire)) < all;) {
       futex_wait(count, seen, std::chrono::milliseconds(20));
+      if (cancelled()) return;
     }
   }
 
