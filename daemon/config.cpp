@@ -1,11 +1,14 @@
 #include "daemon/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -14,7 +17,63 @@
 namespace corenoise {
 namespace {
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+// Control bytes (a NUL, an escape sequence from a binary file) are shown as
+// \xNN, so a message about a garbage line cannot garble the log.
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// A config file is a few KiB; anything bigger is the wrong file (or
+// /dev/zero), and is refused before it fills memory.
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+
+// The config file's text, or nullopt for an absent default file. Every other
+// failure is an error naming the file: the default file unreadable (a wrong
+// owner or mode must not silently drop the site's settings), a directory,
+// a file too large.
+std::optional<std::string> read_config_file(const std::string& path, bool given) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT && !given) return std::nullopt;
+    throw ConfigError(path + ": cannot open the config file: " + std::strerror(error));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw ConfigError(path + ": is a directory, not a config file");
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) return text;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxConfigBytes) {
+      throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                        " MiB; is this the config file?");
+    }
+  }
+}
 
 long long parse_integer(std::string_view text, long long lo, long long hi, std::string_view what,
                         int base = 10) {
@@ -42,7 +101,13 @@ std::vector<DaemonOptionSpec> make_specs() {
          if (colon == std::string_view::npos || colon == 0) {
            throw std::invalid_argument("got " + quoted(v) + ", expected HOST:PORT");
          }
-         parse_integer(v.substr(colon + 1), 0, 65535, "a port from 0 to 65535 after the colon");
+         try {
+           parse_integer(v.substr(colon + 1), 0, 65535, "");
+         } catch (const std::invalid_argument&) {
+           // The whole value in the message: the port alone is hard to place.
+           throw std::invalid_argument("got " + quoted(v) +
+                                       ", expected HOST:PORT with a port from 0 to 65535");
+         }
          c.listen = std::string(v);
        }},
       {"interval", "SECONDS", "mean time between rounds (default: 300)",
@@ -62,15 +127,28 @@ std::vector<DaemonOptionSpec> make_specs() {
          c.concurrent_every =
              static_cast<int>(parse_integer(v, 0, 1000000, "a round count from 0 to 1000000"));
        }},
+      {"round-deadline", "SECONDS",
+       "a round still running after this is cut short: each CPU stops at its next sample, and "
+       "one still in a sample half a second later is abandoned and reported skipped as having "
+       "overrun its deadline; auto = 10 × the mode's last round (scaled to the CPUs probed), at "
+       "least 60 s, and 60 s per CPU before the first round (default: auto)",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v == "auto") {
+           c.round_deadline_seconds.reset();
+         } else {
+           c.round_deadline_seconds = parse_real_value(v, 0.01, 86400, "seconds or auto");
+         }
+       }},
       {"socket", "PATH", "control socket (default: /run/corenoise/ctl.sock)",
        [](DaemonConfig& c, std::string_view v) { c.socket_path = nonempty(v, "a path"); }},
       {"socket-mode", "OCTAL",
        "permissions of the control socket; whoever may connect may read status and results "
        "(default: 0660)",
        [](DaemonConfig& c, std::string_view v) {
+         // Base 8 reads the customary leading 0 as a digit; the message
+         // shows the value as written.
          c.socket_mode =
-             static_cast<mode_t>(parse_integer(v.starts_with("0") && v.size() > 1 ? v.substr(1) : v,
-                                               0, 0777, "an octal mode from 0 to 0777", 8));
+             static_cast<mode_t>(parse_integer(v, 0, 0777, "an octal mode from 0 to 0777", 8));
        }},
       {"control-group", "GROUP",
        "group owning the control socket, whose members may also pause, resume, run, publish "
@@ -221,15 +299,8 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
       config.config_path_given = true;
     }
   }
-  std::ifstream file(config.config_path);
-  if (file) {
-    std::stringstream text;
-    text << file.rdbuf();
-    if (file.bad()) throw ConfigError(config.config_path + ": cannot read the file");
-    apply_config_text(config, text.str(), config.config_path);
-  } else if (config.config_path_given) {
-    throw ConfigError(config.config_path +
-                      ": cannot open the config file: " + std::strerror(errno));
+  if (const auto text = read_config_file(config.config_path, config.config_path_given)) {
+    apply_config_text(config, *text, config.config_path);
   }
   // Pass 2: the other options override the file.
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -27,6 +27,9 @@ struct DaemonConfig {
   double interval_seconds = 300;
   double interval_spread = 0.2;  // each wait is interval × (1 ± spread), uniformly at random
   int concurrent_every = 12;     // every Nth round is concurrent; 0 = never
+  // A round (one mode) still running after this is cut short (Runner::run's
+  // deadline); nullopt = auto, derived from the mode's last round.
+  std::optional<double> round_deadline_seconds;
   std::string socket_path = "/run/corenoise/ctl.sock";
   mode_t socket_mode = 0660;
   // Group owning the socket, whose members may also pause/run/publish/

@@ -175,8 +175,10 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void read() {
     if (closed_ || reading_ || eof_ || close_after_write_) return;
     // Backpressure: while a request is in flight, buffer at most one line's
-    // worth of pipelined input, then stop reading until it is done.
+    // worth of pipelined input, then stop reading until it is done; while
+    // the client leaves its replies unread, read no more requests.
     if (busy_ && pending_.size() > state_->options.max_line_bytes) return;
+    if (output_full()) return;
     reading_ = true;
     socket_.async_read_some(asio::buffer(chunk_),
                             [self = shared_from_this()](error_code ec, std::size_t n) {
@@ -210,10 +212,13 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     finish_if_done();
   }
 
+  // Replies queued beyond the limit: a client that sends without reading.
+  bool output_full() const { return out_bytes_ > state_->options.max_unread_reply_bytes; }
+
   // Handles the complete lines in pending_, one request at a time.
   void process() {
     const std::size_t limit = state_->options.max_line_bytes;
-    while (!busy_ && !closed_ && !close_after_write_) {
+    while (!busy_ && !closed_ && !close_after_write_ && !output_full()) {
       const std::size_t end = pending_.find('\n');
       if (end == std::string::npos) {
         if (pending_.size() > limit) refuse_long_line();
@@ -329,6 +334,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void send(const json& reply) {
     if (closed_) return;
     out_.push_back(encode_line(reply));
+    out_bytes_ += out_.back().size();
     write();
   }
 
@@ -346,9 +352,15 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     writing_ = false;
     if (closed_) return;
     if (ec) return close();
+    const bool was_full = output_full();
+    out_bytes_ -= out_.front().size();
     out_.pop_front();
     touch();
     write();
+    if (was_full && !output_full()) {  // the client reads again: so do we
+      process();
+      read();
+    }
     finish_if_done();
   }
 
@@ -399,6 +411,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   std::array<char, 4096> chunk_{};
   std::string pending_;                            // received, not yet handled
   std::deque<std::string> out_;                    // replies, in order; front() is being written
+  std::size_t out_bytes_ = 0;                      // their total size
   std::shared_ptr<std::atomic<bool>> reply_done_;  // of the request in flight
   bool reading_ = false;
   bool writing_ = false;

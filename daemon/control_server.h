@@ -10,8 +10,9 @@
 // must outlive every such call.
 //
 // Robustness: no client can crash or stall the daemon. Lines are bounded
-// (max_line_bytes), silent or non-reading clients are dropped after
-// idle_timeout, connections are capped (max_connections), every completion
+// (max_line_bytes), unread replies are bounded (max_unread_reply_bytes),
+// silent or non-reading clients are dropped after idle_timeout,
+// connections are capped (max_connections), every completion
 // handler catches everything (no exception reaches io_context::run), a
 // handler that throws becomes an error reply, and a malformed line gets an
 // error reply without closing the connection.
@@ -46,6 +47,10 @@ struct ControlServerOptions {
   std::size_t max_line_bytes = 64 * 1024;          // a longer request line: error reply, then close
   std::chrono::milliseconds idle_timeout{10'000};  // waiting on a client longer than this: close
   std::size_t max_connections = 64;                // one more: error reply, then close
+  // Replies written but not yet read by the client beyond this: its further
+  // requests wait unread, so a client that sends without reading costs the
+  // daemon this much memory at most (and is dropped after idle_timeout).
+  std::size_t max_unread_reply_bytes = 1 << 20;
 };
 
 class ControlServer {

@@ -5,6 +5,10 @@
 #   deploy/dev-setup.sh           build dependencies, then build
 #   deploy/dev-setup.sh --tests   also what the test suite and benchmarks use
 #
+# CORENOISE_SANITIZE=address,undefined (or =thread) in the environment builds
+# ./build with those sanitizers (cmake/Sanitizers.cmake); unset or empty
+# builds without. The runtimes come with g++ (libgcc-12-dev).
+#
 # Run as root (or with sudo available) on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +18,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # chromium: the HTML report test opens the page in a headless browser;
 # iproute2: the two-host sweep test builds network namespaces;
 # jq: the Slurm health check reads corenoise's JSON with it;
-# shellcheck: the shipped shell scripts are checked;
+# the shipped shell scripts are linted with shellcheck;
 # groff-base: the man page tests render the pages with groff;
 # dpkg-dev systemd adduser procps man-db: the package test builds the .deb,
 # installs it, and checks its units with systemd-analyze;
@@ -46,5 +50,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Always passed, so that a build/ configured for sanitizers goes back to a
+# plain build when the variable is unset.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCORENOISE_SANITIZE="${CORENOISE_SANITIZE:-}"
 cmake --build build -j"$(nproc)"

@@ -38,6 +38,28 @@ class TempDir {
   std::string path_;
 };
 
+// The exporter's port in a daemon's log ("exporter listening on HOST:PORT"),
+// or -1.
+inline int exporter_port_in(const std::string& log) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex("exporter listening on [0-9.]+:([0-9]+)"))) return -1;
+  return std::stoi(m[1]);
+}
+
+// The exit status of child `pid` (128 + signal if killed), or nullopt if it
+// is still running after `timeout`; reaps it.
+inline std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  do {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(5ms);
+  } while (std::chrono::steady_clock::now() < end);
+  return std::nullopt;
+}
+
 class DaemonProcess {
  public:
   DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
@@ -91,25 +113,14 @@ class DaemonProcess {
   // The exporter's port, from "exporter listening on HOST:PORT".
   int port() const {
     if (!wait_for_log("exporter listening on ")) return -1;
-    std::smatch m;
-    const std::string text = log();
-    if (!std::regex_search(text, m, std::regex("exporter listening on [0-9.]+:([0-9]+)")))
-      return -1;
-    return std::stoi(m[1]);
+    return exporter_port_in(log());
   }
   void signal(int sig) const { kill(pid_, sig); }
   // Exit status, or nullopt if still running after `timeout`.
   std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    do {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(5ms);
-    } while (std::chrono::steady_clock::now() < end);
-    return std::nullopt;
+    const std::optional<int> status = wait_for_exit(pid_, timeout);
+    if (status) exited_ = true;
+    return status;
   }
 
  private:

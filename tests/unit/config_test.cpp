@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "../temp_file.h"
 
@@ -113,6 +115,94 @@ TEST(Config, MissingFilesAndBadCommandLines) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(broken.path() + ":2:"), std::string::npos) << e.what();
   }
+}
+
+// Every numeric option has a range: a value no site means (negative, not a
+// number, infinite, astronomically large) is refused, whatever the option.
+// Options added later are checked too, by the kind of value they take.
+TEST(Config, EveryNumericOptionRefusesValuesOutsideItsRange) {
+  const std::set<std::string> numeric = {"SECONDS", "RATIO", "N", "BYTES", "OCTAL"};
+  int checked = 0;
+  for (const auto& spec : daemon_option_specs()) {
+    if (!numeric.contains(spec.value_name)) continue;
+    ++checked;
+    for (const std::string bad :
+         {"-1", "nan", "inf", "-inf", "1e300", "99999999999999999999", "", "5x", "0x10", "1,5"}) {
+      const std::string message = error_of(spec.name + " = " + bad);
+      EXPECT_NE(message.find(":1: option '" + spec.name + "': got '" + bad + "', expected"),
+                std::string::npos)
+          << spec.name << " = " << bad << " -> " << message;
+    }
+  }
+  EXPECT_GE(checked, 14);
+}
+
+// The edges of the ranges the docs promise: an interval > 0, ports 0 to
+// 65535, fractions within [0, 1].
+TEST(Config, RangeEdges) {
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"interval = 0.1", true},
+      {"interval = 0.09", false},
+      {"interval = 86400", true},
+      {"interval = 86401", false},
+      {"listen = 127.0.0.1:0", true},
+      {"listen = 127.0.0.1:65535", true},
+      {"listen = 127.0.0.1:65536", false},
+      {"listen = 127.0.0.1:-1", false},
+      {"listen = 127.0.0.1:", false},
+      {"busy-threshold = 0", true},
+      {"busy-threshold = 1", true},
+      {"busy-threshold = 1.01", false},
+      {"noisy-excess-noise = 1", true},
+      {"noisy-excess-noise = 1.5", false},
+      {"interval-spread = 0.9", true},
+      {"interval-spread = 1", false},
+      {"samples = 1", true},
+      {"samples = 0", false},
+      {"socket-mode = 0777", true},
+      {"socket-mode = 01777", false},
+      {"concurrent-every = 0", true},
+      {"slow-ratio = 0.5", false},
+      {"throttled-clock-ratio = 1", true},
+      {"detour-window = 0", false},
+      {"cpus = 65536", false},
+      {"cpus = 0-", false},
+  };
+  for (const auto& [line, ok] : cases) {
+    const std::string message = error_of(line);
+    EXPECT_EQ(message.empty(), ok) << line << " -> " << message;
+  }
+}
+
+// Binary garbage in the file: an error naming line 1, its bytes escaped so
+// the message is one printable line.
+TEST(Config, ControlBytesInAnErrorAreEscaped) {
+  const std::string message = error_of(std::string("\x01\x1b[2J\0garbage\n", 14));
+  EXPECT_NE(message.find(":1: expected 'NAME = VALUE', got '\\x01\\x1b[2J\\x00garbage'"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+}
+
+// A directory, a device that never ends, and an unreadable default file are
+// errors naming the file; only a missing default file is quietly skipped.
+// (Unreadable as a non-root user: tests/integration/daemon_bad_input_test.cpp.)
+TEST(Config, FilesThatAreNotConfigFiles) {
+  auto error = [](const std::vector<std::string>& args) -> std::string {
+    try {
+      load_config(args);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error({"--config", "/tmp"}), "/tmp: is a directory, not a config file");
+  EXPECT_EQ(error({"--config", "/dev/zero"}),
+            "/dev/zero: larger than 1 MiB; is this the config file?");
+  EXPECT_EQ(error({"--config", "/nonexistent/x.conf"}),
+            "/nonexistent/x.conf: cannot open the config file: No such file or directory");
+  EXPECT_EQ(error({"--config", "/dev/null"}), "") << "an empty file is a valid configuration";
 }
 
 TEST(Config, EveryProbeOptionIsADaemonOption) {
