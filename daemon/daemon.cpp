@@ -335,8 +335,7 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
       if (round.overran) {
         std::string abandoned;
         for (const CpuSamples& c : round.cpus) {
-          if (c.error.find("overran its deadline of") == 0)
-            abandoned += (abandoned.empty() ? "" : ",") + std::to_string(c.cpu);
+          if (c.abandoned) abandoned += (abandoned.empty() ? "" : ",") + std::to_string(c.cpu);
         }
         log_warning(std::string(to_string(round.mode)) + " round cut short at its deadline" +
                     (abandoned.empty() ? "" : "; abandoned the probe thread of cpu " + abandoned));

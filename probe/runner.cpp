@@ -442,6 +442,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     CpuSamples& out = round.cpus[measured[w]];
     if (!finished[w]) {
       threads[w].detach();  // it owns its share of `state`
+      out.abandoned = true;
       out.error = round.overran ? "overran its deadline of " + seconds_text(deadline_seconds) +
                                       " (still in a sample " + seconds_text(kAbandonGraceSeconds) +
                                       " later; abandoned)"

@@ -32,6 +32,9 @@ struct CpuSamples {
   KernelWork matmul_work;
   KernelWork stream_work;
   std::string error;  // why this CPU could not be measured; empty on success
+  // Its probe thread was still in a sample when the round gave up on it and
+  // was left behind (detached); `error` says which deadline it missed.
+  bool abandoned = false;
 };
 
 struct RoundSamples {
@@ -41,7 +44,7 @@ struct RoundSamples {
   double duration_seconds = 0;
   bool cancelled = false;
   // The round's deadline passed: the CPUs whose probe thread was still in a
-  // sample have error "overran its deadline ..."; the others keep the
+  // sample are `abandoned` (with an error saying so); the others keep the
   // samples they took.
   bool overran = false;
   std::vector<CpuSamples> cpus;  // in the order requested
