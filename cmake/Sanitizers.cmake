@@ -11,6 +11,10 @@ set(CORENOISE_SANITIZE "" CACHE STRING
   "Sanitizers to build with: empty, address,undefined, or thread")
 set_property(CACHE CORENOISE_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
 
+# Environment for running instrumented programs during the build
+# (docs/man runs `corenoise --help`): `cmake -E env ${CORENOISE_BUILD_RUN_ENV}`.
+set(CORENOISE_BUILD_RUN_ENV "")
+
 if(CORENOISE_SANITIZE STREQUAL "")
   return()
 endif()
@@ -87,7 +91,9 @@ if("thread" IN_LIST _corenoise_sanitizers)
   # probe thread (ucm_madvise -> ucm_event_enter -> pthread_rwlock_rdlock).
   # UCX's own switch turns its mmap/madvise hooks off; MPICH needs them only
   # for registration caches of RDMA networks, which one host never uses.
+  # The build needs it too: gen_manpages runs `corenoise sweep --help`.
   list(APPEND CORENOISE_SANITIZER_ENV "UCX_MEM_MMAP_HOOK_MODE=none")
+  list(APPEND CORENOISE_BUILD_RUN_ENV "UCX_MEM_MMAP_HOOK_MODE=none")
 endif()
 
 # gtest_discover_tests() adds its tests only when ctest runs, so test
