@@ -131,7 +131,8 @@ std::vector<DaemonOptionSpec> make_specs() {
        "a round still running after this is cut short: each CPU stops at its next sample, and "
        "one still in a sample half a second later is abandoned and reported skipped as having "
        "overrun its deadline; auto = 10 × the mode's last round (scaled to the CPUs probed), at "
-       "least 60 s, and 60 s per CPU before the first round (default: auto)",
+       "least 60 s; before the first round, 60 s per CPU (isolated) or 60 s (concurrent) "
+       "(default: auto)",
        [](DaemonConfig& c, std::string_view v) {
          if (v == "auto") {
            c.round_deadline_seconds.reset();

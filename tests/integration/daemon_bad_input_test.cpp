@@ -310,6 +310,7 @@ TEST(DaemonBadInput, TruncatedAndGarbageProcAndSysFilesLeaveRoundsRunning) {
   EXPECT_FALSE(
       metric_value(text, "corenoise_thermal_throttle_events_total{cpu=\"0\",scope=\"core\"}"))
       << text;
+  EXPECT_FALSE(metric_value(text, "corenoise_cpufreq_hertz{cpu=\"0\",type=\"current\"}")) << text;
 }
 
 // ---- the control socket ----------------------------------------------------
