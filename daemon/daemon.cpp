@@ -251,12 +251,15 @@ std::optional<std::string> Daemon::unavailable(unsigned cpu,
       config_.sys_root + "/devices/system/cpu/cpu" + std::to_string(cpu) + "/online";
   if (std::ifstream file(online); file && file.peek() == '0')
     return "offline (" + online + " is 0)";
-  // `taskset -p` on the daemon: the event loop's affinity is the daemon's
-  // own unless housekeeping-cpus pinned it, in which case only the cpuset
-  // (a failed pin, reported by the probe thread) and hot-unplug narrow it.
+  // `taskset -p` on the daemon, or its cgroup's cpuset (which the kernel
+  // applies to every thread's affinity): the event loop's affinity is the
+  // daemon's own unless housekeeping-cpus pinned it, in which case only the
+  // cpuset (a failed pin, reported by the probe thread) and hot-unplug
+  // narrow it.
   if (!config_.housekeeping_cpus && !affinity.empty() &&
       std::find(affinity.begin(), affinity.end(), cpu) == affinity.end()) {
-    return std::string("outside the daemon's CPU affinity (taskset or sched_setaffinity)");
+    return std::string(
+        "outside the daemon's CPU affinity (taskset, sched_setaffinity or the cgroup's cpuset)");
   }
   return std::nullopt;
 }

@@ -1,10 +1,11 @@
 // corenoised under faults, each made for real on this machine: kill -9 in
 // the middle of state writes, a full and a read-only state directory (a
 // tmpfs the test mounts), the exporter's port taken, a CPU leaving the
-// daemon's affinity or going offline (a /sys fixture), the wall clock
-// stepped by hours (libfaketime), and a probe thread that cannot finish
-// (stopped with ptrace). Needs root (mount, ptrace) and two CPUs; without
-// them the tests fail saying so, never skip.
+// daemon's affinity or its cgroup's cpuset, or going offline (a /sys
+// fixture), the wall clock stepped by hours (libfaketime), and a probe
+// thread that cannot finish (stopped with ptrace). Needs root (mount,
+// ptrace, cgroups) and two CPUs; without them the tests fail saying so,
+// never skip.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -17,10 +18,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cpuset_cgroup.h"
 #include "daemon_process.h"
 #include "probe/topology.h"
 #include "process.h"
@@ -361,7 +364,13 @@ TEST(DaemonFaults, TakenExporterPortExitsOneNamingTheAddress) {
 
 // ---- 4. a CPU leaving the allowed set, a CPU going offline -------------------
 
-TEST(DaemonFaults, CpuLeavingTheDaemonsAffinityIsSkippedUntilItComesBack) {
+// Takes CPU 1 away from a running daemon between rounds (`take`, given the
+// daemon's pid; an empty string when done, else why not), checks that CPU 1
+// alone is skipped, with `cause`, logged once, while it is away, then gives
+// it back (`give`) and checks that it is probed again.
+void expect_cpu1_skipped_while_away(const std::function<std::string(pid_t)>& take,
+                                    const std::function<std::string(pid_t)>& give,
+                                    const std::string& cause) {
   ASSERT_TRUE(two_cpus()) << "this test needs two CPUs";
   TempDir dir;
   DaemonProcess daemon(daemon_args(dir.path(), dir.path()));
@@ -370,11 +379,10 @@ TEST(DaemonFaults, CpuLeavingTheDaemonsAffinityIsSkippedUntilItComesBack) {
   ASSERT_TRUE(eventually([&] { return cpu_result(dir.path(), 1).value("state", "") == "ok"; }))
       << daemon.log();
 
-  // Between rounds (a round restores its threads' affinities when it ends),
-  // as `taskset -p 1 PID` does: the daemon's main thread.
+  // Between rounds: a round restores its threads' affinities when it ends.
   ASSERT_EQ(control(dir.path() + "/ctl.sock", {{"command", "pause"}}).value("ok", false), true);
   ASSERT_TRUE(eventually([&] { return status(dir.path()).value("round_running", true) == false; }));
-  ASSERT_TRUE(set_affinity(daemon.pid(), {0})) << std::strerror(errno);
+  ASSERT_EQ(take(daemon.pid()), "");
   ASSERT_EQ(control(dir.path() + "/ctl.sock", {{"command", "resume"}}).value("ok", false), true);
 
   json cpu1, cpu0;
@@ -383,8 +391,7 @@ TEST(DaemonFaults, CpuLeavingTheDaemonsAffinityIsSkippedUntilItComesBack) {
     return cpu1.value("state", "") == "skipped";
   })) << cpu1.dump()
       << daemon.log();
-  EXPECT_NE(cpu1.value("cause", "").find("outside the daemon's CPU affinity"), std::string::npos)
-      << cpu1.dump();
+  EXPECT_EQ(cpu1.value("cause", ""), cause) << cpu1.dump();
   cpu0 = cpu_result(dir.path(), 0);
   EXPECT_NE(cpu0.value("state", ""), "skipped") << cpu0.dump();
   EXPECT_TRUE(cpu0.contains("matmul")) << cpu0.dump();
@@ -393,14 +400,38 @@ TEST(DaemonFaults, CpuLeavingTheDaemonsAffinityIsSkippedUntilItComesBack) {
   EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"0\",state=\"skipped\"}"), 0.0) << text;
   EXPECT_TRUE(rounds_go_on(dir.path()));
   EXPECT_EQ(cpu_result(dir.path(), 1).value("state", ""), "skipped");
-  EXPECT_EQ(occurrences(daemon.log(), "cpu 1 skipped: outside the daemon's CPU affinity"), 1u)
+  EXPECT_EQ(occurrences(daemon.log(), "cpu 1 skipped: " + cause), 1u)
       << "logged once, not every round\n"
       << daemon.log();
 
-  ASSERT_TRUE(set_affinity(daemon.pid(), {0, 1})) << std::strerror(errno);
-  EXPECT_TRUE(eventually([&] { return cpu_result(dir.path(), 1).value("state", "") != "skipped"; }))
-      << daemon.log();
+  ASSERT_EQ(give(daemon.pid()), "");
+  EXPECT_TRUE(eventually([&] { return cpu_result(dir.path(), 1).value("state", "") == "ok"; }))
+      << cpu_result(dir.path(), 1).dump() << daemon.log();
   EXPECT_TRUE(daemon.wait_for_log("cpu 1 is back")) << daemon.log();
+}
+
+const std::string kOutsideAffinity =
+    "outside the daemon's CPU affinity (taskset, sched_setaffinity or the cgroup's cpuset)";
+
+// As `taskset -p 1 PID` does: the daemon's main thread.
+TEST(DaemonFaults, CpuLeavingTheDaemonsAffinityIsSkippedUntilItComesBack) {
+  const auto affinity = [](std::vector<unsigned> cpus) {
+    return [cpus](pid_t pid) { return set_affinity(pid, cpus) ? "" : std::strerror(errno); };
+  };
+  expect_cpu1_skipped_while_away(affinity({0}), affinity({0, 1}), kOutsideAffinity);
+}
+
+// The same CPU taken away by the cgroup's cpuset, as a batch system or
+// `systemd-run -p AllowedCPUs=` does it: the kernel rewrites the affinity of
+// every thread in the group. Once, the daemon never got it back (see
+// ProcessOffCpus in probe/pinning.cpp).
+TEST(DaemonFaults, CpuLeavingTheCgroupsCpusetIsSkippedUntilItComesBack) {
+  testing::CpusetCgroup group("corenoise-test-" + std::to_string(getpid()));
+  ASSERT_EQ(group.error(), "");
+  expect_cpu1_skipped_while_away(
+      [&](pid_t pid) { return group.add(pid) && group.set_cpus("0") ? "" : group.error(); },
+      [&](pid_t) { return group.set_cpus(group.all_cpus()) ? "" : group.error(); },
+      kOutsideAffinity);
 }
 
 // Hot-unplug cannot be done on this VM; the kernel's flag is read from a
