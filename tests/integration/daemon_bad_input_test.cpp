@@ -166,10 +166,9 @@ TEST(DaemonBadInput, BadConfigOnSighupIsRejectedAndTheOldOneKept) {
   TempDir dir;
   const std::string conf = dir.path() + "/corenoised.conf";
   std::ofstream(conf) << "interval = 0.5\n";
-  auto args = daemon_args(dir);
-  args[1] = conf;                                   // --config FILE
-  args.erase(args.begin() + 8, args.begin() + 10);  // the interval comes from the file
-  WrappedDaemon daemon(as_nobody(), args, dir.path() + "/log");
+  // The interval comes from the file.
+  WrappedDaemon daemon(as_nobody(), daemon_args(dir, {"--config", conf, "--interval", ""}),
+                       dir.path() + "/log");
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
 

@@ -43,34 +43,22 @@ const std::string kCorenoise = CORENOISE_BIN;
 const std::string kFakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 // Quick rounds, isolated only, at a steady 0.3 s: behaviour, not figures.
-// `extra` options replace these defaults (an option may be given once).
+// `changes` as in merged_options().
 std::vector<std::string> daemon_args(const std::string& socket_dir, const std::string& state_dir,
-                                     const std::vector<std::string>& extra = {}) {
-  std::vector<std::pair<std::string, std::string>> options = {
-      {"--config", "/dev/null"},
-      {"--listen", "127.0.0.1:0"},
-      {"--socket", socket_dir + "/ctl.sock"},
-      {"--state-dir", state_dir},
-      {"--busy-policy", "probe"},
-      {"--samples", "3"},
-      {"--reps", "8"},
-      {"--detour-window", "0.01"},
-      {"--stream-bytes", "8388608"},
-      {"--concurrent-every", "0"},
-      {"--interval", "0.3"},
-      {"--interval-spread", "0"}};
-  for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
-    const auto same = std::find_if(options.begin(), options.end(),
-                                   [&](const auto& o) { return o.first == extra[i]; });
-    if (same != options.end()) {
-      same->second = extra[i + 1];
-    } else {
-      options.emplace_back(extra[i], extra[i + 1]);
-    }
-  }
-  std::vector<std::string> args;
-  for (const auto& [name, value] : options) args.insert(args.end(), {name, value});
-  return args;
+                                     const std::vector<std::string>& changes = {}) {
+  return testing::merged_options({{"--config", "/dev/null"},
+                                  {"--listen", "127.0.0.1:0"},
+                                  {"--socket", socket_dir + "/ctl.sock"},
+                                  {"--state-dir", state_dir},
+                                  {"--busy-policy", "probe"},
+                                  {"--samples", "3"},
+                                  {"--reps", "8"},
+                                  {"--detour-window", "0.01"},
+                                  {"--stream-bytes", "8388608"},
+                                  {"--concurrent-every", "0"},
+                                  {"--interval", "0.3"},
+                                  {"--interval-spread", "0"}},
+                                 changes);
 }
 
 // One request on the control socket, its one-line JSON reply ({} on failure).

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -44,6 +45,29 @@ inline int exporter_port_in(const std::string& log) {
   std::smatch m;
   if (!std::regex_search(log, m, std::regex("exporter listening on [0-9.]+:([0-9]+)"))) return -1;
   return std::stoi(m[1]);
+}
+
+// A daemon command line from `defaults` (NAME, VALUE) and `changes`, given
+// as NAME VALUE ...: a change replaces the value of an option already
+// there, an empty value drops the option (the config file sets it then),
+// and the others are added.
+inline std::vector<std::string> merged_options(
+    std::vector<std::pair<std::string, std::string>> defaults,
+    const std::vector<std::string>& changes) {
+  for (std::size_t i = 0; i + 1 < changes.size(); i += 2) {
+    const auto same = std::find_if(defaults.begin(), defaults.end(),
+                                   [&](const auto& o) { return o.first == changes[i]; });
+    if (same == defaults.end()) {
+      defaults.emplace_back(changes[i], changes[i + 1]);
+    } else if (changes[i + 1].empty()) {
+      defaults.erase(same);
+    } else {
+      same->second = changes[i + 1];
+    }
+  }
+  std::vector<std::string> args;
+  for (const auto& [name, value] : defaults) args.insert(args.end(), {name, value});
+  return args;
 }
 
 // The exit status of child `pid` (128 + signal if killed), or nullopt if it

@@ -26,18 +26,20 @@ using testing::TempDir;
 
 const std::string kCorenoise = CORENOISE_BIN;
 
-// Fast rounds: behaviour, not figures.
-const std::vector<std::string> kQuickProbe = {
-    "--samples", "3", "--reps", "8", "--detour-window", "0.01", "--stream-bytes", "8388608"};
-
-std::vector<std::string> daemon_args(const TempDir& dir, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--config",    "/dev/null",     "--listen",
-                                   "127.0.0.1:0", "--socket",      dir.path() + "/ctl.sock",
-                                   "--state-dir", dir.path(),      "--interval",
-                                   "1",           "--busy-policy", "probe"};
-  args.insert(args.end(), kQuickProbe.begin(), kQuickProbe.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+// Fast rounds: behaviour, not figures. `changes` as in merged_options().
+std::vector<std::string> daemon_args(const TempDir& dir,
+                                     const std::vector<std::string>& changes = {}) {
+  return testing::merged_options({{"--config", "/dev/null"},
+                                  {"--listen", "127.0.0.1:0"},
+                                  {"--socket", dir.path() + "/ctl.sock"},
+                                  {"--state-dir", dir.path()},
+                                  {"--interval", "1"},
+                                  {"--busy-policy", "probe"},
+                                  {"--samples", "3"},
+                                  {"--reps", "8"},
+                                  {"--detour-window", "0.01"},
+                                  {"--stream-bytes", "8388608"}},
+                                 changes);
 }
 
 std::size_t native_pus() { return Topology::load("native").pus().size(); }
@@ -185,10 +187,8 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOne) {
   TempDir dir;
   const std::string conf = dir.path() + "/corenoised.conf";
   std::ofstream(conf) << "interval = 3600\n";
-  auto args = daemon_args(dir);
-  args[1] = conf;                                   // --config FILE
-  args.erase(args.begin() + 8, args.begin() + 10);  // no --interval on the command line
-  DaemonProcess daemon(args);
+  // No --interval on the command line: the file's counts.
+  DaemonProcess daemon(daemon_args(dir, {"--config", conf, "--interval", ""}));
   ASSERT_TRUE(daemon.wait_for_log("started")) << daemon.log();
 
   std::ofstream(conf) << "interval = 3600\nintervall = 5\n";

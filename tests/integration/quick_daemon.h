@@ -12,20 +12,20 @@ namespace corenoise::testing {
 
 inline std::string socket_path(const TempDir& dir) { return dir.path() + "/ctl.sock"; }
 
+// `changes` as in merged_options().
 inline std::vector<std::string> daemon_args(const TempDir& dir,
-                                            std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--config",        "/dev/null",
-                                   "--listen",        "127.0.0.1:0",
-                                   "--socket",        socket_path(dir),
-                                   "--state-dir",     dir.path(),
-                                   "--interval",      "0.5",
-                                   "--busy-policy",   "probe",
-                                   "--samples",       "3",
-                                   "--reps",          "8",
-                                   "--detour-window", "0.01",
-                                   "--stream-bytes",  "8388608"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+                                            const std::vector<std::string>& changes = {}) {
+  return merged_options({{"--config", "/dev/null"},
+                         {"--listen", "127.0.0.1:0"},
+                         {"--socket", socket_path(dir)},
+                         {"--state-dir", dir.path()},
+                         {"--interval", "0.5"},
+                         {"--busy-policy", "probe"},
+                         {"--samples", "3"},
+                         {"--reps", "8"},
+                         {"--detour-window", "0.01"},
+                         {"--stream-bytes", "8388608"}},
+                        changes);
 }
 
 // Isolated rounds done (0 before the first); -1 if /metrics does not answer.
