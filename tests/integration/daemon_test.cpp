@@ -11,6 +11,7 @@
 #include "daemon_process.h"
 #include "probe/topology.h"
 #include "process.h"
+#include "quick_daemon.h"
 
 namespace corenoise {
 namespace {
@@ -26,20 +27,12 @@ using testing::TempDir;
 
 const std::string kCorenoise = CORENOISE_BIN;
 
-// Fast rounds: behaviour, not figures. `changes` as in merged_options().
-std::vector<std::string> daemon_args(const TempDir& dir,
-                                     const std::vector<std::string>& changes = {}) {
-  return testing::merged_options({{"--config", "/dev/null"},
-                                  {"--listen", "127.0.0.1:0"},
-                                  {"--socket", dir.path() + "/ctl.sock"},
-                                  {"--state-dir", dir.path()},
-                                  {"--interval", "1"},
-                                  {"--busy-policy", "probe"},
-                                  {"--samples", "3"},
-                                  {"--reps", "8"},
-                                  {"--detour-window", "0.01"},
-                                  {"--stream-bytes", "8388608"}},
-                                 changes);
+// The hardening tests' quick rounds (quick_daemon.h), a round a second.
+// `changes` as in merged_options().
+std::vector<std::string> round_a_second_args(const TempDir& dir,
+                                             std::vector<std::string> changes = {}) {
+  changes.insert(changes.begin(), {"--interval", "1"});
+  return testing::daemon_args(dir, changes);
 }
 
 std::size_t native_pus() { return Topology::load("native").pus().size(); }
@@ -68,7 +61,7 @@ std::string ctl(const TempDir& dir, const std::string& args) {
 
 TEST(Daemon, ExportsEveryCpuAndPassesPromtool) {
   TempDir dir;
-  DaemonProcess daemon(daemon_args(dir));
+  DaemonProcess daemon(round_a_second_args(dir));
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
   const std::string text = scrape_until(port, has_rounds);
@@ -106,7 +99,7 @@ TEST(Daemon, ExportsEveryCpuAndPassesPromtool) {
 
 TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
   TempDir dir;
-  DaemonProcess daemon(daemon_args(dir));
+  DaemonProcess daemon(round_a_second_args(dir));
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
   ASSERT_TRUE(has_rounds(scrape_until(port, has_rounds))) << daemon.log();
@@ -141,7 +134,7 @@ TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
 
 TEST(Daemon, ControlSocketCommandsAndPermissions) {
   TempDir dir;
-  DaemonProcess daemon(daemon_args(dir, {"--socket-mode", "0666", "--interval", "3600"}));
+  DaemonProcess daemon(round_a_second_args(dir, {"--socket-mode", "0666", "--interval", "3600"}));
   ASSERT_TRUE(daemon.wait_for_log("control socket at")) << daemon.log();
 
   auto r = run_command(ctl(dir, "run"));  // a round now, reply when done
@@ -188,7 +181,7 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOne) {
   const std::string conf = dir.path() + "/corenoised.conf";
   std::ofstream(conf) << "interval = 3600\n";
   // No --interval on the command line: the file's counts.
-  DaemonProcess daemon(daemon_args(dir, {"--config", conf, "--interval", ""}));
+  DaemonProcess daemon(round_a_second_args(dir, {"--config", conf, "--interval", ""}));
   ASSERT_TRUE(daemon.wait_for_log("started")) << daemon.log();
 
   std::ofstream(conf) << "interval = 3600\nintervall = 5\n";
@@ -209,8 +202,8 @@ TEST(Daemon, SighupWithABadConfigKeepsTheOldOne) {
 TEST(Daemon, SigtermStopsWithinASecondEvenMidRound) {
   TempDir dir;
   // Long rounds: ~2 s of detour windows per CPU.
-  DaemonProcess daemon(daemon_args(dir, {"--interval", "0.1", "--detour-window", "0.2", "--samples",
-                                         "10", "--interval-spread", "0"}));
+  DaemonProcess daemon(round_a_second_args(dir, {"--interval", "0.1", "--detour-window", "0.2",
+                                                 "--samples", "10", "--interval-spread", "0"}));
   ASSERT_TRUE(daemon.wait_for_log("started")) << daemon.log();
   std::this_thread::sleep_for(800ms);  // inside the first round
   const auto t0 = std::chrono::steady_clock::now();
@@ -237,7 +230,8 @@ TEST(Daemon, NotifiesReadyWatchdogAndStopping) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 
   const std::string notify = "NOTIFY_SOCKET=" + path;
-  DaemonProcess daemon(daemon_args(dir, {"--interval", "3600"}), {notify, "WATCHDOG_USEC=200000"});
+  DaemonProcess daemon(round_a_second_args(dir, {"--interval", "3600"}),
+                       {notify, "WATCHDOG_USEC=200000"});
   std::vector<std::string> messages;
   auto collect = [&](std::chrono::milliseconds how_long) {
     const auto end = std::chrono::steady_clock::now() + how_long;
@@ -270,7 +264,7 @@ TEST(Daemon, CalibrationSurvivesARestart) {
   const std::string file = dir.path() + "/calibration.json";
   std::string first;
   {
-    DaemonProcess daemon(daemon_args(dir));
+    DaemonProcess daemon(round_a_second_args(dir));
     ASSERT_TRUE(daemon.wait_for_log("calibration saved")) << daemon.log();
     std::ifstream in(file);
     first.assign(std::istreambuf_iterator<char>(in), {});
@@ -279,7 +273,7 @@ TEST(Daemon, CalibrationSurvivesARestart) {
   }
   const json saved = json::parse(first);
   EXPECT_EQ(saved["cores"].size(), native_pus()) << first;
-  DaemonProcess daemon(daemon_args(dir));
+  DaemonProcess daemon(round_a_second_args(dir));
   ASSERT_TRUE(daemon.wait_for_log("loaded calibration from " + file)) << daemon.log();
   const int port = daemon.port();
   const std::string text = scrape_until(port, has_rounds);
@@ -315,7 +309,7 @@ TEST(Daemon, ThermalThrottleEventsMakeACoreThrottled) {
       std::this_thread::sleep_for(20ms);
     }
   });
-  DaemonProcess daemon(daemon_args(dir, {"--sys-root", sys}));
+  DaemonProcess daemon(round_a_second_args(dir, {"--sys-root", sys}));
   const int port = daemon.port();
   const std::string text = scrape_until(port, [](const std::string& t) {
     return metric_value(t, "corenoise_core_state{cpu=\"0\",state=\"throttled\"}") == 1.0;
@@ -379,7 +373,7 @@ TEST(Daemon, EveryCpuBusyStillCountsRoundsThatSayWhy) {
     ASSERT_EQ(job.back()->wait_line().rfind("ready", 0), 0u);
   }
   TempDir dir;
-  DaemonProcess daemon(daemon_args(dir, {"--busy-policy", "skip"}));
+  DaemonProcess daemon(round_a_second_args(dir, {"--busy-policy", "skip"}));
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
   const std::string text = scrape_until(port, [](const std::string& t) {

@@ -1,4 +1,5 @@
-// The daemon set-up shared by the hardening tests (bad input, privileges):
+// The daemon set-up shared by the daemon tests (behaviour, bad input,
+// privileges):
 // quick rounds back to back in a temporary directory, so that a stalled
 // daemon shows as a round count that stops.
 #pragma once
