@@ -276,8 +276,7 @@ Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std:
     n.outlier = outliers[i].flagged;
     cluster.core_count += n.summary.probed_cores;
     for (std::size_t s = 0; s < kCoreStates; ++s) {
-      if (kAllCoreStates[s] != CoreState::ok && kAllCoreStates[s] != CoreState::skipped &&
-          n.summary.states[s] > 0) {
+      if (is_unhealthy(kAllCoreStates[s]) && n.summary.states[s] > 0) {
         cluster.healthy = false;
       }
     }

@@ -279,7 +279,7 @@ TopK node_top_k(const NodeReport& report, std::uint32_t node);
 // ---------------------------------------------------------------------------
 // Per-node summaries, gathered (one per node) for node outliers.
 // ---------------------------------------------------------------------------
-inline constexpr std::size_t kCoreStates = 6;  // kAllCoreStates
+inline constexpr std::size_t kCoreStates = std::size(kAllCoreStates);
 
 struct NodeSummary {
   std::uint32_t node = 0;

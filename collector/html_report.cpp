@@ -536,8 +536,7 @@ class Page {
       const NodeSummary& s = node->summary;
       std::uint32_t not_ok = 0;
       for (std::size_t i = 0; i < kCoreStates; ++i)
-        if (kAllCoreStates[i] != CoreState::ok && kAllCoreStates[i] != CoreState::skipped)
-          not_ok += s.states[i];
+        if (is_unhealthy(kAllCoreStates[i])) not_ok += s.states[i];
       raw("<tr><td class=\"num\">");
       raw(std::to_string(rank));
       raw("</td><td>");

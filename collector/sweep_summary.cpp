@@ -81,9 +81,7 @@ void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::si
   std::size_t outliers = 0;
   for (const auto& n : report.nodes) {
     for (std::size_t s = 0; s < kCoreStates; ++s) {
-      if (kAllCoreStates[s] != CoreState::ok && kAllCoreStates[s] != CoreState::skipped) {
-        unhealthy += n.summary.states[s];
-      }
+      if (is_unhealthy(kAllCoreStates[s])) unhealthy += n.summary.states[s];
     }
     if (n.outlier) ++outliers;
   }

@@ -106,7 +106,7 @@ std::string summary_line(const NodeReport& r) {
   double worst_slowdown = 0;
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
     const CoreState s = r.state(i);
-    if (s == CoreState::ok || s == CoreState::skipped) continue;
+    if (!is_unhealthy(s)) continue;
     const auto& c = r.modes[r.deciding_mode(i)].verdicts.cores[i];
     const double slowdown = c.expected_slowdown.value_or(0);
     if (!worst || slowdown > worst_slowdown) {

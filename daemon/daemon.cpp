@@ -426,7 +426,7 @@ json Daemon::unhealthy_cores() const {
   json cores = json::array();
   for (std::size_t i = 0; i < report.pus.size(); ++i) {
     const CoreState state = report.state(i);
-    if (state == CoreState::ok || state == CoreState::skipped) continue;
+    if (!is_unhealthy(state)) continue;
     const CoreFigures& c = report.modes[report.deciding_mode(i)].verdicts.cores[i];
     cores.push_back({{"cpu", c.cpu}, {"state", to_string(state)}, {"cause", c.cause}});
   }

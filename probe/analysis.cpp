@@ -134,6 +134,8 @@ std::string_view to_string(CoreState state) {
   switch (state) {
     case CoreState::ok:
       return "ok";
+    case CoreState::transient:
+      return "transient";
     case CoreState::noisy:
       return "noisy";
     case CoreState::throttled:

@@ -31,11 +31,18 @@
 namespace corenoise {
 
 // Ordered from healthy to worst cause; `skipped` means not measured.
-enum class CoreState { ok, noisy, throttled, contended, slow, skipped };
+// `transient`: looked unhealthy once, but the re-measurement (probe, sweep)
+// or the core's recent rounds (daemon) did not bear it out; its figures are
+// kept, and it is not unhealthy (docs/verdicts.md).
+enum class CoreState { ok, transient, noisy, throttled, contended, slow, skipped };
 std::string_view to_string(CoreState state);
-inline constexpr CoreState kAllCoreStates[] = {CoreState::ok,        CoreState::noisy,
-                                               CoreState::throttled, CoreState::contended,
-                                               CoreState::slow,      CoreState::skipped};
+inline constexpr CoreState kAllCoreStates[] = {
+    CoreState::ok,        CoreState::transient, CoreState::noisy, CoreState::throttled,
+    CoreState::contended, CoreState::slow,      CoreState::skipped};
+// noisy, throttled, contended or slow: what sets exit 2, drains and alerts.
+constexpr bool is_unhealthy(CoreState state) {
+  return state != CoreState::ok && state != CoreState::transient && state != CoreState::skipped;
+}
 
 // One CPU's figures in one mode, in base units. Optional fields are empty
 // for probes not run.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <optional>
+
 namespace corenoise {
 
 std::string local_hostname() {
@@ -44,14 +46,16 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
 }
 
 std::size_t NodeReport::deciding_mode(std::size_t index) const {
-  for (std::size_t m = 0; m < modes.size(); ++m) {
-    const CoreState s = modes[m].verdicts.cores[index].state;
-    if (s != CoreState::ok && s != CoreState::skipped) return m;
-  }
-  for (std::size_t m = 0; m < modes.size(); ++m) {
-    if (modes[m].verdicts.cores[index].state == CoreState::ok) return m;
-  }
-  return 0;
+  // Unhealthy first, then transient (a one-off stays visible), then ok.
+  const auto first = [&](auto&& wanted) -> std::optional<std::size_t> {
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      if (wanted(modes[m].verdicts.cores[index].state)) return m;
+    }
+    return std::nullopt;
+  };
+  if (const auto m = first(is_unhealthy)) return *m;
+  if (const auto m = first([](CoreState s) { return s == CoreState::transient; })) return *m;
+  return first([](CoreState s) { return s == CoreState::ok; }).value_or(0);
 }
 
 CoreState NodeReport::state(std::size_t index) const {
@@ -67,8 +71,7 @@ std::size_t NodeReport::count(CoreState wanted) const {
 
 bool NodeReport::healthy() const {
   for (std::size_t i = 0; i < pus.size(); ++i) {
-    const CoreState s = state(i);
-    if (s != CoreState::ok && s != CoreState::skipped) return false;
+    if (is_unhealthy(state(i))) return false;
   }
   return true;
 }

@@ -34,14 +34,15 @@ struct NodeReport {
   std::vector<ProcessingUnit> pus;
   std::vector<ModeReport> modes;  // in the order they ran
 
-  // The state of PU `index` over all modes: the first non-ok verdict in
-  // mode order, else ok if measured in any mode, else skipped.
+  // The state of PU `index` over all modes: the first unhealthy verdict in
+  // mode order, else the first transient, else ok if measured in any mode,
+  // else skipped.
   CoreState state(std::size_t index) const;
   // The mode whose figures explain state(index).
   std::size_t deciding_mode(std::size_t index) const;
   // How many PUs are in each state (overall).
   std::size_t count(CoreState state) const;
-  // True if every measured PU is ok.
+  // True if no PU is unhealthy (ok, transient or skipped).
   bool healthy() const;
 };
 

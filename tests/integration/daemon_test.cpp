@@ -74,7 +74,7 @@ TEST(Daemon, ExportsEveryCpuAndPassesPromtool) {
         << text;
     EXPECT_TRUE(metric_value(text, "corenoise_clock_hertz{" + c + ",mode=\"isolated\"}")) << c;
     double states = 0;
-    for (const char* s : {"ok", "noisy", "throttled", "contended", "slow", "skipped"}) {
+    for (const char* s : {"ok", "transient", "noisy", "throttled", "contended", "slow", "skipped"}) {
       states +=
           metric_value(text, "corenoise_core_state{" + c + ",state=\"" + s + "\"}").value_or(0);
     }
