@@ -1,6 +1,7 @@
 #include "probe/analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -21,20 +22,34 @@ std::optional<double> median_of(const std::vector<double>& values) {
   return stats::median(values);
 }
 
-// The fast decile: an actual timing (lower_quantile), robust to the
-// detours that strike most timings on a noisy machine and to a lone
-// outlier on the fast side.
+// The fast decile of a sample's products: an actual timing
+// (lower_quantile), robust to the detours that strike most timings on a
+// noisy machine and to a lone outlier on the fast side.
 constexpr double kIntrinsicQuantile = 0.1;
-
-std::optional<double> fast_decile_of(const std::vector<double>& values) {
-  if (values.empty()) return std::nullopt;
-  return stats::lower_quantile(values, kIntrinsicQuantile);
-}
 
 std::optional<double> spread_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
   const double m = stats::median(values);
   return m > 0 ? stats::mad(values) / m : 0.0;
+}
+
+// The fast decile of each sample's own products, × reps: one intrinsic
+// sample time per sample. The figure is their median, and their spread its
+// uncertainty. (Not the fast decile of all products pooled: that follows
+// the luckiest samples, and its error is not what the samples' spread
+// says; measured in tests/unit/uncertainty_test.cpp.)
+std::vector<double> per_sample_matmul(const CpuSamples& samples) {
+  const auto& products = samples.matmul_product_seconds;
+  const std::size_t n = samples.matmul_seconds.size();
+  if (products.empty() || n == 0 || products.size() % n != 0) return samples.matmul_seconds;
+  const std::size_t reps = products.size() / n;
+  std::vector<double> out;
+  out.reserve(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::span<const double> sample(products.data() + j * reps, reps);
+    out.push_back(stats::lower_quantile(sample, kIntrinsicQuantile) * static_cast<double>(reps));
+  }
+  return out;
 }
 
 std::optional<double> ratio(std::optional<double> num, std::optional<double> den) {
@@ -71,60 +86,125 @@ KindReference reference_of(const std::string& kind, const std::vector<const Core
   ref.kind = kind;
   ref.cores = cores.size();
   std::vector<double> matmul, clock, noise, stream;
+  std::vector<Uncertainty> matmul_u, clock_u, noise_u, stream_u;
   for (const CoreFigures* c : cores) {
-    if (c->matmul_seconds) matmul.push_back(*c->matmul_seconds);
-    if (c->clock_hertz) clock.push_back(*c->clock_hertz);
-    if (c->detour) noise.push_back(c->detour->noise_ratio());
-    if (c->stream_bytes_per_second) stream.push_back(*c->stream_bytes_per_second);
+    if (c->matmul_seconds)
+      matmul.push_back(*c->matmul_seconds), matmul_u.push_back(c->matmul_error);
+    if (c->clock_hertz) clock.push_back(*c->clock_hertz), clock_u.push_back(c->clock_error);
+    if (c->detour) noise.push_back(c->detour->noise_ratio()), noise_u.push_back(c->noise_error);
+    if (c->stream_bytes_per_second) {
+      stream.push_back(*c->stream_bytes_per_second);
+      stream_u.push_back(c->stream_error);
+    }
   }
   ref.matmul_seconds = median_of(matmul);
   ref.clock_hertz = median_of(clock);
   ref.noise_ratio = median_of(noise);
-  if (!noise.empty()) ref.noise_floor = stats::lower_quantile(noise, 0.25);
   ref.stream_bytes_per_second = median_of(stream);
+  ref.matmul_error = median_uncertainty(matmul_u);
+  ref.clock_error = median_uncertainty(clock_u);
+  ref.noise_error = median_uncertainty(noise_u);
+  ref.stream_error = median_uncertainty(stream_u);
+  if (!noise.empty()) {
+    ref.noise_floor = stats::lower_quantile(noise, 0.25);
+    // The floor is one core's figure: that core's uncertainty is the floor's.
+    for (std::size_t i = 0; i < noise.size(); ++i) {
+      if (noise[i] == *ref.noise_floor) ref.noise_floor_error = noise_u[i];
+    }
+  }
   return ref;
+}
+
+// Of log((1 − reference noise) / (1 − noise)), by the delta method:
+// se(log(1 − r)) = se(r) / (1 − r).
+Uncertainty noise_factor_error(double noise, const Uncertainty& u, double ref_noise,
+                               const Uncertainty& ref_u) {
+  if (!u.known() || !ref_u.known()) return {};
+  return {Scale::log, std::hypot(u.se / (1 - noise), ref_u.se / (1 - ref_noise)),
+          std::min(u.df, ref_u.df)};
+}
+
+// " (95% interval 2.1-4.0%)" for a ratio whose excess is shown in percent,
+// "" where the uncertainty is not known.
+std::string interval_text(double value, const Uncertainty& u, bool as_slowdown) {
+  const auto i = interval(value, u, kReportedConfidence);
+  if (!i) return "";
+  if (as_slowdown)
+    return format(" (95%% interval %.1f-%.1f%%)", (i->lo - 1) * 100, (i->hi - 1) * 100);
+  return format(" (95%% interval %.1f-%.1f points)", i->lo * 100, i->hi * 100);
 }
 
 void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
   c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
   c.stream_slowdown = ratio(ref.stream_bytes_per_second, c.stream_bytes_per_second);
+  c.matmul_slowdown_error = combine(c.matmul_error, ref.matmul_error);
+  c.clock_ratio_error = combine(c.clock_error, ref.clock_error);
+  c.stream_slowdown_error = combine(c.stream_error, ref.stream_error);
   const double noise = c.detour ? c.detour->noise_ratio() : 0;
-  if (c.detour && ref.noise_floor) c.excess_noise = noise - *ref.noise_floor;
+  if (c.detour && ref.noise_floor) {
+    c.excess_noise = noise - *ref.noise_floor;
+    c.excess_noise_error = noise == *ref.noise_floor
+                               ? Uncertainty{Scale::linear, 0, c.noise_error.df}
+                               : combine(c.noise_error, ref.noise_floor_error);
+  }
   if (c.detour && ref.noise_ratio && noise < 1) {
     c.noise_factor = (1 - *ref.noise_ratio) / (1 - noise);
+    c.noise_factor_error =
+        noise_factor_error(noise, c.noise_error, *ref.noise_ratio, ref.noise_error);
   }
   // Without matmul, the clock is the best stand-in for intrinsic speed.
   const double intrinsic = c.matmul_slowdown.value_or(c.clock_ratio.value_or(1));
+  const Uncertainty intrinsic_error = c.matmul_slowdown ? c.matmul_slowdown_error
+                                      : c.clock_ratio   ? c.clock_ratio_error
+                                                        : Uncertainty{Scale::log, 0, 1e9};
   c.expected_slowdown = intrinsic * c.noise_factor.value_or(1);
+  c.expected_slowdown_error =
+      c.noise_factor ? combine(intrinsic_error, c.noise_factor_error) : intrinsic_error;
   if (c.clock_ratio) c.residual = intrinsic / *c.clock_ratio;
 
-  if (c.clock_ratio && *c.clock_ratio >= t.throttled_clock_ratio) {
-    c.state = CoreState::throttled;
-    c.cause =
-        format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz", *c.clock_hertz / 1e9,
-               (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(), *ref.clock_hertz / 1e9);
-  } else if (c.excess_noise && *c.excess_noise >= t.noisy_excess_noise) {
-    c.state = CoreState::noisy;
-    c.cause = format(
-                  "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
-                  "the node's floor: ",
-                  noise * 100, static_cast<unsigned long long>(c.detour->count),
-                  c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
-              attribute(*c.detour);
-  } else if (c.stream_slowdown && *c.stream_slowdown >= t.contended_stream_ratio) {
-    c.state = CoreState::contended;
-    c.cause = format(
-        "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal clock "
-        "and noise",
-        *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100);
-  } else if (c.expected_slowdown && *c.expected_slowdown >= t.slow_ratio) {
-    c.state = CoreState::slow;
-    c.cause = format("matmul %.1f%% slower than the reference; clock, noise and memory are normal",
-                     (*c.expected_slowdown - 1) * 100);
-  } else {
-    c.state = CoreState::ok;
-    c.cause = "";
+  c.state = CoreState::ok;
+  c.cause = "";
+  c.bound.reset();
+  for (CoreState test :
+       {CoreState::throttled, CoreState::noisy, CoreState::contended, CoreState::slow}) {
+    if (const auto bound = clears(c, test, t, t.alpha)) {
+      c.state = test;
+      c.bound = bound;
+      break;
+    }
+  }
+  switch (c.state) {
+    case CoreState::throttled:
+      c.cause =
+          format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz", *c.clock_hertz / 1e9,
+                 (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(), *ref.clock_hertz / 1e9) +
+          interval_text(*c.clock_ratio, c.clock_ratio_error, true);
+      break;
+    case CoreState::noisy:
+      c.cause = format(
+                    "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
+                    "the node's floor",
+                    noise * 100, static_cast<unsigned long long>(c.detour->count),
+                    c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
+                interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
+                attribute(*c.detour);
+      break;
+    case CoreState::contended:
+      c.cause = format(
+                    "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal "
+                    "clock and noise",
+                    *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100) +
+                interval_text(*c.stream_slowdown, c.stream_slowdown_error, true);
+      break;
+    case CoreState::slow:
+      c.cause =
+          format("matmul %.1f%% slower than the reference", (*c.expected_slowdown - 1) * 100) +
+          interval_text(*c.expected_slowdown, c.expected_slowdown_error, true) +
+          "; clock, noise and memory are normal";
+      break;
+    default:
+      break;
   }
 }
 
@@ -161,9 +241,9 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   }
   if (!samples.matmul_seconds.empty()) {
     const auto& products = samples.matmul_product_seconds;
-    const double reps = static_cast<double>(products.size() / samples.matmul_seconds.size());
-    c.matmul_seconds = products.empty() ? *fast_decile_of(samples.matmul_seconds)
-                                        : *fast_decile_of(products) * reps;
+    const std::vector<double> intrinsic = per_sample_matmul(samples);
+    c.matmul_seconds = median_of(intrinsic);
+    c.matmul_error = log_uncertainty(intrinsic, kMedianEfficiency);
     c.matmul_spread = spread_of(products.empty() ? samples.matmul_seconds : products);
     c.matmul_sample_seconds = median_of(samples.matmul_seconds);
   }
@@ -172,13 +252,23 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   }
   c.clock_hertz = median_of(samples.clock_hertz);
   c.clock_spread = spread_of(samples.clock_hertz);
+  c.clock_error = log_uncertainty(samples.clock_hertz, kMedianEfficiency);
   if (!samples.detours.empty()) {
     DetourResult merged;
-    for (const auto& window : samples.detours) merged.merge(window);
+    std::vector<double> shares;
+    for (const auto& window : samples.detours) {
+      merged.merge(window);
+      shares.push_back(window.noise_ratio());
+    }
     c.detour = merged;
+    c.noise_error = mean_uncertainty(shares);
   }
-  if (const auto t = fast_decile_of(samples.stream_seconds); t && *t > 0) {
+  // The median triad: a pass takes milliseconds, longer than most detours,
+  // and with seven samples a fast decile would be the fastest pass, whose
+  // error the samples' spread does not describe.
+  if (const auto t = median_of(samples.stream_seconds); t && *t > 0) {
     c.stream_bytes_per_second = samples.stream_work.bytes / *t;
+    c.stream_error = log_uncertainty(samples.stream_seconds, kMedianEfficiency);
   }
   const bool measured = c.matmul_seconds || c.clock_hertz || c.detour || c.stream_bytes_per_second;
   c.state = measured ? CoreState::ok : CoreState::skipped;
@@ -186,10 +276,53 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   return c;
 }
 
-ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds) {
+std::optional<double> test_figure(const CoreFigures& c, CoreState state) {
+  switch (state) {
+    case CoreState::throttled:
+      return c.clock_ratio;
+    case CoreState::noisy:
+      return c.excess_noise;
+    case CoreState::contended:
+      return c.stream_slowdown;
+    case CoreState::slow:
+      return c.expected_slowdown;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& t,
+                             double alpha) {
+  const auto figure = test_figure(c, state);
+  if (!figure) return std::nullopt;
+  const auto [error, threshold] = [&]() -> std::pair<Uncertainty, double> {
+    switch (state) {
+      case CoreState::throttled:
+        return {c.clock_ratio_error, t.throttled_clock_ratio};
+      case CoreState::noisy:
+        return {c.excess_noise_error, t.noisy_excess_noise};
+      case CoreState::contended:
+        return {c.stream_slowdown_error, t.contended_stream_ratio};
+      default:
+        return {c.expected_slowdown_error, t.slow_ratio};
+    }
+  }();
+  const auto bound = lower_bound(*figure, error, alpha);
+  if (!bound || *bound < threshold) return std::nullopt;
+  return bound;
+}
+
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
+                   const std::vector<unsigned>* reference_cpus) {
+  const auto is_reference = [&](const CoreFigures& c) {
+    if (c.state == CoreState::skipped) return false;
+    if (reference_cpus == nullptr) return true;
+    return std::find(reference_cpus->begin(), reference_cpus->end(), c.cpu) !=
+           reference_cpus->end();
+  };
   std::map<std::string, std::vector<const CoreFigures*>> by_kind;
   for (const auto& c : cores) {
-    if (c.state != CoreState::skipped) by_kind[c.kind].push_back(&c);
+    if (is_reference(c)) by_kind[c.kind].push_back(&c);
   }
   ModeVerdicts verdicts;
   for (const auto& [kind, members] : by_kind)

@@ -27,6 +27,7 @@
 #include "probe/detour_probe.h"
 #include "probe/runner.h"
 #include "probe/settings.h"
+#include "probe/uncertainty.h"
 
 namespace corenoise {
 
@@ -37,7 +38,7 @@ namespace corenoise {
 enum class CoreState { ok, transient, noisy, throttled, contended, slow, skipped };
 std::string_view to_string(CoreState state);
 inline constexpr CoreState kAllCoreStates[] = {
-    CoreState::ok,        CoreState::transient, CoreState::noisy, CoreState::throttled,
+    CoreState::ok,        CoreState::transient, CoreState::noisy,  CoreState::throttled,
     CoreState::contended, CoreState::slow,      CoreState::skipped};
 // noisy, throttled, contended or slow: what sets exit 2, drains and alerts.
 constexpr bool is_unhealthy(CoreState state) {
@@ -57,6 +58,13 @@ struct CoreFigures {
   std::optional<double> clock_spread;
   std::optional<DetourResult> detour;             // all windows merged
   std::optional<double> stream_bytes_per_second;  // from the fast-decile sample time
+  // How sure each figure is, from the round's own samples (uncertainty.h):
+  // the spread of the per-sample figures (each sample's fast-decile
+  // product, clock, triad time; each detour window's noise share).
+  Uncertainty matmul_error;                // of matmul_seconds, log scale
+  Uncertainty clock_error;                 // of clock_hertz, log scale
+  Uncertainty noise_error{Scale::linear};  // of detour->noise_ratio(), linear
+  Uncertainty stream_error;                // of stream_bytes_per_second, log scale
   // Filled by judge():
   std::optional<double> matmul_slowdown;  // matmul time / reference
   std::optional<double> clock_ratio;      // reference clock / clock
@@ -65,8 +73,28 @@ struct CoreFigures {
   std::optional<double> noise_factor;
   std::optional<double> residual;
   std::optional<double> expected_slowdown;
+  // The uncertainties of the judged figures: the core's and the
+  // reference's combined (log scale, excess_noise linear).
+  Uncertainty matmul_slowdown_error, clock_ratio_error, stream_slowdown_error,
+      excess_noise_error{Scale::linear}, noise_factor_error, expected_slowdown_error;
   CoreState state = CoreState::skipped;
   std::string cause;  // one line: why this state (or why skipped)
+  // For an unhealthy state: the one-sided lower confidence bound of the
+  // figure that decided it (at the level judge() was given), which cleared
+  // the threshold.
+  std::optional<double> bound;
+  // Set by confirm() on a core that was a suspect: what its re-measurement
+  // found. `state` is then the suspected state if confirmed, else transient.
+  struct Confirmation {
+    CoreState suspected = CoreState::ok;  // the round's verdict
+    std::string suspected_cause;          // the round's cause
+    bool confirmed = false;
+    double alpha = 0;                       // level of the re-test
+    std::optional<double> figure;           // the re-measured figure of that test
+    std::optional<double> bound;            // its lower bound at alpha
+    std::optional<unsigned> reference_cpu;  // the core measured beside it
+  };
+  std::optional<Confirmation> confirmation;
 };
 
 // The reference core of one CPU kind in one mode: medians over the kind's
@@ -82,6 +110,9 @@ struct KindReference {
   // In a VM it includes what the hypervisor takes from every vCPU alike.
   std::optional<double> noise_floor;
   std::optional<double> stream_bytes_per_second;
+  // Uncertainties of the medians (median_uncertainty of the members').
+  Uncertainty matmul_error, clock_error, noise_error{Scale::linear}, stream_error;
+  Uncertainty noise_floor_error{Scale::linear};  // the floor core's own
 };
 
 struct ModeVerdicts {
@@ -92,7 +123,22 @@ struct ModeVerdicts {
 // Reduces samples; `skip_reason` non-empty (or samples.error) gives a
 // skipped core with that cause.
 CoreFigures summarize(const CpuSamples& samples, const std::string& kind);
-// Sets references, ratios and verdicts for every core of one mode.
-ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds);
+
+// Sets references, ratios, their uncertainties and verdicts for every core
+// of one mode, each test at level thresholds.alpha (docs/verdicts.md). If
+// `reference_cpus` is given, each kind's reference is the median of only
+// those CPUs (a confirmation round's reference cores), else of every
+// measured core.
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
+                   const std::vector<unsigned>* reference_cpus = nullptr);
+
+// The test that decides `state` (throttled: clock ratio; noisy: excess
+// noise; contended: stream slowdown; slow: expected slowdown) on judged
+// figures: its lower bound at alpha if that clears the threshold, else
+// nullopt. Also nullopt for states that are not unhealthy.
+std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& thresholds,
+                             double alpha);
+// The figure and uncertainty that test reads (nullopt if not measured).
+std::optional<double> test_figure(const CoreFigures& c, CoreState state);
 
 }  // namespace corenoise

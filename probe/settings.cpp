@@ -126,6 +126,13 @@ std::vector<OptionSpec> make_specs() {
                      if (v.empty()) throw std::invalid_argument("got '', expected a directory");
                      s.proc_root = std::string(v);
                    }});
+  specs.push_back({"suspect-alpha", "P",
+                   "a core is unhealthy in a round when its figure's one-sided lower "
+                   "confidence bound at this level reaches the threshold; 0.5 judges the "
+                   "point estimate alone (default: 0.01; docs/verdicts.md)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.thresholds.alpha = parse_real_value(v, 1e-9, 0.5, "a probability");
+                   }});
   specs.push_back({"throttled-clock-ratio", "RATIO",
                    "throttled when reference clock / core clock reaches this (default: 1.05)",
                    [](ProbeSettings& s, std::string_view v) {

@@ -42,9 +42,14 @@ constexpr std::string_view to_string(RatioProbe probe) {
 
 std::string_view to_string(Mode mode);
 
-// Verdict thresholds (see docs/verdicts.md). Ratios compare a core with the
-// reference core of its kind: 1.05 means 5 % worse.
+// Verdict thresholds (see docs/verdicts.md): the size of effect that
+// matters, and the confidence it must be shown with. Ratios compare a core
+// with the reference core of its kind: 1.05 means 5 % worse.
 struct Thresholds {
+  // One-sided level of each test on each core in a round: unhealthy when the
+  // lower confidence bound of the figure at alpha reaches its threshold;
+  // 0.5 decides on the point estimate alone (the rule before issue 13).
+  double alpha = 0.01;
   double throttled_clock_ratio = 1.05;   // reference clock / core clock
   double noisy_excess_noise = 0.05;      // share of time lost beyond the node's noise floor
   double slow_ratio = 1.05;              // matmul time / reference (and expected slowdown)
