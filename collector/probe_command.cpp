@@ -51,11 +51,16 @@ void print_usage(std::ostream& out) {
   for (const auto& spec : probe_option_specs()) {
     out << format_option_help(spec.name, spec.value_name, spec.help);
   }
+  out << "\nConfirmation (docs/verdicts.md):\n";
+  for (const auto& spec : confirmation_option_specs()) {
+    out << format_option_help(spec.name, spec.value_name, spec.help);
+  }
 }
 
 CommandOptions parse(const std::vector<std::string>& args) {
   std::set<std::string> value_options{"cpus", "topology", "json"};
   for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
+  for (const auto& spec : confirmation_option_specs()) value_options.insert(spec.name);
   const ParsedArgs parsed = parse_args(args, value_options, {"quiet", "help"});
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
@@ -72,6 +77,8 @@ CommandOptions parse(const std::vector<std::string>& args) {
       } else if (name == "quiet") {
         options.quiet = true;
       } else if (const OptionSpec* spec = find_probe_option(name)) {
+        spec->apply(options.settings, value);
+      } else if (const OptionSpec* spec = find_confirmation_option(name)) {
         spec->apply(options.settings, value);
       }
     } catch (const std::invalid_argument& e) {
@@ -157,7 +164,16 @@ int run(const CommandOptions& options) {
       const RoundSamples round = runner.run(mode, cpus, [&](std::size_t done, std::size_t total) {
         progress.show(mode, done, total);
       });
-      report.modes.push_back(make_mode_report(round, report.pus, options.settings.thresholds));
+      ModeReport mode_report = make_mode_report(round, report.pus, options.settings.thresholds);
+      // Suspects are measured again, each beside a reference core, before
+      // they count (confirmation.h).
+      const ConfirmationPlan plan = plan_confirmation(mode_report.verdicts);
+      if (options.settings.confirm && !plan.empty()) {
+        const RoundSamples again = runner.run(mode, plan.cpus);
+        confirm_mode_report(mode_report, again, report.pus, plan, options.settings,
+                            plan.suspects.size());
+      }
+      report.modes.push_back(std::move(mode_report));
     }
   }
 

@@ -45,6 +45,27 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
   return report;
 }
 
+void confirm_mode_report(ModeReport& report, const RoundSamples& round,
+                         const std::vector<ProcessingUnit>& pus, const ConfirmationPlan& plan,
+                         const ProbeSettings& settings, std::size_t suspects_judged) {
+  std::vector<CoreFigures> figures;
+  for (const CpuSamples& samples : round.cpus) {
+    for (const auto& pu : pus) {
+      if (pu.cpu == samples.cpu) figures.push_back(summarize(samples, pu.kind));
+    }
+  }
+  ModeReport::ConfirmationRound info;
+  info.suspects = plan.suspects.size();
+  info.suspects_judged = suspects_judged;
+  info.alpha = confirmation_alpha(settings.false_alarm_rate, suspects_judged);
+  info.duration_seconds = round.duration_seconds;
+  apply_confirmation(report.verdicts, std::move(figures), plan, settings.thresholds, info.alpha);
+  for (const auto& c : report.verdicts.cores) {
+    info.confirmed += c.confirmation && c.confirmation->confirmed ? 1 : 0;
+  }
+  report.confirmation = info;
+}
+
 std::size_t NodeReport::deciding_mode(std::size_t index) const {
   // Unhealthy first, then transient (a one-off stays visible), then ok.
   const auto first = [&](auto&& wanted) -> std::optional<std::size_t> {

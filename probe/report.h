@@ -4,10 +4,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "probe/analysis.h"
+#include "probe/confirmation.h"
 #include "probe/runner.h"
 #include "probe/settings.h"
 #include "probe/topology.h"
@@ -22,6 +24,15 @@ struct ModeReport {
   // verdicts.cores has one entry per PU of NodeReport::pus, in that order;
   // PUs not measured are `skipped` with the reason as cause.
   ModeVerdicts verdicts;
+  // The confirmation round of this mode's suspects, where one ran.
+  struct ConfirmationRound {
+    std::size_t suspects = 0;         // re-measured here
+    std::size_t suspects_judged = 0;  // sharing the false-alarm rate (the sweep's, all nodes)
+    double alpha = 0;                 // each suspect's re-test level
+    double duration_seconds = 0;
+    std::size_t confirmed = 0;
+  };
+  std::optional<ConfirmationRound> confirmation;
 };
 
 struct NodeReport {
@@ -55,5 +66,12 @@ std::string local_hostname();
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
                             const Thresholds& thresholds,
                             const std::map<unsigned, std::string>& skip_reasons = {});
+
+// Applies a confirmation round (of plan.cpus, run in report.mode) to the
+// report's verdicts: see apply_confirmation(). `suspects_judged` is how
+// many suspects share the false-alarm rate (this node's, or the sweep's).
+void confirm_mode_report(ModeReport& report, const RoundSamples& round,
+                         const std::vector<ProcessingUnit>& pus, const ConfirmationPlan& plan,
+                         const ProbeSettings& settings, std::size_t suspects_judged);
 
 }  // namespace corenoise

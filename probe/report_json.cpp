@@ -12,6 +12,24 @@ void put(json& j, const char* key, const std::optional<double>& value) {
   if (value) j[key] = *value;
 }
 
+// `key`: [lo, hi], the 95 % interval of `value`, where both are known.
+void put_interval(json& j, const char* key, const std::optional<double>& value,
+                  const Uncertainty& u) {
+  if (!value) return;
+  if (const auto i = interval(*value, u, kReportedConfidence)) j[key] = {i->lo, i->hi};
+}
+
+json confirmation_json(const CoreFigures::Confirmation& c) {
+  json j = {{"suspected_state", to_string(c.suspected)},
+            {"suspected_cause", c.suspected_cause},
+            {"confirmed", c.confirmed},
+            {"alpha", c.alpha}};
+  put(j, "figure", c.figure);
+  put(j, "lower_bound", c.bound);
+  if (c.reference_cpu) j["reference_cpu"] = *c.reference_cpu;
+  return j;
+}
+
 json detour_json(const DetourResult& d) {
   json j = {{"noise_ratio", d.noise_ratio()},     {"count", d.count},
             {"total_seconds", d.total_seconds},   {"max_seconds", d.max_seconds},
@@ -37,27 +55,40 @@ void put_figures(json& j, const CoreFigures& c) {
   j["cause"] = c.cause;
   if (c.state == CoreState::skipped) return;
   put(j, "expected_slowdown", c.expected_slowdown);
+  put_interval(j, "expected_slowdown_interval", c.expected_slowdown, c.expected_slowdown_error);
+  put(j, "lower_bound", c.bound);
+  if (c.confirmation) j["confirmation"] = confirmation_json(*c.confirmation);
   put(j, "excess_noise", c.excess_noise);
+  put_interval(j, "excess_noise_interval", c.excess_noise, c.excess_noise_error);
   put(j, "noise_factor", c.noise_factor);
   put(j, "residual", c.residual);
   if (c.matmul_seconds) {
     json m = {{"seconds", *c.matmul_seconds}};
+    put_interval(m, "interval", c.matmul_seconds, c.matmul_error);
     put(m, "flops_per_second", c.matmul_flops_per_second);
     put(m, "slowdown", c.matmul_slowdown);
+    put_interval(m, "slowdown_interval", c.matmul_slowdown, c.matmul_slowdown_error);
     put(m, "spread", c.matmul_spread);
     put(m, "sample_seconds", c.matmul_sample_seconds);
     j["matmul"] = std::move(m);
   }
   if (c.clock_hertz) {
     json m = {{"hertz", *c.clock_hertz}};
+    put_interval(m, "interval", c.clock_hertz, c.clock_error);
     put(m, "ratio", c.clock_ratio);
+    put_interval(m, "ratio_interval", c.clock_ratio, c.clock_ratio_error);
     put(m, "spread", c.clock_spread);
     j["clock"] = std::move(m);
   }
-  if (c.detour) j["detour"] = detour_json(*c.detour);
+  if (c.detour) {
+    j["detour"] = detour_json(*c.detour);
+    put_interval(j["detour"], "noise_ratio_interval", c.detour->noise_ratio(), c.noise_error);
+  }
   if (c.stream_bytes_per_second) {
     json m = {{"bytes_per_second", *c.stream_bytes_per_second}};
+    put_interval(m, "interval", c.stream_bytes_per_second, c.stream_error);
     put(m, "slowdown", c.stream_slowdown);
+    put_interval(m, "slowdown_interval", c.stream_slowdown, c.stream_slowdown_error);
     j["stream"] = std::move(m);
   }
 }
@@ -83,7 +114,10 @@ json settings_json(const NodeReport& r) {
            {{"throttled_clock_ratio", s.thresholds.throttled_clock_ratio},
             {"noisy_excess_noise", s.thresholds.noisy_excess_noise},
             {"slow_ratio", s.thresholds.slow_ratio},
-            {"contended_stream_ratio", s.thresholds.contended_stream_ratio}}}};
+            {"contended_stream_ratio", s.thresholds.contended_stream_ratio},
+            {"suspect_alpha", s.thresholds.alpha}}},
+          {"confirm", s.confirm},
+          {"false_alarm_rate", s.false_alarm_rate}};
 }
 
 json round_json(const ModeReport& m) {
@@ -97,11 +131,19 @@ json round_json(const ModeReport& m) {
     put(r, "stream_bytes_per_second", ref.stream_bytes_per_second);
     refs.push_back(std::move(r));
   }
-  return {{"mode", to_string(m.mode)},
-          {"started_unix_seconds", m.started_unix_seconds},
-          {"duration_seconds", m.duration_seconds},
-          {"cancelled", m.cancelled},
-          {"references", refs}};
+  json j = {{"mode", to_string(m.mode)},
+             {"started_unix_seconds", m.started_unix_seconds},
+             {"duration_seconds", m.duration_seconds},
+             {"cancelled", m.cancelled},
+             {"references", refs}};
+  if (m.confirmation) {
+    j["confirmation"] = {{"suspects", m.confirmation->suspects},
+                         {"suspects_judged", m.confirmation->suspects_judged},
+                         {"alpha", m.confirmation->alpha},
+                         {"confirmed", m.confirmation->confirmed},
+                         {"duration_seconds", m.confirmation->duration_seconds}};
+  }
+  return j;
 }
 
 }  // namespace

@@ -230,4 +230,31 @@ const OptionSpec* find_probe_option(std::string_view name) {
   return nullptr;
 }
 
+const std::vector<OptionSpec>& confirmation_option_specs() {
+  static const std::vector<OptionSpec> specs{
+      {"confirm", "yes|no",
+       "re-measure the cores a round calls unhealthy, each beside a reference core, and count "
+       "only those bad again; the others read transient (default: yes)",
+       [](ProbeSettings& s, std::string_view v) {
+         if (v != "yes" && v != "no") {
+           throw std::invalid_argument("got " + std::string(quoted(v)) + ", expected yes or no");
+         }
+         s.confirm = v == "yes";
+       }},
+      {"false-alarm-rate", "P",
+       "the chance that a probe or sweep of healthy cores confirms any core unhealthy: each "
+       "suspect is re-tested at P / suspects (default: 0.05)",
+       [](ProbeSettings& s, std::string_view v) {
+         s.false_alarm_rate = parse_real_value(v, 1e-9, 0.5, "a probability");
+       }}};
+  return specs;
+}
+
+const OptionSpec* find_confirmation_option(std::string_view name) {
+  for (const auto& spec : confirmation_option_specs()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
 }  // namespace corenoise

@@ -70,6 +70,10 @@ struct ProbeSettings {
   std::uint64_t stream_bytes = 0;       // 0: from the core's LLC share
   std::string proc_root = "/proc";
   Thresholds thresholds;
+  // Confirmation of suspects (confirmation.h): `corenoise probe` and
+  // `sweep` only; the daemon judges persistence over its rounds instead.
+  bool confirm = true;
+  double false_alarm_rate = 0.05;  // of any confirmed healthy core, per probe or sweep
 
   bool runs(ProbeKind probe) const;
 };
@@ -98,5 +102,9 @@ std::string format_option_help(const std::string& name, const std::string& value
 const std::vector<OptionSpec>& probe_option_specs();
 // The spec named `name`, or null.
 const OptionSpec* find_probe_option(std::string_view name);
+// The confirmation options of `corenoise probe` and `sweep` (confirm,
+// false-alarm-rate), which the daemon does not take.
+const std::vector<OptionSpec>& confirmation_option_specs();
+const OptionSpec* find_confirmation_option(std::string_view name);
 
 }  // namespace corenoise

@@ -213,7 +213,9 @@ Snapshot full_snapshot() {
   s.paused = true;
   s.report.pus = four_pus();
   s.report.settings.stream_bytes = static_cast<std::uint64_t>(kStreamBytes);
-  const Thresholds thresholds;
+  // One sample a figure has no uncertainty: judge the point (alpha 0.5).
+  Thresholds thresholds;
+  thresholds.alpha = 0.5;
 
   RoundSamples isolated;
   isolated.mode = Mode::isolated;

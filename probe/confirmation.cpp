@@ -1,0 +1,118 @@
+#include "probe/confirmation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+
+namespace corenoise {
+namespace {
+
+const CoreFigures* find_cpu(const std::vector<CoreFigures>& cores, unsigned cpu) {
+  for (const auto& c : cores) {
+    if (c.cpu == cpu) return &c;
+  }
+  return nullptr;
+}
+
+std::string percent(double value, CoreState state) {
+  char text[64];
+  if (state == CoreState::noisy) {
+    std::snprintf(text, sizeof text, "%.1f points", value * 100);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f%%", (value - 1) * 100);
+  }
+  return text;
+}
+
+}  // namespace
+
+ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
+  ConfirmationPlan plan;
+  // Candidates per kind, best first: healthy measured cores nearest the
+  // reference.
+  std::map<std::string, std::vector<const CoreFigures*>> candidates;
+  for (const auto& c : screened.cores) {
+    if (is_unhealthy(c.state)) {
+      plan.suspects.push_back(c.cpu);
+    } else if (c.state != CoreState::skipped) {
+      candidates[c.kind].push_back(&c);
+    }
+  }
+  for (auto& [kind, list] : candidates) {
+    std::stable_sort(list.begin(), list.end(), [](const CoreFigures* a, const CoreFigures* b) {
+      return std::fabs(a->expected_slowdown.value_or(1) - 1) <
+             std::fabs(b->expected_slowdown.value_or(1) - 1);
+    });
+  }
+  std::map<std::string, std::size_t> next;
+  for (unsigned cpu : plan.suspects) {
+    plan.cpus.push_back(cpu);
+    const CoreFigures* suspect = find_cpu(screened.cores, cpu);
+    const auto& list = candidates[suspect->kind];
+    if (list.empty()) continue;
+    const unsigned partner = list[next[suspect->kind]++ % list.size()]->cpu;
+    if (std::find(plan.references.begin(), plan.references.end(), partner) ==
+        plan.references.end()) {
+      plan.references.push_back(partner);
+      plan.cpus.push_back(partner);
+    }
+  }
+  return plan;
+}
+
+double confirmation_alpha(double false_alarm_rate, std::size_t suspects) {
+  return std::min(0.5, false_alarm_rate / static_cast<double>(std::max<std::size_t>(suspects, 1)));
+}
+
+void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
+                        const ConfirmationPlan& plan, const Thresholds& thresholds,
+                        double alpha) {
+  // Kinds whose every measured core is a suspect have no reference core:
+  // their suspects are judged against each other.
+  std::vector<unsigned> references = plan.references;
+  for (const auto& c : round) {
+    const bool partnered = std::any_of(round.begin(), round.end(), [&](const CoreFigures& r) {
+      return r.kind == c.kind && std::find(plan.references.begin(), plan.references.end(),
+                                           r.cpu) != plan.references.end();
+    });
+    if (!partnered) references.push_back(c.cpu);
+  }
+  Thresholds retest = thresholds;
+  retest.alpha = alpha;
+  const ModeVerdicts judged = judge(std::move(round), retest, &references);
+  for (auto& c : screened.cores) {
+    if (std::find(plan.suspects.begin(), plan.suspects.end(), c.cpu) == plan.suspects.end()) {
+      continue;
+    }
+    CoreFigures::Confirmation confirmation;
+    confirmation.suspected = c.state;
+    confirmation.suspected_cause = c.cause;
+    confirmation.alpha = alpha;
+    const std::size_t pair = std::find(plan.cpus.begin(), plan.cpus.end(), c.cpu) - plan.cpus.begin();
+    if (pair + 1 < plan.cpus.size() &&
+        std::find(plan.references.begin(), plan.references.end(), plan.cpus[pair + 1]) !=
+            plan.references.end()) {
+      confirmation.reference_cpu = plan.cpus[pair + 1];
+    }
+    const CoreFigures* again = find_cpu(judged.cores, c.cpu);
+    if (again != nullptr && again->state != CoreState::skipped) {
+      confirmation.figure = test_figure(*again, c.state);
+      confirmation.bound = clears(*again, c.state, retest, alpha);
+      confirmation.confirmed = confirmation.bound.has_value();
+    }
+    std::string again_text =
+        confirmation.figure ? percent(*confirmation.figure, c.state) : std::string("not measured");
+    if (confirmation.confirmed) {
+      c.cause += "; confirmed on re-measurement (" + again_text + ")";
+    } else {
+      c.cause = "transient: " + std::string(to_string(c.state)) + " in the round (" + c.cause +
+                "), not borne out on re-measurement (" + again_text + ")";
+      c.state = CoreState::transient;
+    }
+    c.confirmation = std::move(confirmation);
+  }
+}
+
+}  // namespace corenoise

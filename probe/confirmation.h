@@ -1,0 +1,55 @@
+// Confirmation: a suspect is re-measured before it counts. Pure: planning
+// and judging only; the caller runs the round (probe, sweep).
+//
+// A round's verdicts are each a test at the per-core level suspect-alpha;
+// across thousands of cores some clear it by chance, and a one-off event
+// (the hypervisor taking a vCPU for a second) clears it for real but is
+// gone a moment later. So the suspects — the cores a round calls
+// unhealthy — are measured again in a short round of their own, each
+// followed by a reference core of its kind (they take turns, so drift
+// reaches both alike), and each suspect is re-tested for the state it was
+// suspected of, against those reference cores, at the level
+// false_alarm_rate / (number of suspects judged together). Rounds being
+// independent, the chance that any healthy core is confirmed is at most
+// false_alarm_rate, however many cores were screened (docs/verdicts.md).
+// A suspect not confirmed is `transient`, its figures kept.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "probe/analysis.h"
+#include "probe/settings.h"
+
+namespace corenoise {
+
+struct ConfirmationPlan {
+  // In the order to measure: each suspect, then its reference core.
+  std::vector<unsigned> cpus;
+  std::vector<unsigned> suspects;
+  std::vector<unsigned> references;  // the reference cores (each once)
+  bool empty() const { return suspects.empty(); }
+};
+
+// The suspects of one mode's verdicts, each paired with a measured core of
+// its kind that is not a suspect: the one nearest the kind's reference
+// (expected slowdown nearest 1), each used once while there are enough,
+// then again. A suspect with no such core (every core of its kind is a
+// suspect) is measured without a partner, against the kind's other
+// suspects' median.
+ConfirmationPlan plan_confirmation(const ModeVerdicts& screened);
+
+// The level each suspect is re-tested at: the family's false-alarm rate
+// shared among `suspects` tests (Bonferroni). 0.5 at most.
+double confirmation_alpha(double false_alarm_rate, std::size_t suspects);
+
+// Applies a confirmation round to the screened verdicts of the same mode.
+// `round` holds the figures (summarize()) of the plan's CPUs; it is judged
+// against plan.references only, and each suspect's suspected state is
+// re-tested at `alpha`: confirmed, the state stays and the cause says so;
+// else the state becomes transient. Either way the core's Confirmation
+// records what the re-measurement found.
+void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
+                        const ConfirmationPlan& plan, const Thresholds& thresholds, double alpha);
+
+}  // namespace corenoise
