@@ -1,6 +1,8 @@
 #include "collector/rank_per_core.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -94,24 +96,68 @@ void NodeRanks::release() {
   env_.broadcast_node(stop);
 }
 
-RoundSamples NodeRanks::run_own(Mode mode, double start) const {
-  const SharedRound shared{segment_.data(), static_cast<std::size_t>(env_.node_size()),
-                           static_cast<std::size_t>(env_.node_rank())};
+RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participants,
+                                std::size_t index) const {
+  const SharedRound shared{segment_.data(), participants, index};
   sleep_until_unix_seconds(start);
   if (!runner_ || !cpu_) throw std::logic_error("NodeRanks: a rank without a CPU was asked to run");
   return runner_->run(mode, {*cpu_}, {}, nullptr, &shared);
 }
 
-RoundSamples NodeRanks::run(Mode mode, double start) {
+namespace {
+
+// This rank's place among a round's participants: its node rank in a
+// round of every rank, its position in `only` otherwise (none: it sits out).
+std::optional<std::size_t> participant_index(const json& order, std::optional<unsigned> cpu,
+                                             std::size_t node_rank) {
+  if (!order.contains("only")) return node_rank;
+  const auto only = order["only"].get<std::vector<unsigned>>();
+  const auto at = cpu ? std::find(only.begin(), only.end(), *cpu) : only.end();
+  if (at == only.end()) return std::nullopt;
+  return static_cast<std::size_t>(at - only.begin());
+}
+
+std::size_t participant_count(const json& order, std::size_t node_size) {
+  return order.contains("only") ? order["only"].size() : node_size;
+}
+
+}  // namespace
+
+RoundSamples NodeRanks::run(Mode mode, double start, const std::vector<unsigned>* only) {
+  json order = {{"mode", to_string(mode)}, {"start", start}};
+  if (only != nullptr) order["only"] = *only;
+  const std::size_t participants =
+      participant_count(order, static_cast<std::size_t>(env_.node_size()));
   // The segment is set up before anyone hears of the round, and every rank
   // finished the previous one (it sent its samples) before this.
-  prepare_shared_round(segment_.data(), static_cast<std::size_t>(env_.node_size()));
-  std::vector<std::byte> order = to_bytes(json{{"mode", to_string(mode)}, {"start", start}});
-  env_.broadcast_node(order);
-  RoundSamples round = run_own(mode, start);
+  prepare_shared_round(segment_.data(), participants);
+  std::vector<std::byte> bytes = to_bytes(order);
+  env_.broadcast_node(bytes);
+  const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
+  RoundSamples round;
+  if (index) {
+    round = run_own(mode, start, participants, *index);
+  } else {
+    round.mode = mode;
+    round.cpus.emplace_back();  // sits out: an empty record
+  }
   const auto all = env_.gather_node_blobs(encode_samples(round.cpus.at(0)));
   round.cpus.clear();
   for (const auto& blob : all) round.cpus.push_back(decode_samples(blob));
+  if (only != nullptr) {
+    // Only the participants' samples, in the order asked.
+    std::vector<CpuSamples> taking_part;
+    for (unsigned cpu : *only) {
+      for (auto& s : round.cpus) {
+        if (s.cpu == cpu && (!s.matmul_seconds.empty() || !s.clock_hertz.empty() ||
+                             !s.detours.empty() || !s.stream_seconds.empty() || !s.error.empty())) {
+          taking_part.push_back(std::move(s));
+          break;
+        }
+      }
+    }
+    round.cpus = std::move(taking_part);
+  }
   return round;
 }
 
@@ -125,8 +171,13 @@ void NodeRanks::follow() {
         j.at("mode").get<std::string>() == "isolated" ? Mode::isolated : Mode::concurrent;
     CpuSamples samples;
     try {
-      RoundSamples round = run_own(mode, j.at("start").get<double>());
-      samples = std::move(round.cpus.at(0));
+      const auto index =
+          participant_index(j, cpu_, static_cast<std::size_t>(env_.node_rank()));
+      if (index) {
+        RoundSamples round = run_own(mode, j.at("start").get<double>(),
+                                     participant_count(j, static_cast<std::size_t>(env_.node_size())), *index);
+        samples = std::move(round.cpus.at(0));
+      }
     } catch (const std::exception& e) {
       samples.cpu = cpu_.value_or(0);
       samples.error = e.what();

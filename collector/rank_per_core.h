@@ -47,15 +47,18 @@ class NodeRanks {
   // Leader: the node's CPUs, in node-rank order.
   const std::vector<unsigned>& cpus() const { return cpus_; }
   // Leader: one round on every rank of the node, starting at `start` (unix
-  // seconds); the node's samples in node-rank order.
-  RoundSamples run(Mode mode, double start);
+  // seconds); the node's samples in node-rank order. With `only`, just the
+  // ranks on those CPUs take part, in that order (a confirmation round:
+  // confirmation.h), and the samples are theirs, in that order.
+  RoundSamples run(Mode mode, double start, const std::vector<unsigned>* only = nullptr);
   // Leader: ends follow() on the other ranks.
   void release();
   // The other ranks: take part in the leader's rounds until released.
   void follow();
 
  private:
-  RoundSamples run_own(Mode mode, double start) const;
+  // This rank's part: participant `index` of `participants`.
+  RoundSamples run_own(Mode mode, double start, std::size_t participants, std::size_t index) const;
 
   MpiEnvironment& env_;
   ProbeSettings settings_;

@@ -116,11 +116,16 @@ void print_usage(std::ostream& out) {
     if (spec.name == "mode") help.replace(help.find("(default: isolated)"), 19, "(default: both)");
     out << format_option_help(spec.name, spec.value_name, help);
   }
+  out << "\nConfirmation (docs/verdicts.md; the suspects of all nodes share the rate):\n";
+  for (const auto& spec : confirmation_option_specs()) {
+    out << format_option_help(spec.name, spec.value_name, spec.help);
+  }
 }
 
 SweepOptions parse(const std::vector<std::string>& args) {
   std::set<std::string> value_options{"cpus", "json", "html", "top", "ranks", "timeout", "socket"};
   for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
+  for (const auto& spec : confirmation_option_specs()) value_options.insert(spec.name);
   const ParsedArgs parsed =
       parse_args(args, value_options, {"verbose", "quiet", "help", "rank-per-core", "full"});
   if (!parsed.positional.empty()) {
@@ -156,6 +161,8 @@ SweepOptions parse(const std::vector<std::string>& args) {
       } else if (name == "quiet") {
         options.quiet = true;
       } else if (const OptionSpec* spec = find_probe_option(name)) {
+        spec->apply(options.settings, value);
+      } else if (const OptionSpec* spec = find_confirmation_option(name)) {
         spec->apply(options.settings, value);
       }
     } catch (const std::invalid_argument& e) {
@@ -314,6 +321,35 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
           make_mode_report(round, report.pus, options.settings.thresholds, skip_reasons));
     } catch (const std::exception& e) {
       std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
+      failed = true;
+    }
+    if (any_leader_failed(env, failed)) return kExitFailure;
+    if (!options.settings.confirm) continue;
+
+    // Every node's suspects are measured again at one instant, each beside a
+    // reference core; they share the sweep's false-alarm rate, so the
+    // leaders first agree on how many there are (confirmation.h).
+    ModeReport& screened = report.modes.back();
+    const ConfirmationPlan plan = plan_confirmation(screened.verdicts);
+    std::uint64_t suspects = plan.suspects.size();
+    env.allreduce_sum(std::span<std::uint64_t>(&suspects, 1));
+    if (suspects == 0) continue;
+    env.barrier_leaders();
+    const double again_at = env.common_start_time(kStartMarginSeconds);
+    try {
+      if (!plan.empty()) {
+        RoundSamples again;
+        if (ranks) {
+          again = ranks->run(mode, again_at, &plan.cpus);
+        } else {
+          sleep_until_unix_seconds(again_at);
+          again = runner->run(mode, plan.cpus);
+        }
+        confirm_mode_report(screened, again, report.pus, plan, options.settings, suspects);
+      }
+    } catch (const std::exception& e) {
+      std::cerr << prefix + std::string(to_string(mode)) + " confirmation round failed: " +
+                       e.what() + "\n";
       failed = true;
     }
     if (any_leader_failed(env, failed)) return kExitFailure;

@@ -135,6 +135,16 @@ TEST(Inject, DutyCycleOnCpu1IsFoundOnCpu1Only) {
   EXPECT_GE(double(cpu1["excess_noise"]), 0.05);
   EXPECT_NE(std::string(cpu1["cause"]).find("preempted"), std::string::npos) << cpu1["cause"];
   EXPECT_NE(cpu0["state"], "noisy") << cpu0["cause"];
+  // Found in the round, then confirmed on re-measurement beside CPU 0, at
+  // the false-alarm rate shared among the round's suspects.
+  ASSERT_TRUE(cpu1.contains("confirmation")) << cpu1.dump();
+  EXPECT_TRUE(cpu1["confirmation"]["confirmed"]) << cpu1["confirmation"].dump();
+  EXPECT_EQ(cpu1["confirmation"]["reference_cpu"], 0);
+  EXPECT_GE(double(cpu1["confirmation"]["figure"]), 0.05);
+  const json& round = doc["rounds"][0]["confirmation"];
+  EXPECT_EQ(round["suspects"], 1) << round.dump();
+  EXPECT_DOUBLE_EQ(double(round["alpha"]), 0.05);
+  EXPECT_GT(double(round["duration_seconds"]), 0);
 }
 
 // The same 10 % in bursts ten times finer: 100 µs every 1 ms.

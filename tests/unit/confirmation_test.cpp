@@ -1,0 +1,115 @@
+#include "probe/confirmation.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace corenoise {
+namespace {
+
+// Seven samples scattered by 0.5 % around the given figures.
+CpuSamples core(unsigned cpu, double matmul, double noise, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0, 1);
+  CpuSamples s;
+  s.cpu = cpu;
+  s.matmul_work.flops = 1e9;
+  s.stream_work.bytes = 1e9;
+  for (int i = 0; i < 7; ++i) {
+    s.matmul_seconds.push_back(matmul * std::exp(0.005 * normal(rng)));
+    s.clock_hertz.push_back(3e9 * std::exp(0.001 * normal(rng)));
+    s.stream_seconds.push_back(0.05 * std::exp(0.005 * normal(rng)));
+    DetourResult d;
+    d.window_seconds = 0.025;
+    d.total_seconds = 0.025 * std::max(0.0, noise + 0.002 * normal(rng));
+    d.count = 5;
+    s.detours.push_back(d);
+  }
+  return s;
+}
+
+std::vector<CoreFigures> figures(const std::vector<CpuSamples>& samples) {
+  std::vector<CoreFigures> out;
+  for (const auto& s : samples) out.push_back(summarize(s, "default"));
+  return out;
+}
+
+TEST(Confirmation, EachSuspectIsFollowedByADistinctReferenceCore) {
+  std::mt19937_64 rng(1);
+  std::vector<CpuSamples> round;
+  for (unsigned cpu = 0; cpu < 8; ++cpu) {
+    round.push_back(core(cpu, cpu == 2 || cpu == 5 ? 0.012 : 0.010, 0.01, rng));
+  }
+  const ModeVerdicts v = judge(figures(round), Thresholds{});
+  ASSERT_EQ(v.cores[2].state, CoreState::slow);
+  ASSERT_EQ(v.cores[5].state, CoreState::slow);
+  const ConfirmationPlan plan = plan_confirmation(v);
+  EXPECT_EQ(plan.suspects, (std::vector<unsigned>{2, 5}));
+  ASSERT_EQ(plan.cpus.size(), 4u);
+  EXPECT_EQ(plan.cpus[0], 2u);
+  EXPECT_EQ(plan.cpus[2], 5u);
+  EXPECT_NE(plan.cpus[1], plan.cpus[3]);
+  for (unsigned ref : plan.references) EXPECT_TRUE(ref != 2 && ref != 5);
+}
+
+TEST(Confirmation, AHealthyRoundNeedsNoConfirmation) {
+  std::mt19937_64 rng(2);
+  std::vector<CpuSamples> round;
+  for (unsigned cpu = 0; cpu < 4; ++cpu) round.push_back(core(cpu, 0.010, 0.01, rng));
+  EXPECT_TRUE(plan_confirmation(judge(figures(round), Thresholds{})).empty());
+}
+
+TEST(Confirmation, TheAlphaIsSharedAmongTheSuspects) {
+  EXPECT_DOUBLE_EQ(confirmation_alpha(0.05, 10), 0.005);
+  EXPECT_DOUBLE_EQ(confirmation_alpha(0.05, 0), 0.05);
+  EXPECT_DOUBLE_EQ(confirmation_alpha(0.9, 1), 0.5);
+}
+
+// A core that is bad again is confirmed; one that was bad once reads
+// transient, keeping what it showed in the round.
+TEST(Confirmation, BadAgainIsConfirmedAndAOneOffIsTransient) {
+  std::mt19937_64 rng(3);
+  std::vector<CpuSamples> round;
+  for (unsigned cpu = 0; cpu < 6; ++cpu) {
+    round.push_back(core(cpu, 0.010, cpu == 1 || cpu == 4 ? 0.15 : 0.01, rng));
+  }
+  ModeVerdicts v = judge(figures(round), Thresholds{});
+  ASSERT_EQ(v.cores[1].state, CoreState::noisy);
+  ASSERT_EQ(v.cores[4].state, CoreState::noisy);
+  const ConfirmationPlan plan = plan_confirmation(v);
+  // Re-measured: CPU 1 is still noisy, CPU 4's noise is gone.
+  std::vector<CpuSamples> again;
+  for (unsigned cpu : plan.cpus) again.push_back(core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng));
+  apply_confirmation(v, figures(again), plan, Thresholds{}, confirmation_alpha(0.05, 2));
+
+  EXPECT_EQ(v.cores[1].state, CoreState::noisy);
+  ASSERT_TRUE(v.cores[1].confirmation);
+  EXPECT_TRUE(v.cores[1].confirmation->confirmed);
+  EXPECT_NEAR(*v.cores[1].confirmation->figure, 0.14, 0.01);
+  EXPECT_NE(v.cores[1].cause.find("confirmed"), std::string::npos);
+
+  EXPECT_EQ(v.cores[4].state, CoreState::transient);
+  ASSERT_TRUE(v.cores[4].confirmation);
+  EXPECT_FALSE(v.cores[4].confirmation->confirmed);
+  EXPECT_EQ(v.cores[4].confirmation->suspected, CoreState::noisy);
+  EXPECT_NE(v.cores[4].cause.find("noisy in the round"), std::string::npos);
+  EXPECT_TRUE(v.cores[4].excess_noise.has_value());  // the round's figures are kept
+  for (unsigned cpu : {0u, 2u, 3u, 5u}) EXPECT_EQ(v.cores[cpu].state, CoreState::ok);
+}
+
+// On two cores the other core is the reference, measured right after.
+TEST(Confirmation, OnTwoCoresTheOtherCoreIsTheReference) {
+  std::mt19937_64 rng(4);
+  std::vector<CpuSamples> round{core(0, 0.010, 0.01, rng), core(1, 0.013, 0.01, rng)};
+  ModeVerdicts v = judge(figures(round), Thresholds{});
+  ASSERT_EQ(v.cores[1].state, CoreState::slow);
+  ConfirmationPlan plan = plan_confirmation(v);
+  EXPECT_EQ(plan.cpus, (std::vector<unsigned>{1, 0}));
+  std::vector<CpuSamples> again{core(1, 0.013, 0.01, rng), core(0, 0.010, 0.01, rng)};
+  apply_confirmation(v, figures(again), plan, Thresholds{}, 0.05);
+  EXPECT_EQ(v.cores[1].state, CoreState::slow);
+  EXPECT_EQ(v.cores[1].confirmation->reference_cpu, 0u);
+}
+
+}  // namespace
+}  // namespace corenoise
