@@ -262,6 +262,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   bool failed = false;
   try {
     topology = Topology::load("native");
+    topology->attach_top_perf("/sys");  // favoured cores are not faults
     if (ranks) {
       if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
       cpus = ranks->cpus();

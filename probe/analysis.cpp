@@ -85,6 +85,22 @@ KindReference reference_of(const std::string& kind, const std::vector<const Core
   return ref;
 }
 
+// Cores of one kind that differ by design (favoured / preferred cores) run
+// faster alone: design_ratio says by how much a core is expected to be
+// slower than the kind's median, so that it is not read as a fault. Only
+// isolated rounds: together, every core runs at the all-core turbo.
+void set_design_ratios(std::vector<CoreFigures>& cores, Mode mode) {
+  if (mode != Mode::isolated) return;
+  std::map<std::string, std::vector<double>> by_kind;
+  for (const auto& c : cores) {
+    if (c.state != CoreState::skipped && c.top_perf) by_kind[c.kind].push_back(*c.top_perf);
+  }
+  for (auto& c : cores) {
+    if (c.state == CoreState::skipped || !c.top_perf) continue;
+    c.design_ratio = ratio(median_of(by_kind[c.kind]), c.top_perf);
+  }
+}
+
 void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
   c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
@@ -98,8 +114,11 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   const double intrinsic = c.matmul_slowdown.value_or(c.clock_ratio.value_or(1));
   c.expected_slowdown = intrinsic * c.noise_factor.value_or(1);
   if (c.clock_ratio) c.residual = intrinsic / *c.clock_ratio;
+  // Excuses a core slower by design; never accuses a favoured one (with
+  // turbo off it runs at everyone's clock).
+  const double design = std::max(1.0, c.design_ratio.value_or(1));
 
-  if (c.clock_ratio && *c.clock_ratio >= t.throttled_clock_ratio) {
+  if (c.clock_ratio && *c.clock_ratio / design >= t.throttled_clock_ratio) {
     c.state = CoreState::throttled;
     c.cause =
         format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz", *c.clock_hertz / 1e9,
@@ -118,7 +137,7 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
         "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal clock "
         "and noise",
         *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100);
-  } else if (c.expected_slowdown && *c.expected_slowdown >= t.slow_ratio) {
+  } else if (c.expected_slowdown && *c.expected_slowdown / design >= t.slow_ratio) {
     c.state = CoreState::slow;
     c.cause = format("matmul %.1f%% slower than the reference; clock, noise and memory are normal",
                      (*c.expected_slowdown - 1) * 100);
@@ -186,7 +205,8 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   return c;
 }
 
-ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds) {
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds, Mode mode) {
+  set_design_ratios(cores, mode);
   std::map<std::string, std::vector<const CoreFigures*>> by_kind;
   for (const auto& c : cores) {
     if (c.state != CoreState::skipped) by_kind[c.kind].push_back(&c);

@@ -49,6 +49,8 @@ constexpr bool is_unhealthy(CoreState state) {
 struct CoreFigures {
   unsigned cpu = 0;
   std::string kind;
+  // The PU's designed top performance (ProcessingUnit::top_perf), an input.
+  std::optional<double> top_perf;
   std::optional<double> matmul_seconds;  // one sample, uninterrupted: fast-decile product × reps
   std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul_seconds
   std::optional<double> matmul_spread;            // MAD / median of the product times
@@ -65,6 +67,14 @@ struct CoreFigures {
   std::optional<double> noise_factor;
   std::optional<double> residual;
   std::optional<double> expected_slowdown;
+  // Isolated rounds only: median top_perf of the kind's measured cores /
+  // this core's top_perf. > 1 for a core slower by design (not a favoured
+  // core of Turbo Boost Max 3.0 / CPPC), < 1 for a favoured one, 1 where
+  // the kind is all alike; empty where unknown and in concurrent rounds
+  // (all-core turbo is the same for all). The throttled and slow tests
+  // divide clock_ratio and expected_slowdown by max(1, design_ratio); the
+  // ratios themselves stay raw.
+  std::optional<double> design_ratio;
   CoreState state = CoreState::skipped;
   std::string cause;  // one line: why this state (or why skipped)
 };
@@ -92,7 +102,9 @@ struct ModeVerdicts {
 // Reduces samples; `skip_reason` non-empty (or samples.error) gives a
 // skipped core with that cause.
 CoreFigures summarize(const CpuSamples& samples, const std::string& kind);
-// Sets references, ratios and verdicts for every core of one mode.
-ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds);
+// Sets references, ratios and verdicts for every core of one mode (the
+// mode decides whether design_ratio applies).
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
+                   Mode mode = Mode::isolated);
 
 }  // namespace corenoise

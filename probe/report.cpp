@@ -24,6 +24,7 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
     }
     if (samples != nullptr) {
       cores.push_back(summarize(*samples, pu.kind));
+      cores.back().top_perf = pu.top_perf;
     } else {
       CoreFigures skipped;
       skipped.cpu = pu.cpu;
@@ -41,7 +42,7 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
   report.started_unix_seconds = round.started_unix_seconds;
   report.duration_seconds = round.duration_seconds;
   report.cancelled = round.cancelled;
-  report.verdicts = judge(std::move(cores), thresholds);
+  report.verdicts = judge(std::move(cores), thresholds, round.mode);
   return report;
 }
 

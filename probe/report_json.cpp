@@ -40,6 +40,7 @@ void put_figures(json& j, const CoreFigures& c) {
   put(j, "excess_noise", c.excess_noise);
   put(j, "noise_factor", c.noise_factor);
   put(j, "residual", c.residual);
+  put(j, "design_ratio", c.design_ratio);
   if (c.matmul_seconds) {
     json m = {{"seconds", *c.matmul_seconds}};
     put(m, "flops_per_second", c.matmul_flops_per_second);
@@ -184,6 +185,7 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
   c.excess_noise = opt(j, "excess_noise");
   c.noise_factor = opt(j, "noise_factor");
   c.residual = opt(j, "residual");
+  c.design_ratio = opt(j, "design_ratio");
   if (j.contains("matmul")) {
     const json& m = j["matmul"];
     c.matmul_seconds = opt(m, "seconds");
