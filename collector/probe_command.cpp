@@ -30,6 +30,9 @@ Selection and output:
   --cpus LIST               CPUs to probe, e.g. 0-3,8 (default: every usable CPU)
   --topology SPEC           native (default), an hwloc XML file, or
                             synthetic:DESC; another machine is listed, not probed
+  --sys-root DIR            where /sys is (default /sys): each CPU's designed top
+                            performance (ACPI CPPC highest_perf, else cpufreq
+                            cpuinfo_max_freq), so that favoured cores are not faults
   --json FILE               write the report as JSON to FILE; '-' writes it to
                             stdout instead of the table (schema: docs/json.md)
   --quiet                   print only the summary line (and errors)
@@ -42,6 +45,7 @@ struct CommandOptions {
   ProbeSettings settings;
   std::optional<std::vector<unsigned>> cpus;
   std::string topology = "native";
+  std::string sys_root = "/sys";
   std::optional<std::string> json_path;
   bool quiet = false;
 };
@@ -58,7 +62,7 @@ void print_usage(std::ostream& out) {
 }
 
 CommandOptions parse(const std::vector<std::string>& args) {
-  std::set<std::string> value_options{"cpus", "topology", "json"};
+  std::set<std::string> value_options{"cpus", "topology", "sys-root", "json"};
   for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
   for (const auto& spec : confirmation_option_specs()) value_options.insert(spec.name);
   const ParsedArgs parsed = parse_args(args, value_options, {"quiet", "help"});
@@ -72,6 +76,9 @@ CommandOptions parse(const std::vector<std::string>& args) {
         options.cpus = parse_cpu_list(value);
       } else if (name == "topology") {
         options.topology = value;
+      } else if (name == "sys-root") {
+        if (value.empty()) throw std::invalid_argument("expected a directory, got ''");
+        options.sys_root = value;
       } else if (name == "json") {
         options.json_path = value;
       } else if (name == "quiet") {
@@ -137,7 +144,9 @@ class ProgressLine {
 };
 
 int run(const CommandOptions& options) {
-  const Topology topology = Topology::load(options.topology);
+  Topology topology = Topology::load(options.topology);
+  // Another machine's topology is only listed: this /sys is not its.
+  if (topology.is_this_system()) topology.attach_top_perf(options.sys_root);
   const std::vector<unsigned> cpus = select_cpus(options, topology);
 
   // Open the output before measuring: a bad path should cost nothing.

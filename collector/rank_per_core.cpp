@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "probe/samples_codec.h"
@@ -171,11 +171,11 @@ void NodeRanks::follow() {
         j.at("mode").get<std::string>() == "isolated" ? Mode::isolated : Mode::concurrent;
     CpuSamples samples;
     try {
-      const auto index =
-          participant_index(j, cpu_, static_cast<std::size_t>(env_.node_rank()));
+      const auto index = participant_index(j, cpu_, static_cast<std::size_t>(env_.node_rank()));
       if (index) {
-        RoundSamples round = run_own(mode, j.at("start").get<double>(),
-                                     participant_count(j, static_cast<std::size_t>(env_.node_size())), *index);
+        RoundSamples round =
+            run_own(mode, j.at("start").get<double>(),
+                    participant_count(j, static_cast<std::size_t>(env_.node_size())), *index);
         samples = std::move(round.cpus.at(0));
       }
     } catch (const std::exception& e) {

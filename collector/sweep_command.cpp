@@ -269,6 +269,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   bool failed = false;
   try {
     topology = Topology::load("native");
+    topology->attach_top_perf("/sys");  // favoured cores are not faults
     if (ranks) {
       if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
       cpus = ranks->cpus();
@@ -348,8 +349,8 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
         confirm_mode_report(screened, again, report.pus, plan, options.settings, suspects);
       }
     } catch (const std::exception& e) {
-      std::cerr << prefix + std::string(to_string(mode)) + " confirmation round failed: " +
-                       e.what() + "\n";
+      std::cerr << prefix + std::string(to_string(mode)) +
+                       " confirmation round failed: " + e.what() + "\n";
       failed = true;
     }
     if (any_leader_failed(env, failed)) return kExitFailure;

@@ -183,7 +183,7 @@ std::vector<DaemonOptionSpec> make_specs() {
       {"topology", "SPEC", "native, an hwloc XML file or synthetic:DESC (default: native)",
        [](DaemonConfig& c, std::string_view v) { c.topology = nonempty(v, "a topology"); }},
       {"sys-root", "DIR",
-       "where /sys is mounted, for thermal throttle counters and cpufreq (default: /sys)",
+       "where /sys is mounted, for thermal throttle counters, cpufreq and CPPC (default: /sys)",
        [](DaemonConfig& c, std::string_view v) { c.sys_root = nonempty(v, "a directory"); }},
       {"log-level", "LEVEL", "error, warning, notice, info or debug (default: info)",
        [](DaemonConfig& c, std::string_view v) {

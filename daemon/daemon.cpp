@@ -62,6 +62,7 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
       }
     }
   }
+  topology_.attach_top_perf(config_.sys_root);  // favoured cores are not faults
   rebuild_runner();
   for (const auto& pu : topology_.pus()) {
     if (!pu.usable())

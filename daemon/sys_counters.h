@@ -9,12 +9,10 @@
 #include <string_view>
 
 #include "daemon/snapshot.h"
+#include "probe/sys_file.h"  // parse_sys_number
 
 namespace corenoise {
 
 CpuSysInfo read_sys_info(const std::string& sys_root, unsigned cpu);
-// A whole decimal number, as the one-value files in /sys hold (a trailing
-// newline allowed); nullopt for anything else.
-std::optional<std::uint64_t> parse_sys_number(std::string_view text);
 
 }  // namespace corenoise

@@ -134,6 +134,22 @@ std::string interval_text(double value, const Uncertainty& u, bool as_slowdown) 
   return format(" (95%% interval %.1f-%.1f points)", i->lo * 100, i->hi * 100);
 }
 
+// Cores of one kind that differ by design (favoured / preferred cores) run
+// faster alone: design_ratio says by how much a core is expected to be
+// slower than the kind's median, so that it is not read as a fault. Only
+// isolated rounds: together, every core runs at the all-core turbo.
+void set_design_ratios(std::vector<CoreFigures>& cores, Mode mode) {
+  if (mode != Mode::isolated) return;
+  std::map<std::string, std::vector<double>> by_kind;
+  for (const auto& c : cores) {
+    if (c.state != CoreState::skipped && c.top_perf) by_kind[c.kind].push_back(*c.top_perf);
+  }
+  for (auto& c : cores) {
+    if (c.state == CoreState::skipped || !c.top_perf) continue;
+    c.design_ratio = ratio(median_of(by_kind[c.kind]), c.top_perf);
+  }
+}
+
 void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
   c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
@@ -277,15 +293,22 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
 }
 
 std::optional<double> test_figure(const CoreFigures& c, CoreState state) {
+  // Excuses a core slower by design; never accuses a favoured one (with
+  // turbo off it runs at everyone's clock).
+  const double design = std::max(1.0, c.design_ratio.value_or(1));
+  const auto excused = [&](const std::optional<double>& v) -> std::optional<double> {
+    if (!v) return std::nullopt;
+    return *v / design;
+  };
   switch (state) {
     case CoreState::throttled:
-      return c.clock_ratio;
+      return excused(c.clock_ratio);
     case CoreState::noisy:
       return c.excess_noise;
     case CoreState::contended:
       return c.stream_slowdown;
     case CoreState::slow:
-      return c.expected_slowdown;
+      return excused(c.expected_slowdown);
     default:
       return std::nullopt;
   }
@@ -312,8 +335,9 @@ std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresh
   return bound;
 }
 
-ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
+ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds, Mode mode,
                    const std::vector<unsigned>* reference_cpus) {
+  set_design_ratios(cores, mode);
   const auto is_reference = [&](const CoreFigures& c) {
     if (c.state == CoreState::skipped) return false;
     if (reference_cpus == nullptr) return true;

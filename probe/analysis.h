@@ -50,6 +50,8 @@ constexpr bool is_unhealthy(CoreState state) {
 struct CoreFigures {
   unsigned cpu = 0;
   std::string kind;
+  // The PU's designed top performance (ProcessingUnit::top_perf), an input.
+  std::optional<double> top_perf;
   std::optional<double> matmul_seconds;  // one sample, uninterrupted: fast-decile product × reps
   std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul_seconds
   std::optional<double> matmul_spread;            // MAD / median of the product times
@@ -77,6 +79,14 @@ struct CoreFigures {
   // reference's combined (log scale, excess_noise linear).
   Uncertainty matmul_slowdown_error, clock_ratio_error, stream_slowdown_error,
       excess_noise_error{Scale::linear}, noise_factor_error, expected_slowdown_error;
+  // Isolated rounds only: median top_perf of the kind's measured cores /
+  // this core's top_perf. > 1 for a core slower by design (not a favoured
+  // core of Turbo Boost Max 3.0 / CPPC), < 1 for a favoured one, 1 where
+  // the kind is all alike; empty where unknown and in concurrent rounds
+  // (all-core turbo is the same for all). The throttled and slow tests
+  // divide clock_ratio and expected_slowdown by max(1, design_ratio); the
+  // ratios themselves stay raw.
+  std::optional<double> design_ratio;
   CoreState state = CoreState::skipped;
   std::string cause;  // one line: why this state (or why skipped)
   // For an unhealthy state: the one-sided lower confidence bound of the
@@ -125,11 +135,12 @@ struct ModeVerdicts {
 CoreFigures summarize(const CpuSamples& samples, const std::string& kind);
 
 // Sets references, ratios, their uncertainties and verdicts for every core
-// of one mode, each test at level thresholds.alpha (docs/verdicts.md). If
-// `reference_cpus` is given, each kind's reference is the median of only
-// those CPUs (a confirmation round's reference cores), else of every
-// measured core.
+// of one mode, each test at level thresholds.alpha (docs/verdicts.md);
+// design ratios in isolated rounds only. If `reference_cpus` is given, each
+// kind's reference is the median of only those CPUs (a confirmation round's
+// reference cores), else of every measured core.
 ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
+                   Mode mode = Mode::isolated,
                    const std::vector<unsigned>* reference_cpus = nullptr);
 
 // The test that decides `state` (throttled: clock ratio; noisy: excess
@@ -138,7 +149,8 @@ ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
 // nullopt. Also nullopt for states that are not unhealthy.
 std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& thresholds,
                              double alpha);
-// The figure and uncertainty that test reads (nullopt if not measured).
+// The figure that test reads (nullopt if not measured): the clock ratio and
+// expected slowdown divided by max(1, design_ratio).
 std::optional<double> test_figure(const CoreFigures& c, CoreState state);
 
 }  // namespace corenoise

@@ -67,21 +67,21 @@ double confirmation_alpha(double false_alarm_rate, std::size_t suspects) {
 }
 
 void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
-                        const ConfirmationPlan& plan, const Thresholds& thresholds,
-                        double alpha) {
+                        const ConfirmationPlan& plan, const Thresholds& thresholds, double alpha,
+                        Mode mode) {
   // Kinds whose every measured core is a suspect have no reference core:
   // their suspects are judged against each other.
   std::vector<unsigned> references = plan.references;
   for (const auto& c : round) {
     const bool partnered = std::any_of(round.begin(), round.end(), [&](const CoreFigures& r) {
-      return r.kind == c.kind && std::find(plan.references.begin(), plan.references.end(),
-                                           r.cpu) != plan.references.end();
+      return r.kind == c.kind && std::find(plan.references.begin(), plan.references.end(), r.cpu) !=
+                                     plan.references.end();
     });
     if (!partnered) references.push_back(c.cpu);
   }
   Thresholds retest = thresholds;
   retest.alpha = alpha;
-  const ModeVerdicts judged = judge(std::move(round), retest, &references);
+  const ModeVerdicts judged = judge(std::move(round), retest, mode, &references);
   for (auto& c : screened.cores) {
     if (std::find(plan.suspects.begin(), plan.suspects.end(), c.cpu) == plan.suspects.end()) {
       continue;
@@ -90,10 +90,10 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
     confirmation.suspected = c.state;
     confirmation.suspected_cause = c.cause;
     confirmation.alpha = alpha;
-    const std::size_t pair = std::find(plan.cpus.begin(), plan.cpus.end(), c.cpu) - plan.cpus.begin();
-    if (pair + 1 < plan.cpus.size() &&
-        std::find(plan.references.begin(), plan.references.end(), plan.cpus[pair + 1]) !=
-            plan.references.end()) {
+    const std::size_t pair =
+        std::find(plan.cpus.begin(), plan.cpus.end(), c.cpu) - plan.cpus.begin();
+    if (pair + 1 < plan.cpus.size() && std::find(plan.references.begin(), plan.references.end(),
+                                                 plan.cpus[pair + 1]) != plan.references.end()) {
       confirmation.reference_cpu = plan.cpus[pair + 1];
     }
     const CoreFigures* again = find_cpu(judged.cores, c.cpu);

@@ -50,6 +50,7 @@ double confirmation_alpha(double false_alarm_rate, std::size_t suspects);
 // else the state becomes transient. Either way the core's Confirmation
 // records what the re-measurement found.
 void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
-                        const ConfirmationPlan& plan, const Thresholds& thresholds, double alpha);
+                        const ConfirmationPlan& plan, const Thresholds& thresholds, double alpha,
+                        Mode mode = Mode::isolated);
 
 }  // namespace corenoise

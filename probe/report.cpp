@@ -24,6 +24,7 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
     }
     if (samples != nullptr) {
       cores.push_back(summarize(*samples, pu.kind));
+      cores.back().top_perf = pu.top_perf;
     } else {
       CoreFigures skipped;
       skipped.cpu = pu.cpu;
@@ -41,7 +42,7 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
   report.started_unix_seconds = round.started_unix_seconds;
   report.duration_seconds = round.duration_seconds;
   report.cancelled = round.cancelled;
-  report.verdicts = judge(std::move(cores), thresholds);
+  report.verdicts = judge(std::move(cores), thresholds, round.mode);
   return report;
 }
 
@@ -59,7 +60,8 @@ void confirm_mode_report(ModeReport& report, const RoundSamples& round,
   info.suspects_judged = suspects_judged;
   info.alpha = confirmation_alpha(settings.false_alarm_rate, suspects_judged);
   info.duration_seconds = round.duration_seconds;
-  apply_confirmation(report.verdicts, std::move(figures), plan, settings.thresholds, info.alpha);
+  apply_confirmation(report.verdicts, std::move(figures), plan, settings.thresholds, info.alpha,
+                     report.mode);
   for (const auto& c : report.verdicts.cores) {
     info.confirmed += c.confirmation && c.confirmation->confirmed ? 1 : 0;
   }

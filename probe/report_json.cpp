@@ -62,6 +62,7 @@ void put_figures(json& j, const CoreFigures& c) {
   put_interval(j, "excess_noise_interval", c.excess_noise, c.excess_noise_error);
   put(j, "noise_factor", c.noise_factor);
   put(j, "residual", c.residual);
+  put(j, "design_ratio", c.design_ratio);
   if (c.matmul_seconds) {
     json m = {{"seconds", *c.matmul_seconds}};
     put_interval(m, "interval", c.matmul_seconds, c.matmul_error);
@@ -132,10 +133,10 @@ json round_json(const ModeReport& m) {
     refs.push_back(std::move(r));
   }
   json j = {{"mode", to_string(m.mode)},
-             {"started_unix_seconds", m.started_unix_seconds},
-             {"duration_seconds", m.duration_seconds},
-             {"cancelled", m.cancelled},
-             {"references", refs}};
+            {"started_unix_seconds", m.started_unix_seconds},
+            {"duration_seconds", m.duration_seconds},
+            {"cancelled", m.cancelled},
+            {"references", refs}};
   if (m.confirmation) {
     j["confirmation"] = {{"suspects", m.confirmation->suspects},
                          {"suspects_judged", m.confirmation->suspects_judged},
@@ -226,6 +227,7 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
   c.excess_noise = opt(j, "excess_noise");
   c.noise_factor = opt(j, "noise_factor");
   c.residual = opt(j, "residual");
+  c.design_ratio = opt(j, "design_ratio");
   if (j.contains("matmul")) {
     const json& m = j["matmul"];
     c.matmul_seconds = opt(m, "seconds");

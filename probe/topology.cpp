@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "probe/cpu_capacity.h"
+
 namespace corenoise {
 namespace {
 
@@ -186,6 +188,10 @@ Topology Topology::load(const std::string& spec) {
   std::sort(result.pus_.begin(), result.pus_.end(),
             [](const ProcessingUnit& a, const ProcessingUnit& b) { return a.cpu < b.cpu; });
   return result;
+}
+
+void Topology::attach_top_perf(const std::string& sys_root) {
+  corenoise::attach_top_perf(pus_, sys_root);
 }
 
 const ProcessingUnit* Topology::find(unsigned cpu) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct ProcessingUnit {
   // Empty if this process may run on the PU; otherwise why it cannot
   // (e.g. "disallowed by cgroup", "outside process affinity", "not this machine").
   std::string skip_reason;
+  // Designed top performance (probe/cpu_capacity.h: CPPC highest_perf or
+  // max kHz), comparable only with other PUs of this machine; empty where
+  // /sys has none. Not from hwloc: set by attach_top_perf / Topology.
+  std::optional<double> top_perf;
 
   bool usable() const { return skip_reason.empty(); }
 };
@@ -39,6 +44,10 @@ class Topology {
   // Every PU, sorted by OS index; PUs this process cannot use are included
   // with a skip_reason, never dropped.
   const std::vector<ProcessingUnit>& pus() const { return pus_; }
+  // Reads each PU's designed top performance under `sys_root` (normally
+  // "/sys"; see probe/cpu_capacity.h). Call once after load, before the
+  // Topology is shared between threads.
+  void attach_top_perf(const std::string& sys_root);
   // Null if `cpu` is not a PU of this topology.
   const ProcessingUnit* find(unsigned cpu) const;
   // True when the topology describes the running machine (so probes can run).

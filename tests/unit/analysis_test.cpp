@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "probe/cpu_capacity.h"
 #include "probe/report.h"
 
 namespace corenoise {
@@ -192,6 +193,92 @@ TEST(Analysis, RandomizedNodesKeepTheInvariants) {
       EXPECT_LE(*bound, *c.clock_ratio);
       EXPECT_EQ(c.state == CoreState::throttled, *bound >= t.throttled_clock_ratio);
       if (*c.clock_ratio < t.throttled_clock_ratio) EXPECT_NE(c.state, CoreState::throttled);
+    }
+  }
+}
+
+// Favoured cores (Turbo Boost Max 3.0 / CPPC preferred): the 8-CPU fixture
+// has CPUs 2 and 5 at highest_perf 255, the rest at 228. Probing 2, 5 and 6
+// alone makes the favoured cores the reference, and CPU 6 runs 228/255 of
+// their clock by design (10.6 % lower): that is no fault in isolated rounds.
+std::vector<ProcessingUnit> preferred_core_pus() {
+  std::vector<ProcessingUnit> pus(8);
+  for (unsigned cpu = 0; cpu < 8; ++cpu) {
+    pus[cpu].cpu = cpu;
+    pus[cpu].kind = "default";
+  }
+  attach_top_perf(pus, std::string(CORENOISE_FIXTURES) + "/sys/amd-preferred");
+  return pus;
+}
+
+RoundSamples favoured_round(Mode mode, double cpu6_hz) {
+  RoundSamples round;
+  round.mode = mode;
+  // matmul time proportional to 1/clock, as on a core that is only slower.
+  round.cpus = {core(2), core(5), core(6, 0.010 * 3e9 / cpu6_hz, cpu6_hz)};
+  return round;
+}
+
+TEST(Analysis, CoreSlowerByDesignIsOkInIsolatedRounds) {
+  const double hz = 3e9 * 228 / 255;
+  const ModeReport m =
+      make_mode_report(favoured_round(Mode::isolated, hz), preferred_core_pus(), Thresholds{});
+  const CoreFigures& c6 = m.verdicts.cores[6];
+  EXPECT_EQ(c6.state, CoreState::ok) << c6.cause;
+  EXPECT_EQ(c6.cause, "");
+  EXPECT_NEAR(*c6.design_ratio, 255.0 / 228, 1e-12);
+  // The job does see it: the ratios stay raw.
+  EXPECT_NEAR(*c6.clock_ratio, 255.0 / 228, 1e-9);
+  EXPECT_GT(*c6.clock_ratio, Thresholds{}.throttled_clock_ratio);
+  EXPECT_NEAR(*c6.expected_slowdown, 255.0 / 228 * *c6.noise_factor, 1e-6);
+  EXPECT_NEAR(*m.verdicts.cores[2].design_ratio, 1, 1e-12);
+  EXPECT_FALSE(m.verdicts.cores[0].design_ratio);  // not measured
+}
+
+TEST(Analysis, SameClockDropWithoutDesignDifferenceIsThrottled) {
+  auto pus = preferred_core_pus();
+  pus[6].top_perf = 255;  // designed like the others: the drop is a fault
+  const ModeReport m =
+      make_mode_report(favoured_round(Mode::isolated, 3e9 * 228 / 255), pus, Thresholds{});
+  EXPECT_EQ(m.verdicts.cores[6].state, CoreState::throttled);
+  EXPECT_NEAR(*m.verdicts.cores[6].design_ratio, 1, 1e-12);
+  // Unknown top performance (a VM): no design ratio, the same verdict.
+  for (auto& pu : pus) pu.top_perf.reset();
+  const ModeReport vm =
+      make_mode_report(favoured_round(Mode::isolated, 3e9 * 228 / 255), pus, Thresholds{});
+  EXPECT_EQ(vm.verdicts.cores[6].state, CoreState::throttled);
+  EXPECT_FALSE(vm.verdicts.cores[6].design_ratio);
+}
+
+// A design difference excuses only itself: 10 % more than it is throttled.
+TEST(Analysis, DropBeyondTheDesignDifferenceIsThrottled) {
+  const ModeReport m = make_mode_report(favoured_round(Mode::isolated, 3e9 * 228 / 255 / 1.1),
+                                        preferred_core_pus(), Thresholds{});
+  EXPECT_EQ(m.verdicts.cores[6].state, CoreState::throttled);
+}
+
+// All cores together run at the all-core turbo: the design ratio does not apply.
+TEST(Analysis, DesignRatioDoesNotApplyInConcurrentRounds) {
+  const ModeReport m = make_mode_report(favoured_round(Mode::concurrent, 3e9 * 228 / 255),
+                                        preferred_core_pus(), Thresholds{});
+  EXPECT_EQ(m.verdicts.cores[6].state, CoreState::throttled);
+  for (const auto& c : m.verdicts.cores) EXPECT_FALSE(c.design_ratio) << c.cpu;
+}
+
+// The whole node: favoured cores run faster, nobody is a fault; and a
+// favoured core that runs no faster than the rest (turbo off) is not
+// accused of missing its higher top (design_ratio < 1 never tightens).
+TEST(Analysis, FavouredCoresAreNeverFaults) {
+  for (const double favoured_hz : {3e9 * 255 / 228, 3e9}) {
+    RoundSamples round;
+    for (unsigned cpu = 0; cpu < 8; ++cpu) {
+      const double hz = cpu == 2 || cpu == 5 ? favoured_hz : 3e9;
+      round.cpus.push_back(core(cpu, 0.010 * 3e9 / hz, hz));
+    }
+    const ModeReport m = make_mode_report(round, preferred_core_pus(), Thresholds{});
+    for (const auto& c : m.verdicts.cores) {
+      EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+      EXPECT_NEAR(*c.design_ratio, c.cpu == 2 || c.cpu == 5 ? 228.0 / 255 : 1, 1e-12);
     }
   }
 }
