@@ -88,7 +88,7 @@ DetourProbe::DetourProbe(unsigned cpu, double window_seconds, double threshold_s
 
 double DetourProbe::threshold_seconds() const { return tsc_to_seconds(threshold_ticks_); }
 
-DetourResult DetourProbe::run(std::uint64_t start_lag) const {
+DetourResult DetourProbe::run(std::uint64_t start_lag, std::uint64_t window_ticks) const {
   DetourResult result;
   result.threshold_seconds = threshold_seconds();
   const std::uint64_t first_upper =
@@ -104,7 +104,7 @@ DetourResult DetourProbe::run(std::uint64_t start_lag) const {
     ++result.histogram[bucket_of(start_lag, first_upper)];
   }
   const std::uint64_t start = read_tsc();
-  const std::uint64_t end = start + window_ticks_;
+  const std::uint64_t end = start + (window_ticks > 0 ? window_ticks : window_ticks_);
   std::uint64_t prev = start;
   for (;;) {
     const std::uint64_t now = read_tsc();

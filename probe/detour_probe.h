@@ -54,8 +54,12 @@ class DetourProbe {
   // after it was asked to start. If the core was busy with something else
   // then, that wait is the window's first detour: a periodic burst running
   // at that moment would otherwise always fall just before the window.
-  DetourResult run(std::uint64_t start_lag = 0) const;
+  // `window_ticks`: this window's length; 0 is the nominal (the
+  // constructor's window_seconds). Isolated rounds vary it around the
+  // nominal (probe/detour_windows.h).
+  DetourResult run(std::uint64_t start_lag = 0, std::uint64_t window_ticks = 0) const;
   double threshold_seconds() const;
+  std::uint64_t nominal_window_ticks() const { return window_ticks_; }
 
  private:
   unsigned cpu_;

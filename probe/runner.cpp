@@ -10,10 +10,12 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "probe/clock_probe.h"
+#include "probe/detour_windows.h"
 #include "probe/matmul.h"
 #include "probe/pinning.h"
 #include "probe/spin_barrier.h"
@@ -244,6 +246,15 @@ class CpuWorker {
           std::make_unique<DetourProbe>(pu_.cpu, settings_.detour_window_seconds,
                                         settings_.detour_threshold_seconds, state_->counters);
       out_.detours.reserve(samples);
+      // Isolated: random lengths, so that the windows' phase against
+      // periodic noise is random (probe/detour_windows.h). Concurrent
+      // windows stay nominal: they run back to back behind the barrier
+      // (no lockstep gaps), and unequal ones would make cores wait there.
+      if (state_->one_at_a_time) {
+        detour_windows_.resize(samples);
+        std::mt19937_64 rng(seed());
+        draw_detour_windows(detour_windows_, kernels_.detour->nominal_window_ticks(), rng);
+      }
     }
     if (settings_.runs(ProbeKind::stream)) {
       const std::size_t bytes = settings_.stream_bytes > 0
@@ -268,11 +279,24 @@ class CpuWorker {
         out_.clock_hertz.push_back(kernels_.clock->run());
         break;
       case ProbeKind::detour:
-        out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag()));
+        out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag(),
+                                                    out_.detours.size() < detour_windows_.size()
+                                                        ? detour_windows_[out_.detours.size()]
+                                                        : 0));
         break;
       case ProbeKind::stream:
         out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
         break;
+    }
+  }
+
+  // A real random source per thread and round; the TSC where there is none.
+  static std::uint64_t seed() {
+    try {
+      std::random_device device;
+      return (std::uint64_t{device()} << 32) ^ device();
+    } catch (const std::exception&) {
+      return read_tsc();
     }
   }
 
@@ -282,6 +306,7 @@ class CpuWorker {
   std::size_t index_;
   CpuSamples& out_;
   CpuKernels kernels_;
+  std::vector<std::uint64_t> detour_windows_;  // TSC ticks per sample; empty: nominal
 };
 
 // Rounds with an abandoned probe thread that has not finished yet.
