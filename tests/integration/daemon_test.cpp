@@ -335,11 +335,13 @@ std::vector<std::string> noise_on_cpu1(int seconds) {
 }
 
 // Default probe and persistence settings (the quick ones are too short to
-// see 1 ms of 10), a round every `interval` seconds.
+// see 1 ms of 10), a round every `interval` seconds. Busy CPUs are probed
+// too: on a shared machine other work would have them skipped as busy.
 std::vector<std::string> default_probe_args(const TempDir& dir, const std::string& interval) {
-  return {
-      "--config",    "/dev/null", "--listen",   "127.0.0.1:0", "--socket", dir.path() + "/ctl.sock",
-      "--state-dir", dir.path(),  "--interval", interval};
+  return {"--config",    "/dev/null",     "--listen",
+          "127.0.0.1:0", "--socket",      dir.path() + "/ctl.sock",
+          "--state-dir", dir.path(),      "--interval",
+          interval,      "--busy-policy", "probe"};
 }
 
 // The acceptance test: injected noise on CPU 1 shows up as
@@ -368,10 +370,11 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
 }
 
 // Persistence with the defaults (2 of 3), rounds on request: injected noise
-// on CPU 1 shows in corenoise_round_core_state from its first noisy round,
-// while corenoise_core_state says transient; corenoise_core_state turns noisy
-// at the round where the second of its last three rounds was, and status and
-// `corenoise run` list it as unhealthy only then.
+// on CPU 1 shows in corenoise_round_core_state from its first bad round,
+// while corenoise_core_state says transient; corenoise_core_state turns
+// unhealthy (noisy, or slow where other load on the machine blurs it) at the
+// round where the second of its last three measured rounds was bad, and
+// status and `corenoise run` (exit 2) list it as unhealthy only then.
 TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
   TempDir dir;
@@ -390,7 +393,8 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
     return std::string("none");
   };
   const auto listed = [](const json& reply, const char* list) -> const json* {
-    for (const json& core : reply.value(list, json::array())) {
+    if (!reply.contains(list)) return nullptr;
+    for (const json& core : reply.at(list)) {
       if (core.value("cpu", -1) == 1) return &core;
     }
     return nullptr;
@@ -403,16 +407,19 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
     return static_cast<int>(
         std::count(bad.end() - std::min<std::ptrdiff_t>(3, bad.size()), bad.end(), true));
   };
-  bool saw_transient_noisy_round = false;
-  for (int round = 1; round <= 8 && (bad.empty() || window_bad() < 2); ++round) {
+  bool saw_transient = false;  // a bad round that left it transient
+  int noisy_rounds = 0;
+  for (int round = 1; round <= 12 && (bad.empty() || window_bad() < 2); ++round) {
     const auto run = run_command(ctl(dir, "run --json"));
     ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 2) << run.out << run.err;
     const json reply = json::parse(run.out);
     const std::string text = http_get(port, "/metrics").second;
     const std::string round_state = state(text, "corenoise_round_core_state");
+    if (round_state == "skipped") continue;  // not a measured round: no evidence
     bad.push_back(unhealthy(round_state));
+    noisy_rounds += round_state == "noisy" ? 1 : 0;
     const int k = window_bad();
-    const int n = std::min(round, 3);
+    const int n = std::min<int>(bad.size(), 3);
     SCOPED_TRACE("round " + std::to_string(round) + " (" + round_state + "), " + std::to_string(k) +
                  " of the last " + std::to_string(n) + " unhealthy\n" + run.out);
     EXPECT_EQ(metric_value(text, "corenoise_core_unhealthy_rounds{cpu=\"1\"}"),
@@ -422,33 +429,35 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
     } else if (k == 1) {
       // Shown from its first bad round, but not (yet) unhealthy.
       EXPECT_EQ(state(text, "corenoise_core_state"), "transient");
-      saw_transient_noisy_round = saw_transient_noisy_round || round_state == "noisy";
+      saw_transient = saw_transient || bad.back();
       EXPECT_EQ(listed(reply, "unhealthy"), nullptr);
       ASSERT_NE(listed(reply, "transient"), nullptr);
       EXPECT_EQ(listed(reply, "transient")->value("unhealthy_rounds", 0), 1);
       EXPECT_EQ(listed(reply, "transient")->value("round_state", ""), round_state);
     } else {
-      // The K-th bad round: persistent from this round on.
-      EXPECT_EQ(round_state, "noisy");
-      EXPECT_EQ(state(text, "corenoise_core_state"), "noisy") << text;
+      // The K-th bad round: persistent from this round on, in this round's
+      // state (on a loaded machine the injected noise may also read as slow).
+      ASSERT_TRUE(unhealthy(round_state));
+      EXPECT_EQ(state(text, "corenoise_core_state"), round_state) << text;
       EXPECT_EQ(run.exit_code, 2);
       const json* core = listed(reply, "unhealthy");
       ASSERT_NE(core, nullptr);
-      EXPECT_EQ(core->value("state", ""), "noisy");
-      EXPECT_EQ(core->value("round_state", ""), "noisy");
+      EXPECT_EQ(core->value("state", ""), round_state);
+      EXPECT_EQ(core->value("round_state", ""), round_state);
       EXPECT_EQ(core->value("unhealthy_rounds", 0), 2);
       EXPECT_EQ(core->value("rounds", 0), n);
       // `corenoise status` prints the k of n.
       const auto status = run_command(ctl(dir, "status"));
       EXPECT_EQ(status.exit_code, 2);
-      EXPECT_NE(status.out.find("cpu 1  noisy (round: noisy, 2 of " + std::to_string(n) +
-                                " rounds unhealthy)"),
+      EXPECT_NE(status.out.find("cpu 1  " + round_state + " (round: " + round_state + ", 2 of " +
+                                std::to_string(n) + " rounds unhealthy)"),
                 std::string::npos)
           << status.out;
     }
   }
-  EXPECT_TRUE(saw_transient_noisy_round) << daemon.log();
-  EXPECT_GE(window_bad(), 2) << "the injected noise was not seen twice in 3 rounds\n"
+  EXPECT_TRUE(saw_transient) << daemon.log();
+  EXPECT_GE(noisy_rounds, 1) << "the injected noise never read as noisy\n" << daemon.log();
+  EXPECT_GE(window_bad(), 2) << "the injected noise was not seen in 2 of 3 rounds within 12\n"
                              << daemon.log();
 }
 
