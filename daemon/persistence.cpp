@@ -11,7 +11,8 @@ void VerdictHistory::record(CoreState state, std::string cause) {
   round_state_ = state;
   round_cause_ = cause;
   // A CPU a job kept busy for an hour must neither forget that it was bad
-  // before nor look healthy for it: skipped rounds are no evidence.
+  // before nor look healthy for it: skipped rounds are no evidence, and are
+  // not remembered.
   if (state == CoreState::skipped) return;
   window_.push_back({state, std::move(cause)});
   while (window_.size() > capacity_) window_.pop_front();
@@ -35,7 +36,13 @@ PersistentVerdict VerdictHistory::verdict(const PersistenceRule& rule) const {
   v.unhealthy_rounds = unhealthy_rounds();
   const auto latest_bad = std::find_if(window_.rbegin(), window_.rend(),
                                        [](const Entry& e) { return is_unhealthy(e.state); });
-  if (v.unhealthy_rounds >= std::max<std::size_t>(rule.bad, 1)) {
+  if (round_state_ == CoreState::skipped) {
+    // Not measured now (busy, offline, overran): said so, as without
+    // persistence (persist-rounds 1 must be the round's own verdict); the
+    // remembered rounds stay for when it is measured again.
+    v.state = CoreState::skipped;
+    v.cause = round_cause_;
+  } else if (v.unhealthy_rounds >= std::max<std::size_t>(rule.bad, 1)) {
     v.state = latest_bad->state;
     v.cause = latest_bad->cause;
   } else if (v.unhealthy_rounds > 0) {
@@ -49,11 +56,8 @@ PersistentVerdict VerdictHistory::verdict(const PersistenceRule& rule) const {
     // The round's own re-measurement did not bear out a suspect.
     v.state = CoreState::transient;
     v.cause = round_cause_;
-  } else if (round_state_ != CoreState::skipped) {
-    v.state = CoreState::ok;
-    v.cause = round_cause_;
   } else {
-    v.state = CoreState::skipped;
+    v.state = CoreState::ok;
     v.cause = round_cause_;
   }
   return v;

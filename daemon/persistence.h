@@ -44,8 +44,8 @@ class VerdictHistory {
   explicit VerdictHistory(std::size_t rounds = PersistenceRule{}.rounds);
 
   // Adds the overall verdict of one round. A skipped round is not a
-  // measured round: it changes only round_state (the CPU was busy, offline,
-  // …), never what is remembered.
+  // measured round: it makes the verdict skipped for now (the CPU was busy,
+  // offline, …) but changes nothing that is remembered.
   void record(CoreState state, std::string cause);
 
   // Remembers `rounds` (>= 1) from now on; a shorter window keeps the newest.
@@ -56,12 +56,14 @@ class VerdictHistory {
   std::size_t unhealthy_rounds() const;
 
   // Under `rule` (rule.rounds is expected to equal capacity()):
+  //   skipped (with this round's cause) if this round did not measure the
+  //     CPU, or no round ever did; else
   //   unhealthy in >= rule.bad remembered rounds: the latest unhealthy
   //     round's state and cause, whatever this round said;
   //   unhealthy in fewer, but at least one (or this round itself said
   //     transient): transient;
-  //   else ok if this round measured the CPU, skipped (with this round's
-  //     cause) if it did not, or if no round ever measured it.
+  //   else ok.
+  // unhealthy_rounds and rounds are the remembered ones in every case.
   PersistentVerdict verdict(const PersistenceRule& rule) const;
 
  private:

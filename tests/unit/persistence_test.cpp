@@ -67,17 +67,21 @@ TEST(VerdictHistory, SkippedRoundsAreNotMeasuredRounds) {
   VerdictHistory h(3);
   h.record(CoreState::noisy, "a");
   for (int i = 0; i < 10; ++i) h.record(CoreState::skipped, "busy (90% since the last round)");
-  // Still transient, not forgotten, and its round state says why.
+  // Skipped for now, with the cause, but not forgotten.
   PersistentVerdict v = h.verdict(kDefaults);
-  EXPECT_EQ(v.state, CoreState::transient);
+  EXPECT_EQ(v.state, CoreState::skipped);
+  EXPECT_EQ(v.cause, "busy (90% since the last round)");
   EXPECT_EQ(v.round_state, CoreState::skipped);
-  EXPECT_EQ(v.round_cause, "busy (90% since the last round)");
   EXPECT_EQ(v.rounds, 1u);
+  EXPECT_EQ(v.unhealthy_rounds, 1u);
   h.record(CoreState::noisy, "b");
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::noisy);  // 2 of 2 measured
   h.record(CoreState::skipped, "offline");
+  EXPECT_EQ(h.verdict(kDefaults).state, CoreState::skipped);
+  EXPECT_EQ(h.verdict(kDefaults).unhealthy_rounds, 2u);
+  h.record(CoreState::ok, "");
   v = h.verdict(kDefaults);
-  EXPECT_EQ(v.state, CoreState::noisy);  // persistent also while a job holds it
+  EXPECT_EQ(v.state, CoreState::noisy);  // back: 2 of its last 3 measured
   EXPECT_EQ(v.cause, "b");
 
   VerdictHistory fine(3);
@@ -135,14 +139,8 @@ TEST(VerdictHistory, OneOfOneIsTheRoundsOwnVerdict) {
     h.record(s, "cause " + std::to_string(round));
     measured = measured || s != CoreState::skipped;
     const PersistentVerdict v = h.verdict({1, 1});
-    // A skipped round after an unhealthy one keeps that verdict (no new
-    // evidence); otherwise the state is the round's.
-    if (s == CoreState::skipped) {
-      EXPECT_TRUE(v.state == CoreState::skipped || is_unhealthy(v.state)) << round;
-    } else {
-      EXPECT_EQ(v.state, s) << round;
-      EXPECT_EQ(v.cause, "cause " + std::to_string(round)) << round;
-    }
+    EXPECT_EQ(v.state, s) << round;
+    EXPECT_EQ(v.cause, "cause " + std::to_string(round)) << round;
   }
   EXPECT_TRUE(measured);
 }
