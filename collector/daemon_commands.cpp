@@ -40,10 +40,14 @@ constexpr CommandHelp kHelp[] = {
     {"status", R"(Usage: corenoise status [OPTIONS]
 
 Shows what this node's corenoised knows: whether probing is paused, its
-latest rounds, how many CPUs are in each state and which are unhealthy.
+latest rounds, how many CPUs are in each state, and which are unhealthy or
+transient, each with its latest round's own verdict and how many of its last
+rounds were unhealthy. States are persistent: a CPU is unhealthy only when
+persist-bad of its last persist-rounds measured rounds were (corenoised
+--help), transient when fewer were.
 
-Exit status: 0 every measured CPU ok, 1 error (daemon unreachable),
-2 the daemon reports unhealthy CPUs.
+Exit status: 0 no CPU persistently unhealthy (transient ones included),
+1 error (daemon unreachable), 2 the daemon reports unhealthy CPUs.
 )"},
     {"pause", R"(Usage: corenoise pause [--seconds N] [OPTIONS]
 
@@ -62,8 +66,10 @@ Asks corenoised for one round now (or at a given time, so that the daemons
 of many nodes measure together) and prints its summary. Needs root or the
 daemon's control group.
 
-Exit status: 0 every measured CPU ok (or scheduled, with --no-wait),
-1 error, 2 unhealthy CPUs.
+Exit status: 0 no CPU persistently unhealthy after the round (or scheduled,
+with --no-wait), 1 error, 2 unhealthy CPUs. It follows the persistent state,
+as `status` does: a CPU bad in this round alone is transient (exit 0) until
+persist-bad of its last persist-rounds measured rounds were bad.
 
   --at UNIX_SECONDS   start the round at this time (default: now)
   --mode MODE         isolated (default), concurrent or both
@@ -162,15 +168,29 @@ std::optional<bool> healthy(const json& reply) {
   return it->get<bool>();
 }
 
+// "  cpu 3  noisy (round: ok, 2 of 3 rounds unhealthy): CAUSE", for the
+// reply's unhealthy CPUs, then its transient ones.
 void print_unhealthy(std::ostream& out, const json& reply) {
-  if (!reply.contains("unhealthy") || !reply["unhealthy"].is_array()) return;
-  for (const json& core : reply["unhealthy"]) {
-    const auto cpu = number(core, "cpu");
-    out << "  cpu " << (cpu ? std::to_string(static_cast<long>(*cpu)) : "?") << "  "
-        << text(core, "state").value_or("?");
-    if (const auto mode = text(core, "mode")) out << " (" << *mode << ")";
-    if (const auto cause = text(core, "cause"); cause && !cause->empty()) out << ": " << *cause;
-    out << '\n';
+  for (const char* list : {"unhealthy", "transient"}) {
+    if (!reply.contains(list) || !reply[list].is_array()) continue;
+    for (const json& core : reply[list]) {
+      const auto cpu = number(core, "cpu");
+      out << "  cpu " << (cpu ? std::to_string(static_cast<long>(*cpu)) : "?") << "  "
+          << text(core, "state").value_or("?");
+      std::string detail;
+      if (const auto mode = text(core, "mode")) detail = *mode;
+      if (const auto round = text(core, "round_state")) {
+        detail += (detail.empty() ? "" : ", ") + std::string("round: ") + *round;
+      }
+      const auto bad = number(core, "unhealthy_rounds"), rounds = number(core, "rounds");
+      if (bad && rounds) {
+        detail += (detail.empty() ? "" : ", ") + std::to_string(static_cast<long>(*bad)) + " of " +
+                  std::to_string(static_cast<long>(*rounds)) + " rounds unhealthy";
+      }
+      if (!detail.empty()) out << " (" << detail << ")";
+      if (const auto cause = text(core, "cause"); cause && !cause->empty()) out << ": " << *cause;
+      out << '\n';
+    }
   }
 }
 
@@ -343,7 +363,7 @@ void print_status(std::ostream& out, const json& reply, double now) {
   const auto ok = healthy(reply);
   out << "corenoise: "
       << (ok == std::nullopt ? "health unknown"
-          : *ok              ? "every measured CPU ok"
+          : *ok              ? "no CPU persistently unhealthy"
                              : "unhealthy CPUs found")
       << '\n';
 }

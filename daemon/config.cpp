@@ -91,6 +91,12 @@ std::string nonempty(std::string_view text, std::string_view what) {
   return std::string(text);
 }
 
+// persist-rounds and persist-bad; their relation is checked in load_config().
+std::size_t parse_round_count(std::string_view text) {
+  return static_cast<std::size_t>(parse_integer(text, 1, static_cast<long long>(kMaxPersistRounds),
+                                                "a round count from 1 to 64"));
+}
+
 std::vector<DaemonOptionSpec> make_specs() {
   std::vector<DaemonOptionSpec> specs = {
       {"listen", "HOST:PORT",
@@ -185,6 +191,14 @@ std::vector<DaemonOptionSpec> make_specs() {
       {"sys-root", "DIR",
        "where /sys is mounted, for thermal throttle counters, cpufreq and CPPC (default: /sys)",
        [](DaemonConfig& c, std::string_view v) { c.sys_root = nonempty(v, "a directory"); }},
+      {"persist-rounds", "N",
+       "a core is unhealthy only when persist-bad of its last N measured rounds were; fewer make "
+       "it transient, which never drains or alerts; 1 to 64, at least persist-bad (default: 3)",
+       [](DaemonConfig& c, std::string_view v) { c.persistence.rounds = parse_round_count(v); }},
+      {"persist-bad", "K",
+       "unhealthy rounds among the last persist-rounds that make a core unhealthy; 1 with "
+       "persist-rounds 1 judges each round alone (default: 2)",
+       [](DaemonConfig& c, std::string_view v) { c.persistence.bad = parse_round_count(v); }},
       {"log-level", "LEVEL", "error, warning, notice, info or debug (default: info)",
        [](DaemonConfig& c, std::string_view v) {
          static const std::map<std::string_view, LogLevel> levels = {{"error", LogLevel::error},
@@ -327,6 +341,13 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
     } catch (const std::invalid_argument& e) {
       throw ConfigError("command line: option --" + name + ": " + e.what());
     }
+  }
+  // Checked once every source has had its say, so that a file's
+  // persist-rounds 5 and a command line's persist-bad 4 are judged together.
+  if (config.persistence.bad > config.persistence.rounds) {
+    throw ConfigError("option 'persist-bad': got " + std::to_string(config.persistence.bad) +
+                      ", expected at most persist-rounds (" +
+                      std::to_string(config.persistence.rounds) + ")");
   }
   return config;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/persistence.h"
 #include "probe/settings.h"
 
 namespace corenoise {
@@ -44,6 +45,9 @@ struct DaemonConfig {
   std::string topology = "native";
   std::string sys_root = "/sys";
   LogLevel log_level = LogLevel::info;
+  // persist-rounds N and persist-bad K: a core is unhealthy when K of its
+  // last N measured rounds were (daemon/persistence.h); 1 <= K <= N <= 64.
+  PersistenceRule persistence;
   ProbeSettings probe;
 };
 
@@ -67,9 +71,10 @@ const std::vector<DaemonOptionSpec>& daemon_option_specs();
 void apply_config_text(DaemonConfig& config, const std::string& text, const std::string& source);
 
 // The whole start-up path: --config (or the default file if it exists),
-// then the other command-line options. `args` excludes argv[0] and the
-// flags --help, --version and --check-config, which the caller handles.
-// Throws ConfigError.
+// then the other command-line options, then the checks that involve more
+// than one option (persist-bad <= persist-rounds). `args` excludes argv[0]
+// and the flags --help, --version and --check-config, which the caller
+// handles. Throws ConfigError.
 DaemonConfig load_config(const std::vector<std::string>& args);
 
 }  // namespace corenoise

@@ -326,6 +326,7 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
       std::any_of(rounds.begin(), rounds.end(), [](const RoundSamples& r) { return r.cancelled; });
   json summary = json::array();
   if (!cancelled) {
+    std::vector<ModeReport> reports;
     for (const RoundSamples& round : rounds) {
       ModeReport report =
           make_mode_report(round, topology_.pus(), config_.probe.thresholds, skipped);
@@ -354,25 +355,30 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
       summary.push_back({{"mode", to_string(round.mode)},
                          {"duration_seconds", round.duration_seconds},
                          {"cpus", round.cpus.size()}});
+      reports.push_back(report);
       latest_[round.mode] = std::move(report);
     }
+    record_round(reports);
     publish_snapshot();
   }
   const SnapshotPtr snapshot = store_.get();
   json reply =
-      cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
-                : json{{"ok", true}, {"rounds", summary}, {"healthy", snapshot->report.healthy()}};
+      cancelled
+          ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
+          : json{{"ok", true}, {"rounds", summary}, {"healthy", persistently_healthy(*snapshot)}};
   if (!cancelled) {
     reply["states"] = round_summary();
-    reply["unhealthy"] = unhealthy_cores();
+    reply["unhealthy"] = cores_in(true);
+    reply["transient"] = cores_in(false);
   }
   for (auto& r : request.replies) r(reply);
   if (!cancelled) {
-    notifier_.notify("STATUS=" + std::string(snapshot->report.healthy() ? "healthy" : "unhealthy") +
-                     " after " +
-                     std::to_string(round_stats_[Mode::isolated].rounds +
-                                    round_stats_[Mode::concurrent].rounds) +
-                     " rounds");
+    notifier_.notify(
+        "STATUS=" + std::string(persistently_healthy(*snapshot) ? "healthy" : "unhealthy") +
+        " after " +
+        std::to_string(round_stats_[Mode::isolated].rounds +
+                       round_stats_[Mode::concurrent].rounds) +
+        " rounds");
   }
   if (pending_config_) {
     apply_config(std::move(*pending_config_));
@@ -415,21 +421,46 @@ void Daemon::update_calibration(const ModeReport& report, bool recalibrate) {
   calibration_ = std::move(updated);
 }
 
+void Daemon::record_round(const std::vector<ModeReport>& reports) {
+  if (reports.empty()) return;
+  // The round's own overall verdict: the same rule as NodeReport::state,
+  // over this round's modes only (report.modes also holds the latest round
+  // of a mode this round did not run, which must not count twice).
+  NodeReport round;
+  round.pus = topology_.pus();
+  round.modes = reports;
+  for (const ModeReport& m : round.modes) {
+    if (m.verdicts.cores.size() != round.pus.size()) return;  // cannot happen: make_mode_report
+  }
+  for (std::size_t i = 0; i < round.pus.size(); ++i) {
+    const unsigned cpu = round.pus[i].cpu;
+    auto it = history_.try_emplace(cpu, config_.persistence.rounds).first;
+    it->second.record(round.state(i), round.modes[round.deciding_mode(i)].verdicts.cores[i].cause);
+  }
+}
+
 json Daemon::round_summary() const {
   const SnapshotPtr snapshot = store_.get();
+  std::map<CoreState, std::size_t> counts;
+  for (std::size_t i = 0; i < snapshot->report.pus.size(); ++i)
+    ++counts[verdict_of(*snapshot, i).state];
   json states = json::object();
-  for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = snapshot->report.count(s);
+  for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = counts[s];
   return states;
 }
 
-json Daemon::unhealthy_cores() const {
-  const NodeReport& report = store_.get()->report;
+json Daemon::cores_in(bool unhealthy) const {
+  const SnapshotPtr snapshot = store_.get();
   json cores = json::array();
-  for (std::size_t i = 0; i < report.pus.size(); ++i) {
-    const CoreState state = report.state(i);
-    if (!is_unhealthy(state)) continue;
-    const CoreFigures& c = report.modes[report.deciding_mode(i)].verdicts.cores[i];
-    cores.push_back({{"cpu", c.cpu}, {"state", to_string(state)}, {"cause", c.cause}});
+  for (std::size_t i = 0; i < snapshot->report.pus.size(); ++i) {
+    const PersistentVerdict v = verdict_of(*snapshot, i);
+    if (unhealthy ? !is_unhealthy(v.state) : v.state != CoreState::transient) continue;
+    cores.push_back({{"cpu", snapshot->report.pus[i].cpu},
+                     {"state", to_string(v.state)},
+                     {"cause", v.cause},
+                     {"round_state", to_string(v.round_state)},
+                     {"unhealthy_rounds", v.unhealthy_rounds},
+                     {"rounds", v.rounds}});
   }
   return cores;
 }
@@ -446,6 +477,9 @@ void Daemon::publish_snapshot() {
   report.pus = topology_.pus();
   for (Mode mode : {Mode::isolated, Mode::concurrent}) {
     if (const auto it = latest_.find(mode); it != latest_.end()) report.modes.push_back(it->second);
+  }
+  for (const auto& [cpu, history] : history_) {
+    snapshot->persistence[cpu] = history.verdict(config_.persistence);
   }
   snapshot->rounds = round_stats_;
   snapshot->totals = totals_;
@@ -491,16 +525,19 @@ json Daemon::status() {
     if (stats.last_duration_seconds) r["last_duration_seconds"] = *stats.last_duration_seconds;
     rounds[std::string(to_string(mode))] = r;
   }
-  json reply = {{"ok", true},
-                {"version", CORENOISE_VERSION},
-                {"started_unix_seconds", started_unix_seconds_},
-                {"paused", paused_},
-                {"round_running", running_.has_value()},
-                {"rounds", rounds},
-                {"states", round_summary()},
-                {"unhealthy", unhealthy_cores()},
-                {"healthy", snapshot->report.healthy()},
-                {"cpus", snapshot->report.pus.size()}};
+  json reply = {
+      {"ok", true},
+      {"version", CORENOISE_VERSION},
+      {"started_unix_seconds", started_unix_seconds_},
+      {"paused", paused_},
+      {"round_running", running_.has_value()},
+      {"rounds", rounds},
+      {"states", round_summary()},
+      {"unhealthy", cores_in(true)},
+      {"transient", cores_in(false)},
+      {"persistence", {{"rounds", config_.persistence.rounds}, {"bad", config_.persistence.bad}}},
+      {"healthy", persistently_healthy(*snapshot)},
+      {"cpus", snapshot->report.pus.size()}};
   if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
   if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
   if (cluster_published_) {
@@ -605,6 +642,9 @@ void Daemon::apply_config(DaemonConfig fresh) {
   config_ = std::move(fresh);
   set_log_level(config_.log_level);
   rebuild_runner();
+  // The verdicts so far stay: a reload is no evidence about any core.
+  for (auto& [cpu, history] : history_) history.resize(config_.persistence.rounds);
+  publish_snapshot();  // a new persist-bad applies to the verdicts shown now
   if (!paused_) {
     round_timer_.cancel();
     schedule_next_round();

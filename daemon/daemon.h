@@ -24,6 +24,7 @@
 #include "daemon/calibration_store.h"
 #include "daemon/config.h"
 #include "daemon/control_handler.h"
+#include "daemon/persistence.h"
 #include "daemon/sd_notify.h"
 #include "daemon/snapshot.h"
 #include "probe/runner.h"
@@ -76,8 +77,13 @@ class Daemon : public ControlHandler {
   void set_paused(bool paused, std::optional<double> seconds);
   void arm_watchdog();
   void rebuild_runner();
-  nlohmann::json round_summary() const;
-  nlohmann::json unhealthy_cores() const;  // [{cpu, state, cause}] of the latest rounds
+  // Adds each PU's overall verdict over `reports` (one round's modes) to
+  // its history.
+  void record_round(const std::vector<ModeReport>& reports);
+  nlohmann::json round_summary() const;  // PUs per persistent state
+  // [{cpu, state, cause, round_state, unhealthy_rounds, rounds}] of the PUs
+  // whose persistent state is unhealthy (`unhealthy`) or else transient.
+  nlohmann::json cores_in(bool unhealthy) const;
   std::map<unsigned, CpuSysInfo> read_sys() const;
   // Why `cpu` cannot be probed this round (offline, outside the daemon's
   // affinity), or nullopt; checked before every round, so a CPU that leaves
@@ -123,6 +129,8 @@ class Daemon : public ControlHandler {
   bool calibration_unsaved_ = false;
   std::map<unsigned, CpuSysInfo> last_sys_;
   std::map<Mode, ModeReport> latest_;
+  // By cpu: the overall verdicts of its last persist-rounds measured rounds.
+  std::map<unsigned, VerdictHistory> history_;
   std::map<Mode, RoundStats> round_stats_;
   std::map<unsigned, CpuCounterTotals> totals_;
   std::map<ProbeKey, double> cluster_slowdown_;

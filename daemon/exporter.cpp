@@ -52,6 +52,8 @@ enum Family : std::size_t {
   kClusterPublishTimestamp,
   kCpuInfo,
   kCoreState,
+  kRoundCoreState,
+  kCoreUnhealthyRounds,
   kProbeDuration,
   kSlowdown,
   kClusterSlowdown,
@@ -95,8 +97,13 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
      "Always 1, one series per PU: its core and package (hwloc logical indexes), NUMA node (OS "
      "index) and CPU kind."},
     {"corenoise_core_state", MetricType::Gauge,
-     "1 for the state of this CPU after the last rounds (first non-ok verdict of any mode), 0 "
-     "for the other states."},
+     "1 for the persistent state of this CPU, 0 for the other states: unhealthy only when "
+     "persist-bad of its last persist-rounds measured rounds were, transient when fewer were."},
+    {"corenoise_round_core_state", MetricType::Gauge,
+     "1 for this CPU's own overall verdict in its latest round (first non-ok verdict of the "
+     "round's modes), 0 for the other states."},
+    {"corenoise_core_unhealthy_rounds", MetricType::Gauge,
+     "How many of this CPU's last persist-rounds measured rounds were unhealthy."},
     {"corenoise_probe_duration_seconds", MetricType::Gauge,
      "From the last round of this mode: the uninterrupted time of one probe sample, in seconds "
      "(matmul: reps products; stream: one triad pass)."},
@@ -305,6 +312,8 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
   const std::size_t nm = modes.size();
   b.reserve(kCpuInfo, n);
   b.reserve(kCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
+  b.reserve(kRoundCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
+  b.reserve(kCoreUnhealthyRounds, nm > 0 ? n : 0);
   b.reserve(kProbeDuration, 2 * n * nm);
   b.reserve(kSlowdown, 4 * n * nm);
   b.reserve(kClusterSlowdown, s.cluster_slowdown.size());
@@ -328,13 +337,25 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
   }
   // Before the first round there is no verdict yet: no core_state at all
   // rather than every CPU reading "skipped".
+  // Both state families take one walk each, so that each family's series
+  // stay contiguous and in topology order.
   if (!modes.empty()) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const CoreState state = report.state(i);
-      for (CoreState candidate : kAllCoreStates) {
-        b.add(kCoreState, {{"cpu", cpu_labels[i]}, {"state", to_string(candidate)}},
-              candidate == state ? 1.0 : 0.0);
+    std::vector<PersistentVerdict> verdicts;
+    verdicts.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) verdicts.push_back(verdict_of(s, i));
+    for (const auto& [family, persistent] :
+         {std::pair{kCoreState, true}, std::pair{kRoundCoreState, false}}) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const CoreState state = persistent ? verdicts[i].state : verdicts[i].round_state;
+        for (CoreState candidate : kAllCoreStates) {
+          b.add(family, {{"cpu", cpu_labels[i]}, {"state", to_string(candidate)}},
+                candidate == state ? 1.0 : 0.0);
+        }
       }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      b.add(kCoreUnhealthyRounds, {{"cpu", cpu_labels[i]}},
+            static_cast<double>(verdicts[i].unhealthy_rounds));
     }
   }
 

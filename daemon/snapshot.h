@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/persistence.h"
 #include "probe/report.h"
 
 namespace corenoise {
@@ -50,6 +51,10 @@ struct Snapshot {
   // holds at most one ModeReport per mode, isolated first). Before the first
   // round, report.modes is empty and every PU is listed.
   NodeReport report;
+  // By cpu, after each CPU's latest round: its persistent state (what
+  // corenoise_core_state, status, exit 2, drains and alerts act on) and
+  // that round's own verdict. Empty before the first round.
+  std::map<unsigned, PersistentVerdict> persistence;
   std::map<Mode, RoundStats> rounds;
   std::map<unsigned, CpuCounterTotals> totals;  // by cpu
   // Latest figure / the core's persisted calibration (>1: worse than its baseline).
@@ -62,6 +67,34 @@ struct Snapshot {
   std::optional<double> paused_until_unix_seconds;  // nullopt while paused: until resumed
   double started_unix_seconds = 0;
 };
+
+// The verdict of PU `index` of snapshot.report: its persistence entry, or,
+// where there is none (a snapshot built without history), the report's own
+// state taken as a one-round history (persist-rounds 1).
+inline PersistentVerdict verdict_of(const Snapshot& snapshot, std::size_t index) {
+  const NodeReport& report = snapshot.report;
+  if (const auto it = snapshot.persistence.find(report.pus[index].cpu);
+      it != snapshot.persistence.end()) {
+    return it->second;
+  }
+  PersistentVerdict v;
+  v.state = v.round_state = report.state(index);
+  if (!report.modes.empty()) {
+    const auto& cores = report.modes[report.deciding_mode(index)].verdicts.cores;
+    if (index < cores.size()) v.cause = v.round_cause = cores[index].cause;
+  }
+  v.rounds = v.state == CoreState::skipped ? 0 : 1;
+  v.unhealthy_rounds = is_unhealthy(v.state) ? 1 : 0;
+  return v;
+}
+
+// True if no PU is persistently unhealthy.
+inline bool persistently_healthy(const Snapshot& snapshot) {
+  for (std::size_t i = 0; i < snapshot.report.pus.size(); ++i) {
+    if (is_unhealthy(verdict_of(snapshot, i).state)) return false;
+  }
+  return true;
+}
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
 

@@ -1,6 +1,6 @@
 # corenoise-drain-reason.jq: the unhealthy CPUs of a `corenoise status --json`
-# reply (its "unhealthy" list) or of a `corenoise probe --json -` document (its
-# "cpus" whose state is neither ok nor skipped), as one line for a Slurm drain
+# reply (its "unhealthy" list: persistent states) or of a `corenoise probe
+# --json -` document (its "cpus" whose state is unhealthy), as one line for a Slurm drain
 # reason, at most $max characters:
 #
 #   corenoise: cpu 3 noisy (12% lost, preempted), cpu 7 throttled (clock -9%) (+2 more)
@@ -43,9 +43,16 @@ def detail:
     else null
     end;
 
+# noisy, throttled, contended or slow (probe/analysis.h is_unhealthy()):
+# never ok, transient (one bad round, or a suspect the re-measurement did
+# not bear out) or skipped.
+def is_unhealthy: IN("noisy", "throttled", "contended", "slow");
+
+# A status reply's "unhealthy" list holds corenoised's persistent states;
+# its "transient" list, and each entry's round_state, are never drained on.
 def unhealthy:
-  if has("unhealthy") then .unhealthy
-  else [.cpus[]? | select(.state != "ok" and .state != "skipped")]
+  if has("unhealthy") then [.unhealthy[] | select(.state | is_unhealthy)]
+  else [.cpus[]? | select(.state | is_unhealthy)]
   end;
 
 def line($items; $k):

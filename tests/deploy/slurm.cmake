@@ -8,6 +8,7 @@
 set(CORENOISE_SLURM_TESTS
   HealthCheckDrainsNamingCores
   HealthCheckDrainsFromDaemonStatus
+  HealthCheckTransientDoesNotDrain
   HealthCheckHealthyDoesNothing
   HealthCheckToolFailureDoesNotDrain
   HealthCheckKeepsAnotherDrainReason

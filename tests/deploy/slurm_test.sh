@@ -51,8 +51,9 @@ case_HealthCheckDrainsNamingCores() {
 
 # A real daemon whose last round found throttled cores: the health check
 # drains from `corenoise status` and runs no probe of its own.
+# (Each round judged alone: this case is about reading the status reply.)
 case_HealthCheckDrainsFromDaemonStatus() {
-  start_daemon --throttled-clock-ratio 1 --busy-policy probe
+  start_daemon --throttled-clock-ratio 1 --busy-policy probe --persist-bad 1 --persist-rounds 1
   local rc_run=0
   "$real_corenoise" run >/dev/null || rc_run=$?
   [[ $rc_run -eq 2 ]] || fail "corenoise run: exit status $rc_run, expected 2 (throttled cores)"
@@ -64,6 +65,35 @@ case_HealthCheckDrainsFromDaemonStatus() {
   if grep -q '^probe' "$RECORDED_CALLS"; then fail "probed although corenoised answered"; fi
   expect_reason_names "$(drain_reasons)" "${expected[@]}"
   expect_logged "drained node testnode (from corenoised)"
+}
+
+# Only persistent verdicts drain. A real daemon (persist-bad 2 of 3, the
+# defaults) after one round whose verdicts are throttled cores (or noisy
+# ones, on a loaded machine): they are transient, `corenoise run` exits 0 and nothing is drained. Then a reply with
+# one persistently noisy core and two transient ones, one of them throttled
+# in the latest round: the reason names the persistent core alone.
+case_HealthCheckTransientDoesNotDrain() {
+  start_daemon --throttled-clock-ratio 1 --busy-policy probe
+  local rc_run=0
+  "$real_corenoise" run >/dev/null || rc_run=$?
+  [[ $rc_run -eq 0 ]] || fail "corenoise run: exit status $rc_run, expected 0 (one bad round is transient)"
+  "$real_corenoise" status --json >"$tmp/status.json" || fail "corenoise status: not 0 with transient cores"
+  jq -e '.states.transient >= 1 and (.unhealthy | length) == 0 and .healthy == true
+         and all(.transient[]; (.round_state | IN("noisy", "throttled", "contended", "slow")) and .unhealthy_rounds == 1 and .rounds == 1)' \
+    "$tmp/status.json" >/dev/null || fail "not transient after one throttled round: $(cat "$tmp/status.json")"
+  run corenoise-healthcheck
+  expect_rc 0 "the health check (transient cores)"
+  expect_no_drain "transient cores"
+  if grep -q '^probe' "$RECORDED_CALLS"; then fail "probed although corenoised answered"; fi
+  expect_logged "no CPU persistently unhealthy (from corenoised); transient, not drained: cpu"
+
+  stop_daemon
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_STATUS_JSON=$fixtures/status-transient.json
+  run corenoise-healthcheck
+  expect_rc 0 "the health check (one persistent, two transient)"
+  [[ $(drain_reasons | wc -l) -eq 1 ]] || fail "not drained exactly once"
+  expect_reason_names "$(drain_reasons)" "cpu 3 noisy"
+  [[ $(drain_reasons) != *"cpu 5"* && $(drain_reasons) != *"cpu 9"* ]] || fail "a transient core in the reason: $(drain_reasons)"
 }
 
 # Healthy, from a real daemon and from a real probe: no scontrol call at all.

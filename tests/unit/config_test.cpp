@@ -117,11 +117,52 @@ TEST(Config, MissingFilesAndBadCommandLines) {
   }
 }
 
+// persist-rounds N and persist-bad K: defaults 3 and 2; K <= N is judged
+// once the file and the command line are both applied, and a K above N is a
+// start-up error naming the option, its value and the bound.
+TEST(Config, PersistenceRoundsAndBad) {
+  const DaemonConfig defaults;
+  EXPECT_EQ(defaults.persistence.rounds, 3u);
+  EXPECT_EQ(defaults.persistence.bad, 2u);
+  TempFile file("persist-rounds = 5\n");
+  const DaemonConfig c = load_config({"--config", file.path(), "--persist-bad", "4"});
+  EXPECT_EQ(c.persistence.rounds, 5u);
+  EXPECT_EQ(c.persistence.bad, 4u);
+  const DaemonConfig one =
+      load_config({"--config", "/dev/null", "--persist-bad", "1", "--persist-rounds", "1"});
+  EXPECT_EQ(one.persistence.rounds, 1u);
+  EXPECT_EQ(one.persistence.bad, 1u);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--config", "/dev/null", "--persist-rounds", "1"},
+        std::vector<std::string>{"--config", file.path(), "--persist-bad", "6"}}) {
+    try {
+      load_config(args);
+      ADD_FAILURE() << "expected a ConfigError for " << args.back();
+    } catch (const ConfigError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(
+                    "option 'persist-bad': got " + std::string(args.back() == "6" ? "6" : "2") +
+                    ", expected at most persist-rounds (" + (args.back() == "6" ? "5" : "1") + ")"),
+                std::string::npos)
+          << message;
+    }
+  }
+  try {
+    load_config({"--config", "/dev/null", "--persist-rounds", "0"});
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("option --persist-rounds: got '0', expected a round count "
+                                         "from 1 to 64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Every numeric option has a range: a value no site means (negative, not a
 // number, infinite, astronomically large) is refused, whatever the option.
 // Options added later are checked too, by the kind of value they take.
 TEST(Config, EveryNumericOptionRefusesValuesOutsideItsRange) {
-  const std::set<std::string> numeric = {"SECONDS", "RATIO", "N", "BYTES", "OCTAL"};
+  const std::set<std::string> numeric = {"SECONDS", "RATIO", "N", "K", "BYTES", "OCTAL"};
   int checked = 0;
   for (const auto& spec : daemon_option_specs()) {
     if (!numeric.contains(spec.value_name)) continue;
@@ -134,7 +175,7 @@ TEST(Config, EveryNumericOptionRefusesValuesOutsideItsRange) {
           << spec.name << " = " << bad << " -> " << message;
     }
   }
-  EXPECT_GE(checked, 14);
+  EXPECT_GE(checked, 16);
 }
 
 // The edges of the ranges the docs promise: an interval > 0, ports 0 to
@@ -167,6 +208,13 @@ TEST(Config, RangeEdges) {
       {"detour-window = 0", false},
       {"cpus = 65536", false},
       {"cpus = 0-", false},
+      {"persist-rounds = 1", true},
+      {"persist-rounds = 64", true},
+      {"persist-rounds = 0", false},
+      {"persist-rounds = 65", false},
+      {"persist-bad = 1", true},
+      {"persist-bad = 0", false},
+      {"persist-bad = 65", false},
   };
   for (const auto& [line, ok] : cases) {
     const std::string message = error_of(line);

@@ -369,6 +369,51 @@ TEST(ExporterTest, ExactlyOneStatePerCpu) {
   }
 }
 
+// The value of the one series of `family` for `cpu` that is 1, or "" if not
+// exactly one is.
+std::string one_state(const Exposition& e, const std::string& family, const std::string& cpu) {
+  std::string state;
+  int ones = 0;
+  for (const Sample& s : e.find(family, {{"cpu", cpu}})) {
+    if (s.value == 1) {
+      ++ones;
+      state = s.labels.at("state");
+    }
+  }
+  return ones == 1 ? state : "";
+}
+
+// corenoise_core_state is the persistent state, corenoise_round_core_state
+// the round's own, corenoise_core_unhealthy_rounds the k of k-of-n; without
+// a history entry (cpu 0 here) all three follow the round.
+TEST(ExporterTest, PersistentAndRoundStatesApart) {
+  Snapshot snapshot = full_snapshot();
+  PersistentVerdict transient;  // cpu 1: noisy in this round alone
+  transient.state = CoreState::transient;
+  transient.round_state = CoreState::noisy;
+  transient.unhealthy_rounds = 1;
+  transient.rounds = 3;
+  snapshot.persistence[1] = transient;
+  PersistentVerdict persistent;  // cpu 2: slow in two of three, ok now
+  persistent.state = CoreState::slow;
+  persistent.round_state = CoreState::ok;
+  persistent.unhealthy_rounds = 2;
+  persistent.rounds = 3;
+  snapshot.persistence[2] = persistent;
+  Served served(std::move(snapshot));
+  const Exposition e = served.scrape();
+  EXPECT_EQ(one_state(e, "corenoise_core_state", "1"), "transient");
+  EXPECT_EQ(one_state(e, "corenoise_round_core_state", "1"), "noisy");
+  EXPECT_EQ(e.value("corenoise_core_unhealthy_rounds", {{"cpu", "1"}}), 1.0);
+  EXPECT_EQ(one_state(e, "corenoise_core_state", "2"), "slow");
+  EXPECT_EQ(one_state(e, "corenoise_round_core_state", "2"), "ok");
+  EXPECT_EQ(e.value("corenoise_core_unhealthy_rounds", {{"cpu", "2"}}), 2.0);
+  EXPECT_EQ(one_state(e, "corenoise_core_state", "0"), "ok");
+  EXPECT_EQ(one_state(e, "corenoise_round_core_state", "0"), "ok");
+  EXPECT_EQ(e.value("corenoise_core_unhealthy_rounds", {{"cpu", "0"}}), 0.0);
+  EXPECT_EQ(e.find("corenoise_round_core_state").size(), 4 * std::size(kAllCoreStates));
+}
+
 TEST(ExporterTest, AbsentFiguresAreAbsent) {
   Served served(full_snapshot());
   const Exposition e = served.scrape();
@@ -384,14 +429,16 @@ TEST(ExporterTest, AbsentFiguresAreAbsent) {
   EXPECT_TRUE(e.find("corenoise_probe_duration_seconds", {{"probe", "clock"}}).empty());
   EXPECT_FALSE(e.value("corenoise_round_duration_seconds", {{"mode", "concurrent"}}));
   EXPECT_FALSE(e.value("corenoise_cpufreq_hertz", {{"cpu", "2"}, {"type", "current"}}));
-  // The skipped CPU: cpu_info and core_state only, even where the snapshot
+  // The skipped CPU: cpu_info and its verdicts only, even where the snapshot
   // holds older totals or a baseline ratio for it.
   std::set<std::string> names;
   for (const Sample& s : e.samples) {
     const auto it = s.labels.find("cpu");
     if (it != s.labels.end() && it->second == "3") names.insert(s.name);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"corenoise_cpu_info", "corenoise_core_state"}));
+  EXPECT_EQ(names, (std::set<std::string>{"corenoise_cpu_info", "corenoise_core_state",
+                                          "corenoise_round_core_state",
+                                          "corenoise_core_unhealthy_rounds"}));
   // No NaN or Inf in ours (prometheus-cpp's summary has NaN quantiles until
   // its first observation).
   for (const Sample& s : e.samples) {
