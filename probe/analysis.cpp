@@ -271,13 +271,14 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   c.clock_error = log_uncertainty(samples.clock_hertz, kMedianEfficiency);
   if (!samples.detours.empty()) {
     DetourResult merged;
-    std::vector<double> shares;
+    std::vector<double> lost, windows;
     for (const auto& window : samples.detours) {
       merged.merge(window);
-      shares.push_back(window.noise_ratio());
+      lost.push_back(window.total_seconds);
+      windows.push_back(window.window_seconds);
     }
     c.detour = merged;
-    c.noise_error = mean_uncertainty(shares);
+    c.noise_error = pooled_share_uncertainty(lost, windows);
   }
   // The median triad: a pass takes milliseconds, longer than most detours,
   // and with seven samples a fast decile would be the fastest pass, whose

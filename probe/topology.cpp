@@ -66,6 +66,11 @@ void configure_and_load(hwloc_topology_t topo, const std::string& spec) {
     if (hwloc_topology_set_xml(topo, spec.c_str()) != 0) {
       fail(spec, "not a valid hwloc XML topology file " + spec);
     }
+    // Without libxml2 (libhwloc-plugins is only a recommendation), hwloc's
+    // minimal XML reader accepts any file here and fails only at load: the
+    // file is as invalid either way, so say so whichever backend read it.
+    if (hwloc_topology_load(topo) != 0) fail(spec, "not a valid hwloc XML topology file " + spec);
+    return;
   }
   if (hwloc_topology_load(topo) != 0) {
     fail(spec, std::string("hwloc_topology_load failed: ") + std::strerror(errno));

@@ -67,6 +67,22 @@ Uncertainty mean_uncertainty(std::span<const double> values) {
   return {Scale::linear, standard_error(values), static_cast<double>(values.size() - 1)};
 }
 
+Uncertainty pooled_share_uncertainty(std::span<const double> lost,
+                                     std::span<const double> windows) {
+  const std::size_t n = std::min(lost.size(), windows.size());
+  double total_lost = 0, total_window = 0;
+  for (std::size_t i = 0; i < n; ++i) total_lost += lost[i], total_window += windows[i];
+  if (n < 2 || total_window <= 0) return {Scale::linear, 0, 0};
+  const double r = total_lost / total_window;
+  double squares = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double residual = lost[i] - r * windows[i];  // w_i (r_i − r)
+    squares += residual * residual;
+  }
+  const double dn = static_cast<double>(n);
+  return {Scale::linear, std::sqrt(dn / (dn - 1) * squares) / total_window, dn - 1};
+}
+
 Uncertainty median_uncertainty(std::span<const Uncertainty> members) {
   if (members.empty()) return {};
   if (members.size() == 1) return members.front();

@@ -64,6 +64,11 @@ Uncertainty log_uncertainty(std::span<const double> values, double efficiency = 
 // their standard deviation over √n (not a robust spread: detours are what
 // the mean is about); df = n − 1.
 Uncertainty mean_uncertainty(std::span<const double> values);
+// The same for a pooled share Σ lost / Σ window over windows of unequal
+// length (isolated rounds draw them at random: detour_windows.h): the
+// ratio estimator's error, √(n/(n−1) · Σ w_i² (r_i − r)²) / Σ w_i, which
+// is mean_uncertainty's when the windows are equal; df = n − 1.
+Uncertainty pooled_share_uncertainty(std::span<const double> lost, std::span<const double> windows);
 // The uncertainty of the median of k figures, each with uncertainty u_i:
 // 1.2533 · median(se_i) / √k, df the median df. For k = 1, that figure's.
 Uncertainty median_uncertainty(std::span<const Uncertainty> members);

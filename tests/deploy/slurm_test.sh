@@ -11,7 +11,8 @@
 # (slurm_fixtures/bin); corenoise is the real one, behind a wrapper that
 # records its calls, except where a reply it cannot be made to give is needed
 # (slurm_fixtures/fake-corenoise). Verdicts are forced with thresholds:
-# --throttled-clock-ratio 1 makes at least the slowest core throttled (its
+# --throttled-clock-ratio 1 with --suspect-alpha 0.5 (the point rule) makes
+# at least the slowest core throttled (its
 # clock is at most the median's), the largest thresholds make every core ok.
 # Needs jq; nothing is written outside a temporary directory.
 set -euo pipefail
@@ -36,7 +37,7 @@ always_ok=(--throttled-clock-ratio 100 --noisy-excess-noise 1 --slow-ratio 100 -
 # No daemon: a real quick probe finds throttled cores; the node is drained
 # with a reason naming exactly the probe's unhealthy CPUs.
 case_HealthCheckDrainsNamingCores() {
-  export CORENOISE_PROBE_OPTIONS="${quick[*]} --throttled-clock-ratio 1"
+  export CORENOISE_PROBE_OPTIONS="${quick[*]} --throttled-clock-ratio 1 --suspect-alpha 0.5 --confirm no"
   run corenoise-healthcheck
   expect_rc 0 "the health check"
   grep -q '^probe ' "$RECORDED_CALLS" || fail "no probe ran"
@@ -53,7 +54,7 @@ case_HealthCheckDrainsNamingCores() {
 # drains from `corenoise status` and runs no probe of its own.
 # (Each round judged alone: this case is about reading the status reply.)
 case_HealthCheckDrainsFromDaemonStatus() {
-  start_daemon --throttled-clock-ratio 1 --busy-policy probe --persist-bad 1 --persist-rounds 1
+  start_daemon --throttled-clock-ratio 1 --suspect-alpha 0.5 --busy-policy probe --persist-bad 1 --persist-rounds 1
   local rc_run=0
   "$real_corenoise" run >/dev/null || rc_run=$?
   [[ $rc_run -eq 2 ]] || fail "corenoise run: exit status $rc_run, expected 2 (throttled cores)"
@@ -73,7 +74,7 @@ case_HealthCheckDrainsFromDaemonStatus() {
 # one persistently noisy core and two transient ones, one of them throttled
 # in the latest round: the reason names the persistent core alone.
 case_HealthCheckTransientDoesNotDrain() {
-  start_daemon --throttled-clock-ratio 1 --busy-policy probe
+  start_daemon --throttled-clock-ratio 1 --suspect-alpha 0.5 --busy-policy probe
   local rc_run=0
   "$real_corenoise" run >/dev/null || rc_run=$?
   [[ $rc_run -eq 0 ]] || fail "corenoise run: exit status $rc_run, expected 0 (one bad round is transient)"

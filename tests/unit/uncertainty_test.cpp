@@ -85,6 +85,24 @@ TEST(Uncertainty, BoundsKeepTheirLevelOnSevenSamples) {
   }
 }
 
+TEST(Uncertainty, PooledShareOfEqualWindowsIsTheMeansAndWeighsUnequalOnes) {
+  const std::vector<double> shares{0.01, 0.03, 0.02, 0.05, 0.00, 0.02, 0.04};
+  std::vector<double> lost, equal(7, 0.025);
+  for (double s : shares) lost.push_back(s * 0.025);
+  const Uncertainty pooled = pooled_share_uncertainty(lost, equal);
+  const Uncertainty mean = mean_uncertainty(shares);
+  EXPECT_NEAR(pooled.se, mean.se, 1e-12);
+  EXPECT_EQ(pooled.df, 6);
+  // A long quiet window and a short busy one: the share is pooled, and the
+  // error follows the weights (not the unweighted windows' spread).
+  const std::vector<double> windows{0.1, 0.0125}, busy{0.0, 0.0125 * 0.5};
+  const Uncertainty u = pooled_share_uncertainty(busy, windows);
+  const double r = 0.0125 * 0.5 / 0.1125;
+  const double expected =
+      std::sqrt(2.0 * (std::pow(0 - r * 0.1, 2) + std::pow(0.00625 - r * 0.0125, 2))) / 0.1125;
+  EXPECT_NEAR(u.se, expected, 1e-12);
+}
+
 TEST(Uncertainty, TheMedianOfManyFiguresIsSurerThanOne) {
   std::vector<Uncertainty> members(16, Uncertainty{Scale::log, 0.02, 6});
   const Uncertainty m = median_uncertainty(members);
