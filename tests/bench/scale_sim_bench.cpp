@@ -1,0 +1,522 @@
+// The scale simulation (issue 13): how often a sweep of a whole allocation
+// raises at least one false alarm, and how often it finds a defect of known
+// size on a known core, when every synthetic core's samples are drawn from
+// rounds recorded on this machine (tests/fixtures/rounds/, recorded with
+// tests/tools/record_rounds) and go through the real decision code:
+// summarize + judge per node, plan_confirmation, confirmation_alpha over the
+// sweep's suspects, apply_confirmation, and the sweep's node-outlier rule
+// (summarize_node + node_outliers). A benchmark that prints figures, not a
+// test: nothing here fails on a figure.
+//
+//   build/tests/bench/scale_sim_bench [SWEEPS_32x120] [SWEEPS_1000x128] [SEED]
+//
+// What it assumes, and why each matters:
+//  - Cores are exchangeable draws from the recorded pool (random round,
+//    random CPU): this VM's two vCPUs stand for every core of every node.
+//    A real node's cores may differ more (or less) than this VM's two.
+//  - The confirmation round is a fresh, independent draw. That is what
+//    confirmation_alpha's guarantee rests on; the "same round" variant
+//    re-uses each core's screening draw for its re-measurement (perfectly
+//    correlated, the worst case of a host slowdown that lasts longer than
+//    the confirmation takes) to show what the guarantee is worth without it.
+//  - "bare metal (assumed)": the same samples with every per-sample
+//    deviation of the matmul, clock and stream figures from that core's
+//    median ×0.25, and every detour window's lost time ×0.25: 4× less
+//    spread and lost time, as on pinned dedicated cores with no hypervisor.
+//    Not measured: an assumption to bracket the VM's figures.
+//  - summarize() is a pure function of a core's samples, so each pool entry
+//    is summarized once per model and its figures copied for every
+//    synthetic core that draws it (exactly what summarizing the copy would
+//    give); a defect core's samples are modified and summarized anew.
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collector/cluster_stats.h"
+#include "probe/analysis.h"
+#include "probe/confirmation.h"
+#include "probe/report.h"
+#include "probe/samples_codec.h"
+#include "probe/stats.h"
+
+namespace {
+
+using namespace corenoise;
+
+// ---- the fixture pools ------------------------------------------------------
+
+// Every measured CpuSamples of a record_rounds file (its format is in
+// tests/tools/record_rounds.cpp), optionally only those of one CPU.
+std::vector<CpuSamples> load_pool(const std::string& path, int only_cpu = -1,
+                                  std::size_t* rounds_out = nullptr) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::vector<CpuSamples> pool;
+  std::size_t rounds = 0;
+  std::int64_t last_round = -1;
+  for (;;) {
+    std::uint32_t header[2];
+    if (!in.read(reinterpret_cast<char*>(header), sizeof header)) break;
+    std::vector<std::byte> bytes(header[1]);
+    if (!in.read(reinterpret_cast<char*>(bytes.data()), header[1])) {
+      std::fprintf(stderr, "%s: truncated record\n", path.c_str());
+      std::exit(1);
+    }
+    if (header[0] != last_round) ++rounds, last_round = header[0];
+    CpuSamples s = decode_samples(bytes);
+    if (!s.error.empty()) continue;
+    if (only_cpu >= 0 && s.cpu != static_cast<unsigned>(only_cpu)) continue;
+    pool.push_back(std::move(s));
+  }
+  if (rounds_out) *rounds_out = rounds;
+  return pool;
+}
+
+// ---- noise models and defects ------------------------------------------------
+
+void shrink_towards_median(std::vector<double>& values, double factor) {
+  if (values.empty()) return;
+  const double m = stats::median(values);
+  for (double& v : values) v = m + factor * (v - m);
+}
+
+// The bare-metal assumption (see the top of the file). An increasing affine
+// map commutes with the quantiles summarize() takes, so the per-sample fast
+// deciles shrink by the same factor as the products.
+CpuSamples bare_metal(CpuSamples s, double factor) {
+  shrink_towards_median(s.matmul_seconds, factor);
+  shrink_towards_median(s.matmul_product_seconds, factor);
+  shrink_towards_median(s.clock_hertz, factor);
+  shrink_towards_median(s.stream_seconds, factor);
+  for (DetourResult& d : s.detours) {
+    d.total_seconds *= factor;
+    d.max_seconds *= factor;
+    if (d.steal_seconds) *d.steal_seconds *= factor;
+    if (d.preempted_seconds) *d.preempted_seconds *= factor;
+  }
+  return s;
+}
+
+// A core whose arithmetic is d slower, nothing else (a bad part, a stuck
+// low P-state that the clock probe's chain would not see is not this).
+CpuSamples slow_defect(CpuSamples s, double d) {
+  for (double& v : s.matmul_seconds) v *= 1 + d;
+  for (double& v : s.matmul_product_seconds) v *= 1 + d;
+  return s;
+}
+
+// A core that loses a further share d of every detour window, as 50 µs
+// detours (a periodic interrupt or a co-scheduled daemon): the shares each
+// rise by d, so their spread, and the excess's uncertainty, stay the same.
+CpuSamples noisy_defect(CpuSamples s, double d) {
+  constexpr double kDetour = 50e-6;
+  int bucket = 0;
+  while (bucket + 1 < kDetourBuckets && detour_bucket_upper_seconds(bucket) <= kDetour) ++bucket;
+  for (DetourResult& w : s.detours) {
+    const double lost = d * w.window_seconds;
+    const auto n = static_cast<std::uint64_t>(std::max(1.0, std::round(lost / kDetour)));
+    w.total_seconds += lost;
+    w.count += n;
+    w.histogram[bucket] += n;
+    w.max_seconds = std::max(w.max_seconds, lost / static_cast<double>(n));
+  }
+  return s;
+}
+
+// ---- statistics of the counts ---------------------------------------------
+
+struct Proportion {
+  std::size_t hits = 0, trials = 0;
+  void add(bool hit) { hits += hit, ++trials; }
+  double p() const { return trials ? static_cast<double>(hits) / trials : NAN; }
+};
+
+// Wilson score interval at 95 %: honest at 0 hits, where a normal interval
+// collapses to [0, 0].
+std::pair<double, double> wilson(const Proportion& x) {
+  if (x.trials == 0) return {NAN, NAN};
+  const double z = 1.959964, n = static_cast<double>(x.trials), p = x.p();
+  const double centre = (p + z * z / (2 * n)) / (1 + z * z / n);
+  const double half = z / (1 + z * z / n) * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+struct Mean {
+  double sum = 0;
+  std::size_t n = 0;
+  void add(double v) { sum += v, ++n; }
+  double value() const { return n ? sum / static_cast<double>(n) : NAN; }
+};
+
+// ---- one sweep ---------------------------------------------------------------
+
+enum Rule { kOld, kScreen, kConfirmed, kSameRound, kRules };
+constexpr const char* kRuleNames[kRules] = {
+    "old point rule (alpha 0.5, no confirmation)", "new screen only (alpha 0.01)",
+    "new + confirmation (independent redraw)", "new + confirmation (same round redrawn)"};
+
+// A model's pool: each entry's (transformed) samples and their figures.
+struct ModelPool {
+  std::vector<CpuSamples> samples;
+  std::vector<CoreFigures> figures;
+};
+
+ModelPool make_model(const std::vector<CpuSamples>& raw, bool bare) {
+  ModelPool m;
+  for (const CpuSamples& s : raw) {
+    m.samples.push_back(bare ? bare_metal(s, 0.25) : s);
+    m.figures.push_back(summarize(m.samples.back(), "default"));
+  }
+  return m;
+}
+
+struct Defect {
+  enum Kind { none, slow, noisy, injected } kind = none;
+  double size = 0;
+  CoreState expected() const { return kind == slow ? CoreState::slow : CoreState::noisy; }
+};
+
+// What one rule ended with on one sweep.
+struct Outcome {
+  std::size_t unhealthy_elsewhere = 0;  // cores other than the defect's
+  bool detected = false;                // the defect core, in the right state
+  bool outlier = false;                 // any node flagged by node_outliers
+};
+
+struct Allocation {
+  const char* name;
+  std::size_t nodes, cores;
+  int sweeps;
+};
+
+class Simulation {
+ public:
+  Simulation(const ModelPool& pool, const ModelPool* injected, const Allocation& a)
+      : pool_(pool), injected_(injected), a_(a) {
+    screen_.alpha = 0.01;
+    old_.alpha = 0.5;
+  }
+
+  // Draws one sweep's screening and confirmation entries (common to every
+  // defect scenario of the sweep, so that they differ only by the defect).
+  void draw(std::mt19937_64& rng) {
+    std::uniform_int_distribution<std::size_t> pick(0, pool_.figures.size() - 1);
+    screen_draw_.assign(a_.nodes, std::vector<std::size_t>(a_.cores));
+    confirm_draw_ = screen_draw_;
+    for (std::size_t n = 0; n < a_.nodes; ++n) {
+      for (std::size_t c = 0; c < a_.cores; ++c) {
+        screen_draw_[n][c] = pick(rng);
+        confirm_draw_[n][c] = pick(rng);
+      }
+    }
+    if (injected_) {
+      std::uniform_int_distribution<std::size_t> inj(0, injected_->figures.size() - 1);
+      injected_screen_ = inj(rng), injected_confirm_ = inj(rng);
+    }
+    clean_.clear();
+  }
+
+  // Runs every rule on the sweep drawn last, with `defect` on core
+  // kDefectCpu of node defect_node(). Clean nodes are judged once per sweep
+  // and reused.
+  std::array<Outcome, kRules> run(const Defect& defect) {
+    if (clean_.empty()) {
+      clean_.resize(a_.nodes);
+      for (std::size_t n = 0; n < a_.nodes; ++n) {
+        clean_[n] = screen_node(n, Defect{});
+        for (const CoreFigures& c : clean_[n].screen.cores)
+          clean_[n].screen_unhealthy += is_unhealthy(c.state);
+        if (clean_[n].plan.empty()) clean_[n].summary = summary_of(clean_[n].screen, n);
+      }
+    }
+    const std::size_t dn = defect_node();
+    Screened defect_screen;
+    if (defect.kind != Defect::none) defect_screen = screen_node(dn, defect);
+    auto screened = [&](std::size_t n) -> const Screened& {
+      return n == dn && defect.kind != Defect::none ? defect_screen : clean_[n];
+    };
+    std::size_t suspects = 0;
+    for (std::size_t n = 0; n < a_.nodes; ++n) suspects += screened(n).plan.suspects.size();
+    const double alpha = confirmation_alpha(0.05, suspects);
+
+    std::array<Outcome, kRules> out{};
+    std::vector<NodeSummary> summaries;
+    summaries.reserve(a_.nodes);
+    for (std::size_t n = 0; n < a_.nodes; ++n) {
+      const Screened& s = screened(n);
+      const bool has_defect = n == dn && defect.kind != Defect::none;
+      tally(out[kOld], s.old, has_defect, defect);
+      if (s.plan.empty() && !has_defect) {
+        // No suspects: every rule but the old one ends as the screen did
+        // (cached with the node's summary; nothing to re-measure).
+        for (int r = kScreen; r < kRules; ++r) out[r].unhealthy_elsewhere += s.screen_unhealthy;
+        summaries.push_back(s.summary);
+        continue;
+      }
+      tally(out[kScreen], s.screen, has_defect, defect);
+      ModeVerdicts confirmed = s.screen;
+      ModeVerdicts same_round = s.screen;
+      if (!s.plan.empty()) {
+        apply_confirmation(confirmed, confirmation_round(n, s.plan, defect, false), s.plan, screen_,
+                           alpha);
+        apply_confirmation(same_round, confirmation_round(n, s.plan, defect, true), s.plan, screen_,
+                           alpha);
+      }
+      tally(out[kConfirmed], confirmed, has_defect, defect);
+      tally(out[kSameRound], same_round, has_defect, defect);
+      // The sweep's node-outlier rule, on the confirmed report as the sweep
+      // reduces it.
+      summaries.push_back(summary_of(std::move(confirmed), n));
+    }
+    bool any_outlier = false;
+    for (const NodeOutlier& o : node_outliers(summaries)) any_outlier |= o.flagged;
+    for (Outcome& o : out) o.outlier = any_outlier;
+    return out;
+  }
+
+  std::size_t suspects_last() const {
+    std::size_t s = 0;
+    for (const auto& n : clean_) s += n.plan.suspects.size();
+    return s;
+  }
+
+  void prepare_report() {
+    report_.pus.clear();
+    for (unsigned c = 0; c < a_.cores; ++c) {
+      ProcessingUnit pu;
+      pu.cpu = c, pu.core = c, pu.kind = "default";
+      report_.pus.push_back(pu);
+    }
+  }
+
+  static constexpr unsigned kDefectCpu = 7;
+  std::size_t defect_node() const { return a_.nodes / 2; }
+
+ private:
+  struct Screened {
+    ModeVerdicts old, screen;
+    ConfirmationPlan plan;
+    std::size_t screen_unhealthy = 0;  // of a clean node
+    NodeSummary summary;               // of a clean node without suspects
+  };
+
+  NodeSummary summary_of(ModeVerdicts verdicts, std::size_t n) {
+    report_.modes.assign(1, ModeReport{});
+    report_.modes[0].verdicts = std::move(verdicts);
+    return summarize_node(report_, static_cast<std::uint32_t>(n));
+  }
+
+  CoreFigures figures_of(std::size_t entry, unsigned cpu, const Defect& defect, bool confirm,
+                         std::size_t node) const {
+    const bool hit = defect.kind != Defect::none && node == defect_node() && cpu == kDefectCpu;
+    CoreFigures f;
+    if (!hit) {
+      f = pool_.figures[entry];
+    } else if (defect.kind == Defect::injected) {
+      f = injected_->figures[confirm ? injected_confirm_ : injected_screen_];
+    } else {
+      const CpuSamples& s = pool_.samples[entry];
+      f = summarize(
+          defect.kind == Defect::slow ? slow_defect(s, defect.size) : noisy_defect(s, defect.size),
+          "default");
+    }
+    f.cpu = cpu;
+    return f;
+  }
+
+  Screened screen_node(std::size_t n, const Defect& defect) const {
+    std::vector<CoreFigures> cores;
+    cores.reserve(a_.cores);
+    for (unsigned c = 0; c < a_.cores; ++c)
+      cores.push_back(figures_of(screen_draw_[n][c], c, defect, false, n));
+    Screened s;
+    s.old = judge(cores, old_);
+    s.screen = judge(std::move(cores), screen_);
+    s.plan = plan_confirmation(s.screen);
+    return s;
+  }
+
+  // The plan's CPUs measured again: fresh draws, or (same_round) each
+  // core's screening draw once more.
+  std::vector<CoreFigures> confirmation_round(std::size_t n, const ConfirmationPlan& plan,
+                                              const Defect& defect, bool same_round) const {
+    std::vector<CoreFigures> round;
+    for (unsigned cpu : plan.cpus) {
+      const std::size_t entry = same_round ? screen_draw_[n][cpu] : confirm_draw_[n][cpu];
+      round.push_back(figures_of(entry, cpu, defect, !same_round, n));
+    }
+    return round;
+  }
+
+  void tally(Outcome& o, const ModeVerdicts& v, bool has_defect, const Defect& defect) const {
+    for (const CoreFigures& c : v.cores) {
+      if (has_defect && c.cpu == kDefectCpu) {
+        o.detected = c.state == defect.expected();
+      } else if (is_unhealthy(c.state)) {
+        ++o.unhealthy_elsewhere;
+      }
+    }
+  }
+
+  const ModelPool& pool_;
+  const ModelPool* injected_;
+  Allocation a_;
+  Thresholds screen_, old_;
+  std::vector<std::vector<std::size_t>> screen_draw_, confirm_draw_;
+  std::size_t injected_screen_ = 0, injected_confirm_ = 0;
+  std::vector<Screened> clean_;
+  NodeReport report_;
+};
+
+constexpr double kSizes[] = {0.02, 0.05, 0.10, 0.20};
+
+struct RuleFigures {
+  Proportion false_alarm, outlier;  // clean allocation
+  Mean flagged;                     // unhealthy cores per clean sweep
+  Proportion slow[4], noisy[4], injected;
+  Proportion false_alarm_with_defect;  // cores other than the defect's, over defect sweeps
+};
+
+std::string percent(const Proportion& p) {
+  if (p.trials == 0) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f%%", p.p() * 100);
+  return text;
+}
+
+std::string with_interval(const Proportion& p) {
+  const auto [lo, hi] = wilson(p);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f [%.3f, %.3f]", p.p(), lo, hi);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int sweeps_small = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int sweeps_large = argc > 2 ? std::atoi(argv[2]) : 40;
+  const std::uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 13;
+  const std::string dir = ROUNDS_FIXTURE_DIR;
+  std::size_t clean_rounds = 0, injected_rounds = 0;
+  const std::vector<CpuSamples> clean = load_pool(dir + "/vm-clean.bin", -1, &clean_rounds);
+  const std::vector<CpuSamples> injected = load_pool(dir + "/vm-injected.bin", 1, &injected_rounds);
+  if (clean.empty() || injected.empty()) {
+    std::fprintf(stderr, "empty fixture pool in %s\n", dir.c_str());
+    return 1;
+  }
+  std::printf("pools: %zu clean samples (%zu rounds), %zu injected samples of cpu 1 (%zu rounds)\n",
+              clean.size(), clean_rounds, injected.size(), injected_rounds);
+  {
+    std::vector<double> noise;
+    for (const auto& s : injected) noise.push_back(summarize(s, "default").detour->noise_ratio());
+    std::vector<double> clean_noise;
+    for (const auto& s : clean)
+      clean_noise.push_back(summarize(s, "default").detour->noise_ratio());
+    std::printf("median lost time: clean %.2f %%, injected cpu 1 %.2f %%\n",
+                stats::median(clean_noise) * 100, stats::median(noise) * 100);
+  }
+
+  const Allocation allocations[] = {{"32 x 120", 32, 120, sweeps_small},
+                                    {"1000 x 128", 1000, 128, sweeps_large}};
+  const char* model_names[] = {"this VM", "bare metal (assumed)"};
+  const ModelPool vm = make_model(clean, false), bare = make_model(clean, true);
+  const ModelPool vm_injected = make_model(injected, false);
+
+  struct Row {
+    std::string allocation, model;
+    int sweeps;
+    double mean_suspects;
+    std::array<RuleFigures, kRules> rules;
+  };
+  std::vector<Row> rows;
+  const auto start = std::chrono::steady_clock::now();
+  std::mt19937_64 rng(seed);
+  for (const Allocation& a : allocations) {
+    for (int m = 0; m < 2; ++m) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Simulation sim(m == 0 ? vm : bare, m == 0 ? &vm_injected : nullptr, a);
+      sim.prepare_report();
+      Row row{a.name, model_names[m], a.sweeps, 0, {}};
+      Mean suspects;
+      for (int s = 0; s < a.sweeps; ++s) {
+        sim.draw(rng);
+        const auto clean_out = sim.run(Defect{});
+        suspects.add(static_cast<double>(sim.suspects_last()));
+        for (int r = 0; r < kRules; ++r) {
+          row.rules[r].false_alarm.add(clean_out[r].unhealthy_elsewhere > 0);
+          row.rules[r].outlier.add(clean_out[r].outlier);
+          row.rules[r].flagged.add(static_cast<double>(clean_out[r].unhealthy_elsewhere));
+        }
+        for (int k = 0; k < 2; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            const auto out = sim.run(Defect{k == 0 ? Defect::slow : Defect::noisy, kSizes[i]});
+            for (int r = 0; r < kRules; ++r) {
+              (k == 0 ? row.rules[r].slow : row.rules[r].noisy)[i].add(out[r].detected);
+              row.rules[r].false_alarm_with_defect.add(out[r].unhealthy_elsewhere > 0);
+            }
+          }
+        }
+        if (m == 0) {
+          const auto out = sim.run(Defect{Defect::injected, 0});
+          for (int r = 0; r < kRules; ++r) row.rules[r].injected.add(out[r].detected);
+        }
+      }
+      row.mean_suspects = suspects.value();
+      rows.push_back(row);
+      std::fprintf(stderr, "%s, %s: %d sweeps in %.1f s\n", a.name, model_names[m], a.sweeps,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::printf("\nFalse alarms on a clean allocation (95 %% Wilson intervals), seed %llu\n\n",
+              static_cast<unsigned long long>(seed));
+  std::printf(
+      "| allocation | model | rule | sweeps | P(>=1 false alarm / sweep) | unhealthy cores / "
+      "sweep | suspects / sweep | P(>=1 outlier node) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const Row& row : rows) {
+    for (int r = 0; r < kRules; ++r) {
+      const RuleFigures& f = row.rules[r];
+      char suspects[32] = "-";
+      if (r != kOld) std::snprintf(suspects, sizeof suspects, "%.2f", row.mean_suspects);
+      std::printf("| %s | %s | %s | %d | %s | %.2f | %s | %s |\n", row.allocation.c_str(),
+                  row.model.c_str(), kRuleNames[r], row.sweeps,
+                  with_interval(f.false_alarm).c_str(), f.flagged.value(), suspects,
+                  r == kConfirmed ? with_interval(f.outlier).c_str() : "");
+    }
+  }
+  std::printf(
+      "\nDetection power: the defect core (cpu %u of node nodes/2) ends unhealthy in the right "
+      "state\n\n",
+      Simulation::kDefectCpu);
+  std::printf(
+      "| allocation | model | rule | slow 2%% | 5%% | 10%% | 20%% | noisy 2%% | 5%% | 10%% | 20%% "
+      "| injected cpu 1 (noisy) | P(>=1 false alarm elsewhere) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& row : rows) {
+    for (int r = 0; r < kRules; ++r) {
+      const RuleFigures& f = row.rules[r];
+      std::printf("| %s | %s | %s |", row.allocation.c_str(), row.model.c_str(), kRuleNames[r]);
+      for (const auto& p : f.slow) std::printf(" %s |", percent(p).c_str());
+      for (const auto& p : f.noisy) std::printf(" %s |", percent(p).c_str());
+      std::printf(" %s | %s |\n", percent(f.injected).c_str(),
+                  with_interval(f.false_alarm_with_defect).c_str());
+    }
+  }
+  std::printf("\nsimulated in %.1f s\n", seconds);
+  return 0;
+}
