@@ -406,7 +406,7 @@ std::string with_interval(const Proportion& p) {
 
 int main(int argc, char** argv) {
   const int sweeps_small = argc > 1 ? std::atoi(argv[1]) : 200;
-  const int sweeps_large = argc > 2 ? std::atoi(argv[2]) : 40;
+  const int sweeps_large = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 13;
   const std::string dir = ROUNDS_FIXTURE_DIR;
   std::size_t clean_rounds = 0, injected_rounds = 0;
