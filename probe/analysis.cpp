@@ -150,7 +150,8 @@ void set_design_ratios(std::vector<CoreFigures>& cores, Mode mode) {
   }
 }
 
-void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
+// The figures and their sampling errors against the reference.
+void compare(CoreFigures& c, const KindReference& ref) {
   c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
   c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
   c.stream_slowdown = ratio(ref.stream_bytes_per_second, c.stream_bytes_per_second);
@@ -178,7 +179,56 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.expected_slowdown_error =
       c.noise_factor ? combine(intrinsic_error, c.noise_factor_error) : intrinsic_error;
   if (c.clock_ratio) c.residual = intrinsic / *c.clock_ratio;
+}
 
+// The spread of one figure across the kind's cores beyond their sampling
+// errors: √max(0, (1.4826·MAD)² − median(se)²). Robust: a minority of bad
+// cores moves neither the MAD nor the median.
+double peer_spread_of(const std::vector<const CoreFigures*>& cores,
+                      std::optional<double> CoreFigures::*figure, Uncertainty CoreFigures::*error) {
+  std::vector<double> values, errors;
+  for (const CoreFigures* c : cores) {
+    const auto& v = c->*figure;
+    if (!v || !(c->*error).known()) continue;
+    const bool log_scale = (c->*error).scale == Scale::log;
+    if (log_scale && *v <= 0) continue;
+    values.push_back(log_scale ? std::log(*v) : *v);
+    errors.push_back((c->*error).se);
+  }
+  if (values.size() < kMinCoresForPeerSpread) return 0;
+  const double spread = 1.4826 * stats::mad(values);
+  const double sampling = stats::median(errors);
+  return std::sqrt(std::max(0.0, spread * spread - sampling * sampling));
+}
+
+KindReference::PeerSpread peer_spread(const std::vector<const CoreFigures*>& cores) {
+  KindReference::PeerSpread s;
+  if (cores.size() < kMinCoresForPeerSpread) return s;
+  s.clock_ratio = peer_spread_of(cores, &CoreFigures::clock_ratio, &CoreFigures::clock_ratio_error);
+  s.excess_noise =
+      peer_spread_of(cores, &CoreFigures::excess_noise, &CoreFigures::excess_noise_error);
+  s.stream_slowdown =
+      peer_spread_of(cores, &CoreFigures::stream_slowdown, &CoreFigures::stream_slowdown_error);
+  s.expected_slowdown =
+      peer_spread_of(cores, &CoreFigures::expected_slowdown, &CoreFigures::expected_slowdown_error);
+  s.estimated = true;
+  return s;
+}
+
+// Adds the peers' spread to the errors the tests read.
+void widen(CoreFigures& c, const KindReference::PeerSpread& s) {
+  const auto add = [](Uncertainty& u, double spread) {
+    if (u.known()) u.se = std::hypot(u.se, spread);
+  };
+  add(c.clock_ratio_error, s.clock_ratio);
+  add(c.excess_noise_error, s.excess_noise);
+  add(c.stream_slowdown_error, s.stream_slowdown);
+  add(c.expected_slowdown_error, s.expected_slowdown);
+}
+
+// The verdict: the first test whose lower bound clears its threshold.
+void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
+  const double noise = c.detour ? c.detour->noise_ratio() : 0;
   c.state = CoreState::ok;
   c.cause = "";
   c.bound.reset();
@@ -337,7 +387,8 @@ std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresh
 }
 
 ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds, Mode mode,
-                   const std::vector<unsigned>* reference_cpus) {
+                   const std::vector<unsigned>* reference_cpus,
+                   const std::vector<KindReference>* peers) {
   set_design_ratios(cores, mode);
   const auto is_reference = [&](const CoreFigures& c) {
     if (c.state == CoreState::skipped) return false;
@@ -352,10 +403,29 @@ ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
   ModeVerdicts verdicts;
   for (const auto& [kind, members] : by_kind)
     verdicts.references.push_back(reference_of(kind, members));
+  const auto reference_for = [&](const CoreFigures& c) -> KindReference* {
+    for (auto& ref : verdicts.references) {
+      if (ref.kind == c.kind) return &ref;
+    }
+    return nullptr;
+  };
   for (auto& c : cores) {
     if (c.state == CoreState::skipped) continue;
-    for (const auto& ref : verdicts.references) {
-      if (ref.kind == c.kind) decide(c, ref, thresholds);
+    if (KindReference* ref = reference_for(c)) compare(c, *ref);
+  }
+  // The peers' spread, from the compared figures of each kind's references.
+  for (auto& ref : verdicts.references) {
+    ref.peer_spread = peer_spread(by_kind[ref.kind]);
+    if (ref.peer_spread.estimated || peers == nullptr) continue;
+    for (const auto& other : *peers) {
+      if (other.kind == ref.kind) ref.peer_spread = other.peer_spread;
+    }
+  }
+  for (auto& c : cores) {
+    if (c.state == CoreState::skipped) continue;
+    if (KindReference* ref = reference_for(c)) {
+      widen(c, ref->peer_spread);
+      decide(c, *ref, thresholds);
     }
   }
   verdicts.cores = std::move(cores);

@@ -123,7 +123,21 @@ struct KindReference {
   // Uncertainties of the medians (median_uncertainty of the members').
   Uncertainty matmul_error, clock_error, noise_error{Scale::linear}, stream_error;
   Uncertainty noise_floor_error{Scale::linear};  // the floor core's own
+  // How far this kind's healthy cores differ from one another in this round
+  // beyond what their own samples explain (Efron's empirical null): the
+  // robust spread of each tested figure across the kind's cores, less their
+  // median sampling error in quadrature. On the log scale for the ratios,
+  // linear for the excess noise. Estimated where the kind has at least
+  // kMinCoresForPeerSpread reference cores, else taken from the round a
+  // confirmation re-measures, else 0. Every test's error includes it.
+  struct PeerSpread {
+    double clock_ratio = 0, excess_noise = 0, stream_slowdown = 0, expected_slowdown = 0;
+    bool estimated = false;
+  } peer_spread;
 };
+
+// Fewer cores of a kind than this, and their spread says too little.
+inline constexpr std::size_t kMinCoresForPeerSpread = 8;
 
 struct ModeVerdicts {
   std::vector<CoreFigures> cores;
@@ -139,9 +153,12 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind);
 // design ratios in isolated rounds only. If `reference_cpus` is given, each
 // kind's reference is the median of only those CPUs (a confirmation round's
 // reference cores), else of every measured core.
+// `peers`, if given (the screened round's references), supplies the peer
+// spread of kinds with too few reference cores to estimate their own.
 ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
                    Mode mode = Mode::isolated,
-                   const std::vector<unsigned>* reference_cpus = nullptr);
+                   const std::vector<unsigned>* reference_cpus = nullptr,
+                   const std::vector<KindReference>* peers = nullptr);
 
 // The test that decides `state` (throttled: clock ratio; noisy: excess
 // noise; contended: stream slowdown; slow: expected slowdown) on judged

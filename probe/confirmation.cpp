@@ -81,7 +81,10 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
   }
   Thresholds retest = thresholds;
   retest.alpha = alpha;
-  const ModeVerdicts judged = judge(std::move(round), retest, mode, &references);
+  // The re-measured cores are too few to show how far healthy peers differ:
+  // the screened round's spread stands in.
+  const ModeVerdicts judged =
+      judge(std::move(round), retest, mode, &references, &screened.references);
   for (auto& c : screened.cores) {
     if (std::find(plan.suspects.begin(), plan.suspects.end(), c.cpu) == plan.suspects.end()) {
       continue;

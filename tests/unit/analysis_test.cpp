@@ -77,9 +77,11 @@ TEST(Analysis, MatmulSpeedIgnoresNoiseInMostProducts) {
   EXPECT_NEAR(*c.matmul_spread, 0.0, 1e-12);  // MAD of the products: most are alike
 }
 
+// Sixteen cores, four of them bad: the healthy majority sets the reference
+// and the peers' spread (on eight, half of them bad, it would not).
 TEST(Analysis, EachCauseGetsItsVerdict) {
   std::vector<CpuSamples> samples;
-  for (unsigned cpu = 0; cpu < 8; ++cpu) samples.push_back(core(cpu));
+  for (unsigned cpu = 0; cpu < 16; ++cpu) samples.push_back(core(cpu));
   samples[1] = core(1, 0.0125, 2.4e9);            // 20 % lower clock, slower matmul
   samples[2] = core(2, 0.010, 3e9, 0.12);         // 12 % lost to detours
   samples[3] = core(3, 0.0108, 3e9, 0.01, 0.07);  // 29 % less bandwidth, slightly slow matmul
