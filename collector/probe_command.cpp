@@ -176,11 +176,14 @@ int run(const CommandOptions& options) {
       ModeReport mode_report = make_mode_report(round, report.pus, options.settings.thresholds);
       // Suspects are measured again, each beside a reference core, before
       // they count (confirmation.h).
-      const ConfirmationPlan plan = plan_confirmation(mode_report.verdicts);
-      if (options.settings.confirm && !plan.empty()) {
-        const RoundSamples again = runner.run(mode, plan.cpus);
-        confirm_mode_report(mode_report, again, report.pus, plan, options.settings,
-                            plan.suspects.size());
+      if (options.settings.confirm) {
+        std::size_t screened = 0;
+        for (const auto& c : mode_report.verdicts.cores) screened += c.state != CoreState::skipped;
+        confirm_mode_report(mode_report, report.pus, options.settings,
+                            plan_confirmation(mode_report.verdicts).suspects.size(), screened,
+                            [&](const ConfirmationPlan& plan) {
+                              return plan.empty() ? RoundSamples{} : runner.run(mode, plan.cpus);
+                            });
       }
       report.modes.push_back(std::move(mode_report));
     }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -330,30 +331,38 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     // Every node's suspects are measured again at one instant, each beside a
     // reference core; they share the sweep's false-alarm rate, so the
     // leaders first agree on how many there are (confirmation.h).
+    // The number of rounds follows from the sweep's share of suspects, so
+    // every leader runs the same number, meeting at each.
     ModeReport& screened = report.modes.back();
-    const ConfirmationPlan plan = plan_confirmation(screened.verdicts);
-    std::uint64_t suspects = plan.suspects.size();
-    env.allreduce_sum(std::span<std::uint64_t>(&suspects, 1));
-    if (suspects == 0) continue;
-    env.barrier_leaders();
-    const double again_at = env.common_start_time(kStartMarginSeconds);
+    std::array<std::uint64_t, 2> counts{plan_confirmation(screened.verdicts).suspects.size(), 0};
+    for (const auto& c : screened.verdicts.cores) counts[1] += c.state != CoreState::skipped;
+    env.allreduce_sum(std::span<std::uint64_t>(counts));
+    struct Aborted {};
     try {
-      if (!plan.empty()) {
-        RoundSamples again;
-        if (ranks) {
-          again = ranks->run(mode, again_at, &plan.cpus);
-        } else {
-          sleep_until_unix_seconds(again_at);
-          again = runner->run(mode, plan.cpus);
-        }
-        confirm_mode_report(screened, again, report.pus, plan, options.settings, suspects);
-      }
-    } catch (const std::exception& e) {
-      std::cerr << prefix + std::string(to_string(mode)) +
-                       " confirmation round failed: " + e.what() + "\n";
-      failed = true;
+      confirm_mode_report(screened, report.pus, options.settings, counts[0], counts[1],
+                          [&](const ConfirmationPlan& plan) {
+                            env.barrier_leaders();
+                            const double again_at = env.common_start_time(kStartMarginSeconds);
+                            RoundSamples again;
+                            bool round_failed = false;
+                            try {
+                              if (ranks && !plan.empty()) {
+                                again = ranks->run(mode, again_at, &plan.cpus);
+                              } else if (!plan.empty()) {
+                                sleep_until_unix_seconds(again_at);
+                                again = runner->run(mode, plan.cpus);
+                              }
+                            } catch (const std::exception& e) {
+                              std::cerr << prefix + std::string(to_string(mode)) +
+                                               " confirmation round failed: " + e.what() + "\n";
+                              round_failed = true;
+                            }
+                            if (any_leader_failed(env, round_failed)) throw Aborted{};
+                            return again;
+                          });
+    } catch (const Aborted&) {
+      return kExitFailure;
     }
-    if (any_leader_failed(env, failed)) return kExitFailure;
   }
   if (ranks) ranks->release();
 

@@ -99,7 +99,8 @@ struct CoreFigures {
     CoreState suspected = CoreState::ok;  // the round's verdict
     std::string suspected_cause;          // the round's cause
     bool confirmed = false;
-    double alpha = 0;                       // level of the re-test
+    int rounds = 0;    // confirmation rounds it took part in (passed all but maybe the last)
+    double alpha = 0;  // level of the re-test
     std::optional<double> figure;           // the re-measured figure of that test
     std::optional<double> bound;            // its lower bound at alpha
     std::optional<unsigned> reference_cpu;  // the core measured beside it

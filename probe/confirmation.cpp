@@ -62,8 +62,26 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   return plan;
 }
 
-double confirmation_alpha(double false_alarm_rate, std::size_t suspects) {
-  return std::min(0.5, false_alarm_rate / static_cast<double>(std::max<std::size_t>(suspects, 1)));
+double confirmation_alpha(double false_alarm_rate, std::size_t suspects, std::size_t rounds) {
+  const double family = false_alarm_rate / static_cast<double>(std::max<std::size_t>(suspects, 1));
+  return std::min(0.5,
+                  std::pow(family, 1.0 / static_cast<double>(std::max<std::size_t>(rounds, 1))));
+}
+
+std::size_t confirmation_rounds(double false_alarm_rate, std::size_t suspects,
+                                std::size_t screened) {
+  if (suspects == 0) return 0;
+  if (screened < kMinScreenedForSuspectRate) return 1;
+  const double n = static_cast<double>(screened);
+  const double phat = std::min(1.0, static_cast<double>(suspects) / n);
+  constexpr double z = 1.959964;  // 95 %
+  const double centre = phat + z * z / (2 * n);
+  const double half = z * std::sqrt(phat * (1 - phat) / n + z * z / (4 * n * n));
+  const double p = std::min(1.0, (centre + half) / (1 + z * z / n));
+  if (p >= 1) return kMaxConfirmationRounds;
+  const double k = std::log(false_alarm_rate / static_cast<double>(suspects)) / std::log(p);
+  return std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(std::max(k, 1.0))), 1,
+                                 kMaxConfirmationRounds);
 }
 
 void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
@@ -89,9 +107,12 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
     if (std::find(plan.suspects.begin(), plan.suspects.end(), c.cpu) == plan.suspects.end()) {
       continue;
     }
+    // A later round for a suspect already confirmed once keeps what the
+    // screen said and counts the rounds passed.
     CoreFigures::Confirmation confirmation;
     confirmation.suspected = c.state;
-    confirmation.suspected_cause = c.cause;
+    confirmation.suspected_cause = c.confirmation ? c.confirmation->suspected_cause : c.cause;
+    confirmation.rounds = (c.confirmation ? c.confirmation->rounds : 0) + 1;
     confirmation.alpha = alpha;
     const std::size_t pair =
         std::find(plan.cpus.begin(), plan.cpus.end(), c.cpu) - plan.cpus.begin();
@@ -107,11 +128,16 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
     }
     std::string again_text =
         confirmation.figure ? percent(*confirmation.figure, c.state) : std::string("not measured");
+    const std::string times = confirmation.rounds == 1
+                                  ? std::string("re-measurement")
+                                  : std::to_string(confirmation.rounds) + " re-measurements";
     if (confirmation.confirmed) {
-      c.cause += "; confirmed on re-measurement (" + again_text + ")";
+      c.cause = confirmation.suspected_cause + "; confirmed on " + times + " (" + again_text + ")";
     } else {
-      c.cause = "transient: " + std::string(to_string(c.state)) + " in the round (" + c.cause +
-                "), not borne out on re-measurement (" + again_text + ")";
+      c.cause = "transient: " + std::string(to_string(c.state)) + " in the round (" +
+                confirmation.suspected_cause + "), not borne out on re-measurement" +
+                (confirmation.rounds == 1 ? "" : " " + std::to_string(confirmation.rounds)) + " (" +
+                again_text + ")";
       c.state = CoreState::transient;
     }
     c.confirmation = std::move(confirmation);

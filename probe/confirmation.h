@@ -39,9 +39,25 @@ struct ConfirmationPlan {
 // suspects' median.
 ConfirmationPlan plan_confirmation(const ModeVerdicts& screened);
 
-// The level each suspect is re-tested at: the family's false-alarm rate
-// shared among `suspects` tests (Bonferroni). 0.5 at most.
-double confirmation_alpha(double false_alarm_rate, std::size_t suspects);
+// The level each suspect is re-tested at in each of `rounds` rounds: the
+// family's false-alarm rate shared among `suspects` (Bonferroni), spread
+// over the rounds, which a healthy core must all pass:
+// (false_alarm_rate / suspects)^(1/rounds). 0.5 at most.
+double confirmation_alpha(double false_alarm_rate, std::size_t suspects, std::size_t rounds = 1);
+
+// How many confirmation rounds a suspect must pass. The re-test's level
+// holds where the samples' error model does; what it misses shows, at
+// scale, as the share of screened cores that are suspects. A healthy core
+// that looks bad in a round does so about that often (less: real faults
+// are among the suspects), so with independent rounds it passes k more
+// with probability about p^k, and `suspects` · p^k ≤ false_alarm_rate gives
+// k, where p is the 95 % upper Wilson bound of suspects / screened. Below
+// kMinScreenedForSuspectRate screened cores the share says nothing and
+// one round it is; never more than kMaxConfirmationRounds.
+std::size_t confirmation_rounds(double false_alarm_rate, std::size_t suspects,
+                                std::size_t screened);
+inline constexpr std::size_t kMinScreenedForSuspectRate = 64;
+inline constexpr std::size_t kMaxConfirmationRounds = 4;
 
 // Applies a confirmation round to the screened verdicts of the same mode.
 // `round` holds the figures (summarize()) of the plan's CPUs; it is judged

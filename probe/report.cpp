@@ -46,22 +46,31 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
   return report;
 }
 
-void confirm_mode_report(ModeReport& report, const RoundSamples& round,
-                         const std::vector<ProcessingUnit>& pus, const ConfirmationPlan& plan,
-                         const ProbeSettings& settings, std::size_t suspects_judged) {
-  std::vector<CoreFigures> figures;
-  for (const CpuSamples& samples : round.cpus) {
-    for (const auto& pu : pus) {
-      if (pu.cpu == samples.cpu) figures.push_back(summarize(samples, pu.kind));
-    }
-  }
+void confirm_mode_report(ModeReport& report, const std::vector<ProcessingUnit>& pus,
+                         const ProbeSettings& settings, std::size_t suspects_judged,
+                         std::size_t screened, const ConfirmationRunner& run_round) {
+  if (suspects_judged == 0) return;
   ModeReport::ConfirmationRound info;
-  info.suspects = plan.suspects.size();
   info.suspects_judged = suspects_judged;
-  info.alpha = confirmation_alpha(settings.false_alarm_rate, suspects_judged);
-  info.duration_seconds = round.duration_seconds;
-  apply_confirmation(report.verdicts, std::move(figures), plan, settings.thresholds, info.alpha,
-                     report.mode);
+  info.screened = screened;
+  info.rounds = confirmation_rounds(settings.false_alarm_rate, suspects_judged, screened);
+  info.alpha = confirmation_alpha(settings.false_alarm_rate, suspects_judged, info.rounds);
+  info.suspects = plan_confirmation(report.verdicts).suspects.size();
+  for (std::size_t r = 0; r < info.rounds; ++r) {
+    // After the first round, only the suspects confirmed so far.
+    const ConfirmationPlan plan = plan_confirmation(report.verdicts);
+    const RoundSamples round = run_round(plan);
+    if (plan.empty()) continue;
+    info.duration_seconds += round.duration_seconds;
+    std::vector<CoreFigures> figures;
+    for (const CpuSamples& samples : round.cpus) {
+      for (const auto& pu : pus) {
+        if (pu.cpu == samples.cpu) figures.push_back(summarize(samples, pu.kind));
+      }
+    }
+    apply_confirmation(report.verdicts, std::move(figures), plan, settings.thresholds, info.alpha,
+                       report.mode);
+  }
   for (const auto& c : report.verdicts.cores) {
     info.confirmed += c.confirmation && c.confirmation->confirmed ? 1 : 0;
   }

@@ -3,6 +3,7 @@
 // daemon will serve from its snapshot, and what the collector reduces.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,8 +29,10 @@ struct ModeReport {
   struct ConfirmationRound {
     std::size_t suspects = 0;         // re-measured here
     std::size_t suspects_judged = 0;  // sharing the false-alarm rate (the sweep's, all nodes)
+    std::size_t screened = 0;         // cores screened (the sweep's, all nodes)
+    std::size_t rounds = 0;           // confirmation rounds each suspect had to pass
     double alpha = 0;                 // each suspect's re-test level
-    double duration_seconds = 0;
+    double duration_seconds = 0;      // all of them
     std::size_t confirmed = 0;
   };
   std::optional<ConfirmationRound> confirmation;
@@ -67,11 +70,17 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
                             const Thresholds& thresholds,
                             const std::map<unsigned, std::string>& skip_reasons = {});
 
-// Applies a confirmation round (of plan.cpus, run in report.mode) to the
-// report's verdicts: see apply_confirmation(). `suspects_judged` is how
-// many suspects share the false-alarm rate (this node's, or the sweep's).
-void confirm_mode_report(ModeReport& report, const RoundSamples& round,
-                         const std::vector<ProcessingUnit>& pus, const ConfirmationPlan& plan,
-                         const ProbeSettings& settings, std::size_t suspects_judged);
+// Confirms the suspects of a screened mode report: confirmation_rounds()
+// rounds, each planned from the cores still unhealthy and measured by
+// `run_round` (in report.mode), applied by apply_confirmation().
+// `suspects_judged` and `screened` are the counts the false-alarm rate is
+// shared over: this node's, or the whole sweep's. `run_round` is called for
+// every round, with an empty plan where this node has nothing left to
+// re-measure (a sweep's leaders meet at each round), and must then return
+// an empty round. Does nothing when suspects_judged is 0.
+using ConfirmationRunner = std::function<RoundSamples(const ConfirmationPlan&)>;
+void confirm_mode_report(ModeReport& report, const std::vector<ProcessingUnit>& pus,
+                         const ProbeSettings& settings, std::size_t suspects_judged,
+                         std::size_t screened, const ConfirmationRunner& run_round);
 
 }  // namespace corenoise

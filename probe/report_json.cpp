@@ -23,6 +23,7 @@ json confirmation_json(const CoreFigures::Confirmation& c) {
   json j = {{"suspected_state", to_string(c.suspected)},
             {"suspected_cause", c.suspected_cause},
             {"confirmed", c.confirmed},
+            {"rounds", c.rounds},
             {"alpha", c.alpha}};
   put(j, "figure", c.figure);
   put(j, "lower_bound", c.bound);
@@ -140,6 +141,8 @@ json round_json(const ModeReport& m) {
   if (m.confirmation) {
     j["confirmation"] = {{"suspects", m.confirmation->suspects},
                          {"suspects_judged", m.confirmation->suspects_judged},
+                         {"screened", m.confirmation->screened},
+                         {"rounds", m.confirmation->rounds},
                          {"alpha", m.confirmation->alpha},
                          {"confirmed", m.confirmation->confirmed},
                          {"duration_seconds", m.confirmation->duration_seconds}};

@@ -213,16 +213,17 @@ class Simulation {
   void draw(std::mt19937_64& rng) {
     std::uniform_int_distribution<std::size_t> pick(0, pool_.figures.size() - 1);
     screen_draw_.assign(a_.nodes, std::vector<std::size_t>(a_.cores));
-    confirm_draw_ = screen_draw_;
+    confirm_draw_.assign(kMaxConfirmationRounds, screen_draw_);
     for (std::size_t n = 0; n < a_.nodes; ++n) {
       for (std::size_t c = 0; c < a_.cores; ++c) {
         screen_draw_[n][c] = pick(rng);
-        confirm_draw_[n][c] = pick(rng);
+        for (auto& round : confirm_draw_) round[n][c] = pick(rng);
       }
     }
     if (injected_) {
       std::uniform_int_distribution<std::size_t> inj(0, injected_->figures.size() - 1);
-      injected_screen_ = inj(rng), injected_confirm_ = inj(rng);
+      injected_screen_ = inj(rng);
+      for (auto& r : injected_confirm_) r = inj(rng);
     }
     clean_.clear();
   }
@@ -248,7 +249,8 @@ class Simulation {
     };
     std::size_t suspects = 0;
     for (std::size_t n = 0; n < a_.nodes; ++n) suspects += screened(n).plan.suspects.size();
-    const double alpha = confirmation_alpha(0.05, suspects);
+    rounds_ = confirmation_rounds(0.05, suspects, a_.nodes * a_.cores);
+    const double alpha = confirmation_alpha(0.05, suspects, rounds_);
 
     std::array<Outcome, kRules> out{};
     std::vector<NodeSummary> summaries;
@@ -267,11 +269,19 @@ class Simulation {
       tally(out[kScreen], s.screen, has_defect, defect);
       ModeVerdicts confirmed = s.screen;
       ModeVerdicts same_round = s.screen;
-      if (!s.plan.empty()) {
-        apply_confirmation(confirmed, confirmation_round(n, s.plan, defect, false), s.plan, screen_,
-                           alpha);
-        apply_confirmation(same_round, confirmation_round(n, s.plan, defect, true), s.plan, screen_,
-                           alpha);
+      // As confirm_mode_report does: each round re-plans from the cores
+      // still unhealthy.
+      for (std::size_t r = 0; r < rounds_; ++r) {
+        const ConfirmationPlan again = plan_confirmation(confirmed);
+        if (!again.empty()) {
+          apply_confirmation(confirmed, confirmation_round(n, again, defect, false, r), again,
+                             screen_, alpha);
+        }
+        const ConfirmationPlan same = plan_confirmation(same_round);
+        if (!same.empty()) {
+          apply_confirmation(same_round, confirmation_round(n, same, defect, true, r), same,
+                             screen_, alpha);
+        }
       }
       tally(out[kConfirmed], confirmed, has_defect, defect);
       tally(out[kSameRound], same_round, has_defect, defect);
@@ -284,6 +294,8 @@ class Simulation {
     for (Outcome& o : out) o.outlier = any_outlier;
     return out;
   }
+
+  std::size_t rounds_last() const { return rounds_; }
 
   std::size_t suspects_last() const {
     std::size_t s = 0;
@@ -317,14 +329,16 @@ class Simulation {
     return summarize_node(report_, static_cast<std::uint32_t>(n));
   }
 
-  CoreFigures figures_of(std::size_t entry, unsigned cpu, const Defect& defect, bool confirm,
+  // `round`: the confirmation round (0, 1, …), or kScreening.
+  static constexpr std::size_t kScreening = ~std::size_t{0};
+  CoreFigures figures_of(std::size_t entry, unsigned cpu, const Defect& defect, std::size_t round,
                          std::size_t node) const {
     const bool hit = defect.kind != Defect::none && node == defect_node() && cpu == kDefectCpu;
     CoreFigures f;
     if (!hit) {
       f = pool_.figures[entry];
     } else if (defect.kind == Defect::injected) {
-      f = injected_->figures[confirm ? injected_confirm_ : injected_screen_];
+      f = injected_->figures[round == kScreening ? injected_screen_ : injected_confirm_[round]];
     } else {
       const CpuSamples& s = pool_.samples[entry];
       f = summarize(
@@ -339,7 +353,7 @@ class Simulation {
     std::vector<CoreFigures> cores;
     cores.reserve(a_.cores);
     for (unsigned c = 0; c < a_.cores; ++c)
-      cores.push_back(figures_of(screen_draw_[n][c], c, defect, false, n));
+      cores.push_back(figures_of(screen_draw_[n][c], c, defect, kScreening, n));
     Screened s;
     s.old = judge(cores, old_);
     s.screen = judge(std::move(cores), screen_);
@@ -350,11 +364,12 @@ class Simulation {
   // The plan's CPUs measured again: fresh draws, or (same_round) each
   // core's screening draw once more.
   std::vector<CoreFigures> confirmation_round(std::size_t n, const ConfirmationPlan& plan,
-                                              const Defect& defect, bool same_round) const {
+                                              const Defect& defect, bool same_round,
+                                              std::size_t r) const {
     std::vector<CoreFigures> round;
     for (unsigned cpu : plan.cpus) {
-      const std::size_t entry = same_round ? screen_draw_[n][cpu] : confirm_draw_[n][cpu];
-      round.push_back(figures_of(entry, cpu, defect, !same_round, n));
+      const std::size_t entry = same_round ? screen_draw_[n][cpu] : confirm_draw_[r][n][cpu];
+      round.push_back(figures_of(entry, cpu, defect, same_round ? kScreening : r, n));
     }
     return round;
   }
@@ -373,8 +388,11 @@ class Simulation {
   const ModelPool* injected_;
   Allocation a_;
   Thresholds screen_, old_;
-  std::vector<std::vector<std::size_t>> screen_draw_, confirm_draw_;
-  std::size_t injected_screen_ = 0, injected_confirm_ = 0;
+  std::vector<std::vector<std::size_t>> screen_draw_;
+  std::vector<std::vector<std::vector<std::size_t>>> confirm_draw_;  // [round][node][cpu]
+  std::size_t injected_screen_ = 0;
+  std::array<std::size_t, kMaxConfirmationRounds> injected_confirm_{};
+  std::size_t rounds_ = 1;
   std::vector<Screened> clean_;
   NodeReport report_;
 };
@@ -437,7 +455,7 @@ int main(int argc, char** argv) {
   struct Row {
     std::string allocation, model;
     int sweeps;
-    double mean_suspects;
+    double mean_suspects, mean_rounds;
     std::array<RuleFigures, kRules> rules;
   };
   std::vector<Row> rows;
@@ -448,12 +466,13 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       Simulation sim(m == 0 ? vm : bare, m == 0 ? &vm_injected : nullptr, a);
       sim.prepare_report();
-      Row row{a.name, model_names[m], a.sweeps, 0, {}};
-      Mean suspects;
+      Row row{a.name, model_names[m], a.sweeps, 0, 0, {}};
+      Mean suspects, rounds;
       for (int s = 0; s < a.sweeps; ++s) {
         sim.draw(rng);
         const auto clean_out = sim.run(Defect{});
         suspects.add(static_cast<double>(sim.suspects_last()));
+        rounds.add(static_cast<double>(sim.rounds_last()));
         for (int r = 0; r < kRules; ++r) {
           row.rules[r].false_alarm.add(clean_out[r].unhealthy_elsewhere > 0);
           row.rules[r].outlier.add(clean_out[r].outlier);
@@ -474,6 +493,7 @@ int main(int argc, char** argv) {
         }
       }
       row.mean_suspects = suspects.value();
+      row.mean_rounds = rounds.value();
       rows.push_back(row);
       std::fprintf(stderr, "%s, %s: %d sweeps in %.1f s\n", a.name, model_names[m], a.sweeps,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -486,16 +506,17 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(seed));
   std::printf(
       "| allocation | model | rule | sweeps | P(>=1 false alarm / sweep) | unhealthy cores / "
-      "sweep | suspects / sweep | P(>=1 outlier node) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+      "sweep | suspects / sweep | confirmation rounds | P(>=1 outlier node) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& row : rows) {
     for (int r = 0; r < kRules; ++r) {
       const RuleFigures& f = row.rules[r];
-      char suspects[32] = "-";
+      char suspects[32] = "-", rounds[32] = "-";
       if (r != kOld) std::snprintf(suspects, sizeof suspects, "%.2f", row.mean_suspects);
-      std::printf("| %s | %s | %s | %d | %s | %.2f | %s | %s |\n", row.allocation.c_str(),
+      if (r >= kConfirmed) std::snprintf(rounds, sizeof rounds, "%.2f", row.mean_rounds);
+      std::printf("| %s | %s | %s | %d | %s | %.2f | %s | %s | %s |\n", row.allocation.c_str(),
                   row.model.c_str(), kRuleNames[r], row.sweeps,
-                  with_interval(f.false_alarm).c_str(), f.flagged.value(), suspects,
+                  with_interval(f.false_alarm).c_str(), f.flagged.value(), suspects, rounds,
                   r == kConfirmed ? with_interval(f.outlier).c_str() : "");
     }
   }

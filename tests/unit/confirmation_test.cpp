@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace corenoise {
@@ -59,10 +60,30 @@ TEST(Confirmation, AHealthyRoundNeedsNoConfirmation) {
   EXPECT_TRUE(plan_confirmation(judge(figures(round), Thresholds{})).empty());
 }
 
-TEST(Confirmation, TheAlphaIsSharedAmongTheSuspects) {
+TEST(Confirmation, TheAlphaIsSharedAmongTheSuspectsAndTheRounds) {
   EXPECT_DOUBLE_EQ(confirmation_alpha(0.05, 10), 0.005);
   EXPECT_DOUBLE_EQ(confirmation_alpha(0.05, 0), 0.05);
   EXPECT_DOUBLE_EQ(confirmation_alpha(0.9, 1), 0.5);
+  // Three rounds a healthy core must all pass: each at the cube root.
+  EXPECT_NEAR(confirmation_alpha(0.05, 50, 3), 0.1, 1e-12);
+}
+
+// As many rounds as make the observed suspect share, raised to their
+// number and times the suspects, no more than the family's rate.
+TEST(Confirmation, RoundsFollowTheShareOfSuspects) {
+  EXPECT_EQ(confirmation_rounds(0.05, 0, 3840), 0u);
+  EXPECT_EQ(confirmation_rounds(0.05, 1, 2), 1u);  // too few cores to tell a share
+  EXPECT_EQ(confirmation_rounds(0.05, 1, 3840), 1u);
+  // 52 of 3,840 (1.35 %): the share's upper bound is 1.77 %, and
+  // 52 · 0.0177² = 0.016 ≤ 0.05 while 52 · 0.0177 is not.
+  EXPECT_EQ(confirmation_rounds(0.05, 52, 3840), 2u);
+  EXPECT_EQ(confirmation_rounds(0.05, 1710, 128000), 3u);
+  EXPECT_EQ(confirmation_rounds(0.05, 3000, 3840), kMaxConfirmationRounds);
+  for (std::size_t s : {1u, 10u, 52u, 300u, 1710u}) {
+    const std::size_t k = confirmation_rounds(0.05, s, 128000);
+    const double p = 2.0 * s / 128000;  // above the share: a loose upper bound
+    if (k < kMaxConfirmationRounds) EXPECT_LE(s * std::pow(p, double(k)), 0.05) << s;
+  }
 }
 
 // A core that is bad again is confirmed; one that was bad once reads
