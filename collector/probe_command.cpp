@@ -173,16 +173,18 @@ int run(const CommandOptions& options) {
       const RoundSamples round = runner.run(mode, cpus, [&](std::size_t done, std::size_t total) {
         progress.show(mode, done, total);
       });
-      ModeReport mode_report = make_mode_report(round, report.pus, options.settings.thresholds);
+      ModeReport mode_report =
+          make_mode_report(round, report.pus, options.settings.round_thresholds());
       // Suspects are measured again, each beside a reference core, before
       // they count (confirmation.h).
       if (options.settings.confirm) {
+        const Runner again(options.settings.for_confirmation(), topology);
         std::size_t screened = 0;
         for (const auto& c : mode_report.verdicts.cores) screened += c.state != CoreState::skipped;
         confirm_mode_report(mode_report, report.pus, options.settings,
                             plan_confirmation(mode_report.verdicts).suspects.size(), screened,
                             [&](const ConfirmationPlan& plan) {
-                              return plan.empty() ? RoundSamples{} : runner.run(mode, plan.cpus);
+                              return plan.empty() ? RoundSamples{} : again.run(mode, plan.cpus);
                             });
       }
       report.modes.push_back(std::move(mode_report));

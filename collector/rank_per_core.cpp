@@ -53,6 +53,7 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
     const Topology topology = Topology::load("native");
     cpu_ = choose_rank_cpu(topology.pus(), env.node_rank());
     runner_.emplace(settings_, topology);
+    confirm_runner_.emplace(settings_.for_confirmation(), topology);
     mine["cpu"] = *cpu_;
   } catch (const std::exception& e) {
     mine["error"] = e.what();
@@ -97,11 +98,13 @@ void NodeRanks::release() {
 }
 
 RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participants,
-                                std::size_t index) const {
+                                std::size_t index, bool confirming) const {
   const SharedRound shared{segment_.data(), participants, index};
   sleep_until_unix_seconds(start);
   if (!runner_ || !cpu_) throw std::logic_error("NodeRanks: a rank without a CPU was asked to run");
-  return runner_->run(mode, {*cpu_}, {}, nullptr, &shared);
+  // A round of only some ranks is a confirmation round (confirmation.h).
+  const Runner& runner = confirming ? *confirm_runner_ : *runner_;
+  return runner.run(mode, {*cpu_}, {}, nullptr, &shared);
 }
 
 namespace {
@@ -136,7 +139,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const std::vector<unsigned>
   const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
   RoundSamples round;
   if (index) {
-    round = run_own(mode, start, participants, *index);
+    round = run_own(mode, start, participants, *index, only != nullptr);
   } else {
     round.mode = mode;
     round.cpus.emplace_back();  // sits out: an empty record
@@ -175,7 +178,8 @@ void NodeRanks::follow() {
       if (index) {
         RoundSamples round =
             run_own(mode, j.at("start").get<double>(),
-                    participant_count(j, static_cast<std::size_t>(env_.node_size())), *index);
+                    participant_count(j, static_cast<std::size_t>(env_.node_size())), *index,
+                    j.contains("only"));
         samples = std::move(round.cpus.at(0));
       }
     } catch (const std::exception& e) {

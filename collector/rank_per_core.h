@@ -48,8 +48,9 @@ class NodeRanks {
   const std::vector<unsigned>& cpus() const { return cpus_; }
   // Leader: one round on every rank of the node, starting at `start` (unix
   // seconds); the node's samples in node-rank order. With `only`, just the
-  // ranks on those CPUs take part, in that order (a confirmation round:
-  // confirmation.h), and the samples are theirs, in that order.
+  // ranks on those CPUs take part, in that order, with the confirmation
+  // settings (a confirmation round: confirmation.h), and the samples are
+  // theirs, in that order.
   RoundSamples run(Mode mode, double start, const std::vector<unsigned>* only = nullptr);
   // Leader: ends follow() on the other ranks.
   void release();
@@ -57,12 +58,15 @@ class NodeRanks {
   void follow();
 
  private:
-  // This rank's part: participant `index` of `participants`.
-  RoundSamples run_own(Mode mode, double start, std::size_t participants, std::size_t index) const;
+  // This rank's part: participant `index` of `participants`, with the
+  // confirmation settings in a round of only some ranks.
+  RoundSamples run_own(Mode mode, double start, std::size_t participants, std::size_t index,
+                       bool confirming) const;
 
   MpiEnvironment& env_;
   ProbeSettings settings_;
   std::optional<Runner> runner_;
+  std::optional<Runner> confirm_runner_;  // for rounds of only some ranks: a longer look
   std::optional<unsigned> cpu_;
   std::string problem_;
   std::vector<unsigned> cpus_;

@@ -266,7 +266,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   std::optional<Topology> topology;
   std::vector<unsigned> cpus;
   std::optional<ReportOutputs> outputs;
-  std::unique_ptr<Runner> runner;
+  std::unique_ptr<Runner> runner, confirm_runner;
   bool failed = false;
   try {
     topology = Topology::load("native");
@@ -277,6 +277,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     } else {
       cpus = select_cpus(options, *topology);
       runner = std::make_unique<Runner>(options.settings, *topology);
+      confirm_runner = std::make_unique<Runner>(options.settings.for_confirmation(), *topology);
     }
     if (root) outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
@@ -320,7 +321,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
       }
       report.isa = round.isa;
       report.modes.push_back(
-          make_mode_report(round, report.pus, options.settings.thresholds, skip_reasons));
+          make_mode_report(round, report.pus, options.settings.round_thresholds(), skip_reasons));
     } catch (const std::exception& e) {
       std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
       failed = true;
@@ -350,7 +351,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
                                 again = ranks->run(mode, again_at, &plan.cpus);
                               } else if (!plan.empty()) {
                                 sleep_until_unix_seconds(again_at);
-                                again = runner->run(mode, plan.cpus);
+                                again = confirm_runner->run(mode, plan.cpus);
                               }
                             } catch (const std::exception& e) {
                               std::cerr << prefix + std::string(to_string(mode)) +

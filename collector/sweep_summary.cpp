@@ -44,6 +44,15 @@ std::string padded(std::string text, std::size_t width) {
   return text;
 }
 
+// A slow core drains its node only once confirmed: a transient one (bad in
+// one round, not when re-measured) never does.
+bool has_unhealthy(const ClusterNode& node) {
+  for (std::size_t s = 0; s < kCoreStates; ++s) {
+    if (is_unhealthy(kAllCoreStates[s]) && node.summary.states[s] > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> drain_commands(const ClusterReport& report, double core_slowdown) {
@@ -54,7 +63,7 @@ std::vector<std::string> drain_commands(const ClusterReport& report, double core
     if (node.outlier) {
       reason = "node median slowdown " + fixed(node.summary.median_expected_slowdown) +
                " (robust z " + fixed(node.robust_z, 1) + ")";
-    } else if (node.summary.max_expected_slowdown >= core_slowdown) {
+    } else if (node.summary.max_expected_slowdown >= core_slowdown && has_unhealthy(node)) {
       // Name the worst core if the top-K knows it, so the operator can look.
       std::string which;
       for (const auto& w : report.worst) {

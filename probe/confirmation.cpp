@@ -36,7 +36,7 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   for (const auto& c : screened.cores) {
     if (is_unhealthy(c.state)) {
       plan.suspects.push_back(c.cpu);
-    } else if (c.state != CoreState::skipped) {
+    } else if (c.state == CoreState::ok) {  // not a core that was bad once (transient)
       candidates[c.kind].push_back(&c);
     }
   }

@@ -119,6 +119,8 @@ json settings_json(const NodeReport& r) {
             {"contended_stream_ratio", s.thresholds.contended_stream_ratio},
             {"suspect_alpha", s.thresholds.alpha}}},
           {"confirm", s.confirm},
+          {"screen_alpha", s.screen_alpha},
+          {"confirm_samples", s.confirm_samples},
           {"false_alarm_rate", s.false_alarm_rate}};
 }
 
@@ -131,6 +133,13 @@ json round_json(const ModeReport& m) {
     put(r, "noise_ratio", ref.noise_ratio);
     put(r, "noise_floor", ref.noise_floor);
     put(r, "stream_bytes_per_second", ref.stream_bytes_per_second);
+    if (ref.peer_spread.estimated) {
+      const auto& s = ref.peer_spread;
+      r["peer_spread"] = {{"clock_ratio", s.clock_ratio},
+                          {"excess_noise", s.excess_noise},
+                          {"stream_slowdown", s.stream_slowdown},
+                          {"expected_slowdown", s.expected_slowdown}};
+    }
     refs.push_back(std::move(r));
   }
   json j = {{"mode", to_string(m.mode)},

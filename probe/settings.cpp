@@ -176,6 +176,18 @@ std::string_view to_string(ProbeKind probe) {
 
 std::string_view to_string(Mode mode) { return mode == Mode::isolated ? "isolated" : "concurrent"; }
 
+Thresholds ProbeSettings::round_thresholds() const {
+  Thresholds t = thresholds;
+  if (confirm) t.alpha = screen_alpha;
+  return t;
+}
+
+ProbeSettings ProbeSettings::for_confirmation() const {
+  ProbeSettings s = *this;
+  s.samples = confirm_samples;
+  return s;
+}
+
 bool ProbeSettings::runs(ProbeKind probe) const {
   return std::find(probes.begin(), probes.end(), probe) != probes.end();
 }
@@ -240,6 +252,19 @@ const std::vector<OptionSpec>& confirmation_option_specs() {
            throw std::invalid_argument("got " + std::string(quoted(v)) + ", expected yes or no");
          }
          s.confirm = v == "yes";
+       }},
+      {"screen-alpha", "P",
+       "with confirmation, a core is a suspect when its bound at this level clears the "
+       "threshold (instead of --suspect-alpha); the re-test keeps the false-alarm rate "
+       "(default: 0.1)",
+       [](ProbeSettings& s, std::string_view v) {
+         s.screen_alpha = parse_real_value(v, 1e-9, 0.5, "a probability");
+       }},
+      {"confirm-samples", "N",
+       "samples of each re-measured core (and its reference): a suspect gets a longer look "
+       "than the round gave it (default: 21, three times --samples' default)",
+       [](ProbeSettings& s, std::string_view v) {
+         s.confirm_samples = static_cast<int>(parse_integer(v, 2, 10000, "a sample count"));
        }},
       {"false-alarm-rate", "P",
        "the chance that a probe or sweep of healthy cores confirms any core unhealthy: each "

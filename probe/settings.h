@@ -74,6 +74,16 @@ struct ProbeSettings {
   // `sweep` only; the daemon judges persistence over its rounds instead.
   bool confirm = true;
   double false_alarm_rate = 0.05;  // of any confirmed healthy core, per probe or sweep
+  int confirm_samples = 21;        // samples of each re-measured core: a longer look
+  // With confirmation, the level at which a round's core becomes a suspect:
+  // looser than thresholds.alpha, since the re-test, not the screen, keeps
+  // the false-alarm rate; the screen only trades cost for power.
+  double screen_alpha = 0.1;
+  // The settings of a confirmation round: these, with confirm_samples.
+  ProbeSettings for_confirmation() const;
+  // The thresholds a probe or sweep judges its rounds with: at screen_alpha
+  // when it confirms, else at thresholds.alpha.
+  Thresholds round_thresholds() const;
 
   bool runs(ProbeKind probe) const;
 };

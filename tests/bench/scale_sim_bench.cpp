@@ -163,7 +163,7 @@ struct Mean {
 
 enum Rule { kOld, kScreen, kConfirmed, kSameRound, kRules };
 constexpr const char* kRuleNames[kRules] = {
-    "old point rule (alpha 0.5, no confirmation)", "new screen only (alpha 0.01)",
+    "old point rule (alpha 0.5, no confirmation)", "new screen only (screen-alpha 0.1)",
     "new + confirmation (independent redraw)", "new + confirmation (same round redrawn)"};
 
 // A model's pool: each entry's (transformed) samples and their figures.
@@ -204,7 +204,7 @@ class Simulation {
  public:
   Simulation(const ModelPool& pool, const ModelPool* injected, const Allocation& a)
       : pool_(pool), injected_(injected), a_(a) {
-    screen_.alpha = 0.01;
+    screen_.alpha = ProbeSettings{}.screen_alpha;
     old_.alpha = 0.5;
   }
 
@@ -335,7 +335,30 @@ class Simulation {
                          std::size_t node) const {
     const bool hit = defect.kind != Defect::none && node == defect_node() && cpu == kDefectCpu;
     CoreFigures f;
-    if (!hit) {
+    if (round != kScreening) {
+      // A confirmation round's longer look (confirm_samples = 3 × samples):
+      // three recorded rounds of 7 samples joined, so its samples also
+      // differ by those rounds' levels (more spread than one long round:
+      // conservative).
+      const bool injected = hit && defect.kind == Defect::injected;
+      const ModelPool& from = injected ? *injected_ : pool_;
+      const std::size_t first = injected ? injected_confirm_[round] : entry;
+      CpuSamples joined = from.samples[first];
+      for (std::size_t j = 1; j < 3; ++j) {
+        const CpuSamples& more = from.samples[(first * 2654435761u + j) % from.samples.size()];
+        auto append = [](auto& to, const auto& add) {
+          to.insert(to.end(), add.begin(), add.end());
+        };
+        append(joined.matmul_seconds, more.matmul_seconds);
+        append(joined.matmul_product_seconds, more.matmul_product_seconds);
+        append(joined.clock_hertz, more.clock_hertz);
+        append(joined.stream_seconds, more.stream_seconds);
+        append(joined.detours, more.detours);
+      }
+      if (hit && defect.kind == Defect::slow) joined = slow_defect(joined, defect.size);
+      if (hit && defect.kind == Defect::noisy) joined = noisy_defect(joined, defect.size);
+      f = summarize(joined, "default");
+    } else if (!hit) {
       f = pool_.figures[entry];
     } else if (defect.kind == Defect::injected) {
       f = injected_->figures[round == kScreening ? injected_screen_ : injected_confirm_[round]];
