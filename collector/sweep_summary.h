@@ -12,8 +12,9 @@
 namespace corenoise {
 
 // A node is worth draining when it is an outlier across nodes, or when one
-// of its cores is this much slower than its node's reference: one such core
-// makes every bulk-synchronous job on the node wait for it.
+// of its cores is this much slower than its node's reference and the node
+// has a confirmed unhealthy core (a transient one never drains): one such
+// core makes every bulk-synchronous job on the node wait for it.
 inline constexpr double kDrainCoreSlowdown = 1.5;
 
 // `scontrol update nodename=NAME state=drain reason="corenoise: ..."`, one per

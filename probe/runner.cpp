@@ -194,6 +194,12 @@ class CpuWorker {
   // takes every step (measuring nothing), so that no peer waits for it.
   void operator()() {
     take_steps();
+    // Free the buffers (up to 64 MiB of triad) before saying done: a thread
+    // that has said so is joined without a deadline, so whatever it still
+    // does afterwards must be short. (A thread stopped in that munmap
+    // hung the round for good: DaemonFaults' concurrent deadline test.)
+    kernels_ = CpuKernels{};
+    std::vector<std::uint64_t>().swap(detour_windows_);
     std::lock_guard lock(state_->mutex);
     state_->done[index_] = 1;
     --state_->running;
