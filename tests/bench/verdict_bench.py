@@ -199,6 +199,7 @@ def main():
     args.corenoise = os.path.join(args.build_dir, "collector", "corenoise")
     args.corenoised = os.path.join(args.build_dir, "daemon", "corenoised")
     args.out = args.out or tempfile.mkdtemp(prefix="corenoise-vb-")
+    os.makedirs(args.out, exist_ok=True)
     {"clean-probe": clean_probe, "daemon": daemon, "inject": inject}[args.what](args)
 
 
