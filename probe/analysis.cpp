@@ -150,6 +150,36 @@ void set_design_ratios(std::vector<CoreFigures>& cores, Mode mode) {
   }
 }
 
+// The four tests, in the order they decide: the state each names, the
+// figure and error it bounds, its threshold, the peer spread that widens
+// it, and whether a design difference excuses it. One table, so that the
+// verdict, the re-test, the peer spread and the widening read the same.
+struct Test {
+  CoreState state;
+  std::optional<double> CoreFigures::*figure;
+  Uncertainty CoreFigures::*error;
+  double Thresholds::*threshold;
+  double KindReference::PeerSpread::*spread;
+  bool excused_by_design;
+};
+constexpr Test kTests[] = {
+    {CoreState::throttled, &CoreFigures::clock_ratio, &CoreFigures::clock_ratio_error,
+     &Thresholds::throttled_clock_ratio, &KindReference::PeerSpread::clock_ratio, true},
+    {CoreState::noisy, &CoreFigures::excess_noise, &CoreFigures::excess_noise_error,
+     &Thresholds::noisy_excess_noise, &KindReference::PeerSpread::excess_noise, false},
+    {CoreState::contended, &CoreFigures::stream_slowdown, &CoreFigures::stream_slowdown_error,
+     &Thresholds::contended_stream_ratio, &KindReference::PeerSpread::stream_slowdown, false},
+    {CoreState::slow, &CoreFigures::expected_slowdown, &CoreFigures::expected_slowdown_error,
+     &Thresholds::slow_ratio, &KindReference::PeerSpread::expected_slowdown, true},
+};
+
+const Test* test_of(CoreState state) {
+  for (const Test& t : kTests) {
+    if (t.state == state) return &t;
+  }
+  return nullptr;
+}
+
 // The figures and their sampling errors against the reference.
 void compare(CoreFigures& c, const KindReference& ref) {
   c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
@@ -204,26 +234,17 @@ double peer_spread_of(const std::vector<const CoreFigures*>& cores,
 KindReference::PeerSpread peer_spread(const std::vector<const CoreFigures*>& cores) {
   KindReference::PeerSpread s;
   if (cores.size() < kMinCoresForPeerSpread) return s;
-  s.clock_ratio = peer_spread_of(cores, &CoreFigures::clock_ratio, &CoreFigures::clock_ratio_error);
-  s.excess_noise =
-      peer_spread_of(cores, &CoreFigures::excess_noise, &CoreFigures::excess_noise_error);
-  s.stream_slowdown =
-      peer_spread_of(cores, &CoreFigures::stream_slowdown, &CoreFigures::stream_slowdown_error);
-  s.expected_slowdown =
-      peer_spread_of(cores, &CoreFigures::expected_slowdown, &CoreFigures::expected_slowdown_error);
+  for (const Test& t : kTests) s.*t.spread = peer_spread_of(cores, t.figure, t.error);
   s.estimated = true;
   return s;
 }
 
 // Adds the peers' spread to the errors the tests read.
 void widen(CoreFigures& c, const KindReference::PeerSpread& s) {
-  const auto add = [](Uncertainty& u, double spread) {
-    if (u.known()) u.se = std::hypot(u.se, spread);
-  };
-  add(c.clock_ratio_error, s.clock_ratio);
-  add(c.excess_noise_error, s.excess_noise);
-  add(c.stream_slowdown_error, s.stream_slowdown);
-  add(c.expected_slowdown_error, s.expected_slowdown);
+  for (const Test& t : kTests) {
+    Uncertainty& u = c.*t.error;
+    if (u.known()) u.se = std::hypot(u.se, s.*t.spread);
+  }
 }
 
 // The verdict: the first test whose lower bound clears its threshold.
@@ -232,10 +253,9 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.state = CoreState::ok;
   c.cause = "";
   c.bound.reset();
-  for (CoreState test :
-       {CoreState::throttled, CoreState::noisy, CoreState::contended, CoreState::slow}) {
-    if (const auto bound = clears(c, test, t, t.alpha)) {
-      c.state = test;
+  for (const Test& test : kTests) {
+    if (const auto bound = clears(c, test.state, t, t.alpha)) {
+      c.state = test.state;
       c.bound = bound;
       break;
     }
@@ -344,45 +364,21 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
 }
 
 std::optional<double> test_figure(const CoreFigures& c, CoreState state) {
+  const Test* test = test_of(state);
+  if (test == nullptr || !(c.*test->figure)) return std::nullopt;
   // Excuses a core slower by design; never accuses a favoured one (with
   // turbo off it runs at everyone's clock).
-  const double design = std::max(1.0, c.design_ratio.value_or(1));
-  const auto excused = [&](const std::optional<double>& v) -> std::optional<double> {
-    if (!v) return std::nullopt;
-    return *v / design;
-  };
-  switch (state) {
-    case CoreState::throttled:
-      return excused(c.clock_ratio);
-    case CoreState::noisy:
-      return c.excess_noise;
-    case CoreState::contended:
-      return c.stream_slowdown;
-    case CoreState::slow:
-      return excused(c.expected_slowdown);
-    default:
-      return std::nullopt;
-  }
+  const double design = test->excused_by_design ? std::max(1.0, c.design_ratio.value_or(1)) : 1;
+  return *(c.*test->figure) / design;
 }
 
 std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& t,
                              double alpha) {
   const auto figure = test_figure(c, state);
   if (!figure) return std::nullopt;
-  const auto [error, threshold] = [&]() -> std::pair<Uncertainty, double> {
-    switch (state) {
-      case CoreState::throttled:
-        return {c.clock_ratio_error, t.throttled_clock_ratio};
-      case CoreState::noisy:
-        return {c.excess_noise_error, t.noisy_excess_noise};
-      case CoreState::contended:
-        return {c.stream_slowdown_error, t.contended_stream_ratio};
-      default:
-        return {c.expected_slowdown_error, t.slow_ratio};
-    }
-  }();
-  const auto bound = lower_bound(*figure, error, alpha);
-  if (!bound || *bound < threshold) return std::nullopt;
+  const Test& test = *test_of(state);
+  const auto bound = lower_bound(*figure, c.*test.error, alpha);
+  if (!bound || *bound < t.*test.threshold) return std::nullopt;
   return bound;
 }
 
