@@ -179,10 +179,8 @@ int run(const CommandOptions& options) {
       // they count (confirmation.h).
       if (options.settings.confirm) {
         const Runner again(options.settings.for_confirmation(), topology);
-        std::size_t screened = 0;
-        for (const auto& c : mode_report.verdicts.cores) screened += c.state != CoreState::skipped;
-        confirm_mode_report(mode_report, report.pus, options.settings,
-                            plan_confirmation(mode_report.verdicts).suspects.size(), screened,
+        const SuspectCount here = count_suspects(mode_report.verdicts);
+        confirm_mode_report(mode_report, report.pus, options.settings, here.suspects, here.screened,
                             [&](const ConfirmationPlan& plan) {
                               return plan.empty() ? RoundSamples{} : again.run(mode, plan.cpus);
                             });

@@ -335,8 +335,8 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     // The number of rounds follows from the sweep's share of suspects, so
     // every leader runs the same number, meeting at each.
     ModeReport& screened = report.modes.back();
-    std::array<std::uint64_t, 2> counts{plan_confirmation(screened.verdicts).suspects.size(), 0};
-    for (const auto& c : screened.verdicts.cores) counts[1] += c.state != CoreState::skipped;
+    const SuspectCount here = count_suspects(screened.verdicts);
+    std::array<std::uint64_t, 2> counts{here.suspects, here.screened};
     env.allreduce_sum(std::span<std::uint64_t>(counts));
     struct Aborted {};
     try {

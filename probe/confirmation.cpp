@@ -62,6 +62,15 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   return plan;
 }
 
+SuspectCount count_suspects(const ModeVerdicts& screened) {
+  SuspectCount n;
+  for (const auto& c : screened.cores) {
+    n.suspects += is_unhealthy(c.state) ? 1 : 0;
+    n.screened += c.state != CoreState::skipped ? 1 : 0;
+  }
+  return n;
+}
+
 double confirmation_alpha(double false_alarm_rate, std::size_t suspects, std::size_t rounds) {
   const double family = false_alarm_rate / static_cast<double>(std::max<std::size_t>(suspects, 1));
   return std::min(0.5,

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "probe/analysis.h"
@@ -38,6 +39,14 @@ struct ConfirmationPlan {
 // suspect) is measured without a partner, against the kind's other
 // suspects' median.
 ConfirmationPlan plan_confirmation(const ModeVerdicts& screened);
+
+// A screened round's suspects and measured cores: what the false-alarm
+// rate is shared over (a sweep adds them up over its nodes).
+struct SuspectCount {
+  std::uint64_t suspects = 0;
+  std::uint64_t screened = 0;
+};
+SuspectCount count_suspects(const ModeVerdicts& screened);
 
 // The level each suspect is re-tested at in each of `rounds` rounds: the
 // family's false-alarm rate shared among `suspects` (Bonferroni), spread

@@ -55,7 +55,7 @@ void confirm_mode_report(ModeReport& report, const std::vector<ProcessingUnit>& 
   info.screened = screened;
   info.rounds = confirmation_rounds(settings.false_alarm_rate, suspects_judged, screened);
   info.alpha = confirmation_alpha(settings.false_alarm_rate, suspects_judged, info.rounds);
-  info.suspects = plan_confirmation(report.verdicts).suspects.size();
+  info.suspects = count_suspects(report.verdicts).suspects;
   for (std::size_t r = 0; r < info.rounds; ++r) {
     // After the first round, only the suspects confirmed so far.
     const ConfirmationPlan plan = plan_confirmation(report.verdicts);
