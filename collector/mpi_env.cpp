@@ -26,6 +26,7 @@
 #include <thread>
 #include <utility>
 
+#include "collector/mpich_ucx_finalize.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -156,6 +157,19 @@ void allreduce(MPI_Comm comm, std::span<T> values, MPI_Op op, std::uint64_t& byt
   bytes_sent += values.size_bytes();
 }
 
+// MPI_Finalize, with the way round MPICH 4.0/4.1's deadlock on UCX armed
+// where the library has it (collector/mpich_ucx_finalize.h).
+void finalize_mpi() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(version, &length) == MPI_SUCCESS) {
+    set_unflushed_ucx_disconnect(
+        mpi_finalize_needs_unflushed_disconnect(std::string_view(version, length)));
+  }
+  MPI_Finalize();
+  set_unflushed_ucx_disconnect(false);
+}
+
 }  // namespace
 
 MpiEnvironment::MpiEnvironment() : MpiEnvironment(nullptr, nullptr) {}
@@ -172,7 +186,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) : comms_(std::make_uniqu
     // instead of MPICH complaining about a missing MPI_Finalize.
     if (comms_->leaders != MPI_COMM_NULL) MPI_Comm_free(&comms_->leaders);
     if (comms_->node != MPI_COMM_NULL) MPI_Comm_free(&comms_->node);
-    MPI_Finalize();
+    finalize_mpi();
     throw;
   }
 }
@@ -214,7 +228,7 @@ MpiEnvironment::~MpiEnvironment() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   free_communicators();
-  MPI_Finalize();
+  finalize_mpi();
 }
 
 void MpiEnvironment::free_communicators() {
@@ -242,7 +256,7 @@ void MpiEnvironment::finalize(double seconds, int exit_code) {
     [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message.data(), message.size());
     _exit(exit_code);
   });
-  MPI_Finalize();
+  finalize_mpi();
   {
     std::lock_guard lock(mutex);
     done = true;

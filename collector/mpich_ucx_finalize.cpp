@@ -1,0 +1,56 @@
+// See mpich_ucx_finalize.h for the deadlock and why skipping the flush is safe.
+#include "collector/mpich_ucx_finalize.h"
+
+#include <dlfcn.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <charconv>
+#include <string_view>
+
+namespace corenoise {
+namespace {
+
+std::atomic<bool> g_unflushed_disconnect{false};
+
+// The number after `key` in MPI_Get_library_version's text ("MPICH Version:\t4.0.2").
+bool version_after(std::string_view text, std::string_view key, int& major, int& minor) {
+  const auto at = text.find(key);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = text.substr(at + key.size());
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  const char* end = rest.data() + rest.size();
+  auto [after_major, major_error] = std::from_chars(rest.data(), end, major);
+  if (major_error != std::errc() || after_major == end || *after_major != '.') return false;
+  auto [after_minor, minor_error] = std::from_chars(after_major + 1, end, minor);
+  return minor_error == std::errc();
+}
+
+}  // namespace
+
+bool mpi_finalize_needs_unflushed_disconnect(std::string_view library_version) {
+  int major = 0;
+  int minor = 0;
+  if (!version_after(library_version, "MPICH Version:", major, minor)) return false;
+  if (library_version.find("ch4:ucx") == std::string_view::npos) return false;
+  return major < 4 || (major == 4 && minor < 2);
+}
+
+void set_unflushed_ucx_disconnect(bool armed) {
+  g_unflushed_disconnect.store(armed, std::memory_order_release);
+}
+
+}  // namespace corenoise
+
+// Exported from the executable (see collector/CMakeLists.txt), so it comes
+// before libucp's in the dynamic linker's search and libmpich binds to it.
+extern "C" ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep) {
+  if (corenoise::g_unflushed_disconnect.load(std::memory_order_acquire)) {
+    return nullptr;  // UCS_OK: done; ucp_worker_destroy releases the endpoint
+  }
+  using Disconnect = ucs_status_ptr_t (*)(ucp_ep_h);
+  static const auto ucx_disconnect =
+      reinterpret_cast<Disconnect>(dlsym(RTLD_NEXT, "ucp_disconnect_nb"));
+  if (ucx_disconnect == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+  return ucx_disconnect(ep);
+}

@@ -1,0 +1,37 @@
+// A way round a deadlock in MPI_Finalize of MPICH before 4.2 with its UCX
+// netmod (Debian 12 ships MPICH 4.0.2 on UCX 1.13), found with
+// tests/tools/netns_sweep.sh and a 10-line MPI program (1 run in 100 with 2
+// ranks on two hosts over TCP, 1 in 4 with 4 ranks).
+//
+// The cause: MPICH's finalize closes every UCX endpoint in flush mode
+// (ucp_disconnect_nb), waits for the closes, and then waits in a PMI barrier
+// without progressing UCX. A flushing close may need the peer's progress
+// (the peer must answer on the shared TCP connection), so a rank whose peer
+// finished its closes first and sits in the PMI barrier waits for ever, and
+// the peer waits for it in the barrier. MPICH removed that barrier upstream
+// (pmodels/mpich#6596, "having the process stuck in PMI_barrier may prevent
+// other processes to complete the previous ucp_disconnect_nb"); Debian 12's
+// MPICH does not have the change.
+//
+// The way round: this file defines ucp_disconnect_nb, exported from the
+// executable, so libmpich's call binds to it before libucp's. While armed
+// (from just before MPI_Finalize, on the affected MPICH only) it leaves the
+// endpoint open and reports the close done; MPICH then destroys the UCX
+// worker, which releases every endpoint without a flush. That is safe there:
+// at MPI_Finalize every MPI operation is complete, and the PMI barrier keeps
+// every rank's worker alive until all ranks have reached it. At any other time,
+// and with any other MPI, the call goes to UCX's own ucp_disconnect_nb.
+#pragma once
+
+#include <string_view>
+
+namespace corenoise {
+
+// Whether the MPI library that `MPI_Get_library_version` describes has the
+// deadlock: MPICH older than 4.2 with the ch4:ucx device.
+bool mpi_finalize_needs_unflushed_disconnect(std::string_view library_version);
+
+// Arms (or disarms) the way round for the MPI_Finalize about to be called.
+void set_unflushed_ucx_disconnect(bool armed);
+
+}  // namespace corenoise
