@@ -178,11 +178,13 @@ int run(const CommandOptions& options) {
       // Suspects are measured again, each beside a reference core, before
       // they count (confirmation.h).
       if (options.settings.confirm) {
-        const Runner again(options.settings.for_confirmation(), topology);
         const SuspectCount here = count_suspects(mode_report.verdicts);
         confirm_mode_report(mode_report, report.pus, options.settings, here.suspects, here.screened,
                             [&](const ConfirmationPlan& plan) {
-                              return plan.empty() ? RoundSamples{} : again.run(mode, plan.cpus);
+                              if (plan.empty()) return RoundSamples{};
+                              const Runner again(options.settings.for_confirmation(plan.probes),
+                                                 topology);
+                              return again.run(mode, plan.cpus);
                             });
       }
       report.modes.push_back(std::move(mode_report));

@@ -50,10 +50,9 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
     : env_(env), settings_(settings) {
   json mine;
   try {
-    const Topology topology = Topology::load("native");
-    cpu_ = choose_rank_cpu(topology.pus(), env.node_rank());
-    runner_.emplace(settings_, topology);
-    confirm_runner_.emplace(settings_.for_confirmation(), topology);
+    topology_ = Topology::load("native");
+    cpu_ = choose_rank_cpu(topology_->pus(), env.node_rank());
+    runner_.emplace(settings_, *topology_);
     mine["cpu"] = *cpu_;
   } catch (const std::exception& e) {
     mine["error"] = e.what();
@@ -98,13 +97,15 @@ void NodeRanks::release() {
 }
 
 RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participants,
-                                std::size_t index, bool confirming) const {
+                                std::size_t index,
+                                const std::vector<ProbeKind>* confirm_probes) const {
   const SharedRound shared{segment_.data(), participants, index};
   sleep_until_unix_seconds(start);
   if (!runner_ || !cpu_) throw std::logic_error("NodeRanks: a rank without a CPU was asked to run");
-  // A round of only some ranks is a confirmation round (confirmation.h).
-  const Runner& runner = confirming ? *confirm_runner_ : *runner_;
-  return runner.run(mode, {*cpu_}, {}, nullptr, &shared);
+  if (confirm_probes == nullptr) return runner_->run(mode, {*cpu_}, {}, nullptr, &shared);
+  // A confirmation round: a longer look, at what the suspects' tests read.
+  const Runner again(settings_.for_confirmation(*confirm_probes), *topology_);
+  return again.run(mode, {*cpu_}, {}, nullptr, &shared);
 }
 
 namespace {
@@ -124,11 +125,27 @@ std::size_t participant_count(const json& order, std::size_t node_size) {
   return order.contains("only") ? order["only"].size() : node_size;
 }
 
+// A confirmation round's probes, sent as ProbeKind values.
+json probe_codes(const std::vector<ProbeKind>& probes) {
+  json codes = json::array();
+  for (ProbeKind p : probes) codes.push_back(static_cast<int>(p));
+  return codes;
+}
+std::vector<ProbeKind> probes_from_codes(const json& codes) {
+  std::vector<ProbeKind> probes;
+  for (const auto& code : codes) probes.push_back(static_cast<ProbeKind>(code.get<int>()));
+  return probes;
+}
+
 }  // namespace
 
-RoundSamples NodeRanks::run(Mode mode, double start, const std::vector<unsigned>* only) {
+RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* confirming) {
   json order = {{"mode", to_string(mode)}, {"start", start}};
-  if (only != nullptr) order["only"] = *only;
+  const std::vector<unsigned>* only = confirming ? &confirming->cpus : nullptr;
+  if (confirming) {
+    order["only"] = confirming->cpus;
+    order["probes"] = probe_codes(confirming->probes);
+  }
   const std::size_t participants =
       participant_count(order, static_cast<std::size_t>(env_.node_size()));
   // The segment is set up before anyone hears of the round, and every rank
@@ -139,7 +156,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const std::vector<unsigned>
   const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
   RoundSamples round;
   if (index) {
-    round = run_own(mode, start, participants, *index, only != nullptr);
+    round = run_own(mode, start, participants, *index, confirming ? &confirming->probes : nullptr);
   } else {
     round.mode = mode;
     round.cpus.emplace_back();  // sits out: an empty record
@@ -176,10 +193,12 @@ void NodeRanks::follow() {
     try {
       const auto index = participant_index(j, cpu_, static_cast<std::size_t>(env_.node_rank()));
       if (index) {
+        const std::vector<ProbeKind> probes =
+            j.contains("probes") ? probes_from_codes(j["probes"]) : std::vector<ProbeKind>{};
         RoundSamples round =
             run_own(mode, j.at("start").get<double>(),
                     participant_count(j, static_cast<std::size_t>(env_.node_size())), *index,
-                    j.contains("only"));
+                    j.contains("only") ? &probes : nullptr);
         samples = std::move(round.cpus.at(0));
       }
     } catch (const std::exception& e) {

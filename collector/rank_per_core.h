@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collector/mpi_env.h"
+#include "probe/confirmation.h"
 #include "probe/runner.h"
 #include "probe/settings.h"
 #include "probe/topology.h"
@@ -47,26 +48,27 @@ class NodeRanks {
   // Leader: the node's CPUs, in node-rank order.
   const std::vector<unsigned>& cpus() const { return cpus_; }
   // Leader: one round on every rank of the node, starting at `start` (unix
-  // seconds); the node's samples in node-rank order. With `only`, just the
-  // ranks on those CPUs take part, in that order, with the confirmation
-  // settings (a confirmation round: confirmation.h), and the samples are
-  // theirs, in that order.
-  RoundSamples run(Mode mode, double start, const std::vector<unsigned>* only = nullptr);
+  // seconds); the node's samples in node-rank order. With a confirmation
+  // plan, just the ranks on its CPUs take part, in its order, with the
+  // confirmation settings and its probes (confirmation.h), and the samples
+  // are theirs, in that order.
+  RoundSamples run(Mode mode, double start, const ConfirmationPlan* confirming = nullptr);
   // Leader: ends follow() on the other ranks.
   void release();
   // The other ranks: take part in the leader's rounds until released.
   void follow();
 
  private:
-  // This rank's part: participant `index` of `participants`, with the
-  // confirmation settings in a round of only some ranks.
+  // This rank's part: participant `index` of `participants`; in a
+  // confirmation round (of only some ranks), with the confirmation settings
+  // and `confirm_probes`.
   RoundSamples run_own(Mode mode, double start, std::size_t participants, std::size_t index,
-                       bool confirming) const;
+                       const std::vector<ProbeKind>* confirm_probes) const;
 
   MpiEnvironment& env_;
   ProbeSettings settings_;
+  std::optional<Topology> topology_;  // for confirmation rounds' runners
   std::optional<Runner> runner_;
-  std::optional<Runner> confirm_runner_;  // for rounds of only some ranks: a longer look
   std::optional<unsigned> cpu_;
   std::string problem_;
   std::vector<unsigned> cpus_;

@@ -266,7 +266,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   std::optional<Topology> topology;
   std::vector<unsigned> cpus;
   std::optional<ReportOutputs> outputs;
-  std::unique_ptr<Runner> runner, confirm_runner;
+  std::unique_ptr<Runner> runner;
   bool failed = false;
   try {
     topology = Topology::load("native");
@@ -277,7 +277,6 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
     } else {
       cpus = select_cpus(options, *topology);
       runner = std::make_unique<Runner>(options.settings, *topology);
-      confirm_runner = std::make_unique<Runner>(options.settings.for_confirmation(), *topology);
     }
     if (root) outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
@@ -348,10 +347,12 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
                             bool round_failed = false;
                             try {
                               if (ranks && !plan.empty()) {
-                                again = ranks->run(mode, again_at, &plan.cpus);
+                                again = ranks->run(mode, again_at, &plan);
                               } else if (!plan.empty()) {
+                                const Runner confirm_runner(
+                                    options.settings.for_confirmation(plan.probes), *topology);
                                 sleep_until_unix_seconds(again_at);
-                                again = confirm_runner->run(mode, plan.cpus);
+                                again = confirm_runner.run(mode, plan.cpus);
                               }
                             } catch (const std::exception& e) {
                               std::cerr << prefix + std::string(to_string(mode)) +

@@ -28,6 +28,21 @@ std::string percent(double value, CoreState state) {
 
 }  // namespace
 
+std::vector<ProbeKind> probes_to_confirm(CoreState state) {
+  switch (state) {
+    case CoreState::throttled:
+      return {ProbeKind::clock};
+    case CoreState::noisy:
+      return {ProbeKind::detour};
+    case CoreState::contended:
+      return {ProbeKind::stream};
+    case CoreState::slow:
+      return {ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour};
+    default:
+      return {};
+  }
+}
+
 ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   ConfirmationPlan plan;
   // Candidates per kind, best first: healthy measured cores nearest the
@@ -36,6 +51,11 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   for (const auto& c : screened.cores) {
     if (is_unhealthy(c.state)) {
       plan.suspects.push_back(c.cpu);
+      for (ProbeKind probe : probes_to_confirm(c.state)) {
+        if (std::find(plan.probes.begin(), plan.probes.end(), probe) == plan.probes.end()) {
+          plan.probes.push_back(probe);
+        }
+      }
     } else if (c.state == CoreState::ok) {  // not a core that was bad once (transient)
       candidates[c.kind].push_back(&c);
     }
@@ -52,13 +72,15 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
     const CoreFigures* suspect = find_cpu(screened.cores, cpu);
     const auto& list = candidates[suspect->kind];
     if (list.empty()) continue;
-    const unsigned partner = list[next[suspect->kind]++ % list.size()]->cpu;
+    const std::size_t shared = std::min(list.size(), kMaxReferencesPerKind);
+    const unsigned partner = list[next[suspect->kind]++ % shared]->cpu;
     if (std::find(plan.references.begin(), plan.references.end(), partner) ==
         plan.references.end()) {
       plan.references.push_back(partner);
       plan.cpus.push_back(partner);
     }
   }
+  std::sort(plan.probes.begin(), plan.probes.end());
   return plan;
 }
 

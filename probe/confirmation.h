@@ -29,16 +29,28 @@ struct ConfirmationPlan {
   std::vector<unsigned> cpus;
   std::vector<unsigned> suspects;
   std::vector<unsigned> references;  // the reference cores (each once)
+  // The probes whose figures re-test the suspects' states (probes_to_confirm),
+  // in ProbeKind order: a confirmation runs these only.
+  std::vector<ProbeKind> probes;
   bool empty() const { return suspects.empty(); }
 };
 
+// The probes whose figures the test of `state` reads: throttled the clock,
+// noisy the detour windows, contended the stream, slow the matmul (or, in a
+// round without it, the clock) and the detour windows (its noise factor).
+std::vector<ProbeKind> probes_to_confirm(CoreState state);
+
 // The suspects of one mode's verdicts, each paired with a measured core of
-// its kind that is not a suspect: the one nearest the kind's reference
-// (expected slowdown nearest 1), each used once while there are enough,
-// then again. A suspect with no such core (every core of its kind is a
-// suspect) is measured without a partner, against the kind's other
-// suspects' median.
+// its kind that is not a suspect: the ones nearest the kind's reference
+// (expected slowdown nearest 1), taken in turn, at most
+// kMaxReferencesPerKind of them. Every core of a round is a look that costs
+// confirm-samples samples, and the re-test reads the references' median, so
+// past three (a median that one odd reference cannot move) more references
+// cost time and buy little. A suspect with no such core (every core of its
+// kind is a suspect) is measured without a partner, against the kind's
+// other suspects' median.
 ConfirmationPlan plan_confirmation(const ModeVerdicts& screened);
+inline constexpr std::size_t kMaxReferencesPerKind = 3;
 
 // A screened round's suspects and measured cores: what the false-alarm
 // rate is shared over (a sweep adds them up over its nodes).

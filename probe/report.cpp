@@ -61,6 +61,7 @@ void confirm_mode_report(ModeReport& report, const std::vector<ProcessingUnit>& 
     const ConfirmationPlan plan = plan_confirmation(report.verdicts);
     const RoundSamples round = run_round(plan);
     if (plan.empty()) continue;
+    if (r == 0) info.probes = plan.probes;
     info.duration_seconds += round.duration_seconds;
     std::vector<CoreFigures> figures;
     for (const CpuSamples& samples : round.cpus) {

@@ -33,6 +33,7 @@ struct ModeReport {
     std::size_t rounds = 0;           // confirmation rounds each suspect had to pass
     double alpha = 0;                 // each suspect's re-test level
     double duration_seconds = 0;      // all of them
+    std::vector<ProbeKind> probes;    // what the first of them ran (ConfirmationPlan::probes)
     std::size_t confirmed = 0;
   };
   std::optional<ConfirmationRound> confirmation;

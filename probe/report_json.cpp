@@ -95,13 +95,17 @@ void put_figures(json& j, const CoreFigures& c) {
   }
 }
 
+json probe_names(const std::vector<ProbeKind>& probes) {
+  json names = json::array();
+  for (auto p : probes) names.push_back(to_string(p));
+  return names;
+}
+
 json settings_json(const NodeReport& r) {
   const ProbeSettings& s = r.settings;
-  json probes = json::array();
-  for (auto p : s.probes) probes.push_back(to_string(p));
   json modes = json::array();
   for (auto m : s.modes) modes.push_back(to_string(m));
-  return {{"probes", probes},
+  return {{"probes", probe_names(s.probes)},
           {"mode", s.modes.size() > 1 ? "both" : std::string(to_string(s.modes.front()))},
           {"modes", modes},
           {"samples", s.samples},
@@ -154,6 +158,7 @@ json round_json(const ModeReport& m) {
                          {"rounds", m.confirmation->rounds},
                          {"alpha", m.confirmation->alpha},
                          {"confirmed", m.confirmation->confirmed},
+                         {"probes", probe_names(m.confirmation->probes)},
                          {"duration_seconds", m.confirmation->duration_seconds}};
   }
   return j;

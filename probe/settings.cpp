@@ -182,9 +182,12 @@ Thresholds ProbeSettings::round_thresholds() const {
   return t;
 }
 
-ProbeSettings ProbeSettings::for_confirmation() const {
+ProbeSettings ProbeSettings::for_confirmation(const std::vector<ProbeKind>& needed) const {
   ProbeSettings s = *this;
   s.samples = confirm_samples;
+  std::erase_if(s.probes, [&](ProbeKind probe) {
+    return std::find(needed.begin(), needed.end(), probe) == needed.end();
+  });
   return s;
 }
 

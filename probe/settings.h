@@ -79,8 +79,10 @@ struct ProbeSettings {
   // looser than thresholds.alpha, since the re-test, not the screen, keeps
   // the false-alarm rate; the screen only trades cost for power.
   double screen_alpha = 0.1;
-  // The settings of a confirmation round: these, with confirm_samples.
-  ProbeSettings for_confirmation() const;
+  // The settings of a confirmation round: these, with confirm_samples, and
+  // of these probes only those in `needed` (the suspects' tests read no
+  // other figure: ConfirmationPlan::probes).
+  ProbeSettings for_confirmation(const std::vector<ProbeKind>& needed) const;
   // The thresholds a probe or sweep judges its rounds with: at screen_alpha
   // when it confirms, else at thresholds.alpha.
   Thresholds round_thresholds() const;

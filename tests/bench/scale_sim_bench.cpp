@@ -8,7 +8,10 @@
 // (summarize_node + node_outliers). A benchmark that prints figures, not a
 // test: nothing here fails on a figure.
 //
-//   build/tests/bench/scale_sim_bench [SWEEPS_32x120] [SWEEPS_1000x128] [SEED]
+//   build/tests/bench/scale_sim_bench [SWEEPS_32x120] [SWEEPS_1000x128] [SEED] [SCREEN_ALPHA]
+//
+// SCREEN_ALPHA (default: --screen-alpha's) is the level the screen picks
+// suspects at, to weigh other choices of it.
 //
 // What it assumes, and why each matters:
 //  - Cores are exchangeable draws from the recorded pool (random round,
@@ -24,10 +27,19 @@
 //    median ×0.25, and every detour window's lost time ×0.25: 4× less
 //    spread and lost time, as on pinned dedicated cores with no hypervisor.
 //    Not measured: an assumption to bracket the VM's figures.
+//  - The cost of confirmation is the sweep's slowest node's confirmation
+//    time over an isolated round's time, both from the seconds one sample
+//    of each probe takes here (the pool's matmul, stream and detour-window
+//    means; the clock's 0.5 ms from `corenoise probe --probes clock --json -`:
+//    duration / (2 CPUs × 7 samples)): a round is cores × samples × all
+//    probes, a confirmation each planned CPU × confirm_samples × the plan's
+//    probes, over every confirmation round. Nodes confirm at one instant and
+//    the sweep waits for the slowest.
 //  - summarize() is a pure function of a core's samples, so each pool entry
 //    is summarized once per model and its figures copied for every
 //    synthetic core that draws it (exactly what summarizing the copy would
 //    give); a defect core's samples are modified and summarized anew.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -163,7 +175,7 @@ struct Mean {
 
 enum Rule { kOld, kScreen, kConfirmed, kSameRound, kRules };
 constexpr const char* kRuleNames[kRules] = {
-    "old point rule (alpha 0.5, no confirmation)", "new screen only (screen-alpha 0.1)",
+    "old point rule (alpha 0.5, no confirmation)", "new screen only",
     "new + confirmation (independent redraw)", "new + confirmation (same round redrawn)"};
 
 // A model's pool: each entry's (transformed) samples and their figures.
@@ -192,7 +204,37 @@ struct Outcome {
   std::size_t unhealthy_elsewhere = 0;  // cores other than the defect's
   bool detected = false;                // the defect core, in the right state
   bool outlier = false;                 // any node flagged by node_outliers
+  // The confirmation's cost: the slowest node's confirmation time over the
+  // round's, running the plan's probes only and (for comparison) every probe.
+  double cost = 0, cost_every_probe = 0;
 };
+
+// Seconds one sample of each probe takes on this machine (ProbeKind order).
+using ProbeSeconds = std::array<double, 4>;
+constexpr double kClockSampleSeconds = 0.0005;
+
+ProbeSeconds probe_seconds(const std::vector<CpuSamples>& pool) {
+  Mean matmul, stream, window;
+  for (const CpuSamples& s : pool) {
+    for (double t : s.matmul_seconds) matmul.add(t);
+    for (double t : s.stream_seconds) stream.add(t);
+    for (const auto& d : s.detours) window.add(d.window_seconds);
+  }
+  ProbeSeconds t{};
+  t[static_cast<int>(ProbeKind::matmul)] = matmul.value();
+  t[static_cast<int>(ProbeKind::clock)] = kClockSampleSeconds;
+  t[static_cast<int>(ProbeKind::detour)] = window.value();
+  t[static_cast<int>(ProbeKind::stream)] = stream.value();
+  return t;
+}
+
+// One sample of each of `probes` on one CPU.
+double sample_seconds(const ProbeSeconds& t, const std::vector<ProbeKind>& probes) {
+  double sum = 0;
+  for (ProbeKind p : probes) sum += t[static_cast<int>(p)];
+  return sum;
+}
+const std::vector<ProbeKind> kEveryProbe = ProbeSettings{}.probes;
 
 struct Allocation {
   const char* name;
@@ -202,9 +244,10 @@ struct Allocation {
 
 class Simulation {
  public:
-  Simulation(const ModelPool& pool, const ModelPool* injected, const Allocation& a)
-      : pool_(pool), injected_(injected), a_(a) {
-    screen_.alpha = ProbeSettings{}.screen_alpha;
+  Simulation(const ModelPool& pool, const ModelPool* injected, const Allocation& a,
+             const ProbeSeconds& seconds, double screen_alpha)
+      : pool_(pool), injected_(injected), a_(a), seconds_(seconds) {
+    screen_.alpha = screen_alpha;
     old_.alpha = 0.5;
   }
 
@@ -253,6 +296,10 @@ class Simulation {
     const double alpha = confirmation_alpha(0.05, suspects, rounds_);
 
     std::array<Outcome, kRules> out{};
+    const ProbeSettings settings;
+    const double round_seconds = static_cast<double>(a_.cores) * settings.samples *
+                                 sample_seconds(seconds_, kEveryProbe);
+    double slowest = 0, slowest_every_probe = 0;  // a node's confirmation, seconds
     std::vector<NodeSummary> summaries;
     summaries.reserve(a_.nodes);
     for (std::size_t n = 0; n < a_.nodes; ++n) {
@@ -271,11 +318,15 @@ class Simulation {
       ModeVerdicts same_round = s.screen;
       // As confirm_mode_report does: each round re-plans from the cores
       // still unhealthy.
+      double node_seconds = 0, node_seconds_every_probe = 0;
       for (std::size_t r = 0; r < rounds_; ++r) {
         const ConfirmationPlan again = plan_confirmation(confirmed);
         if (!again.empty()) {
           apply_confirmation(confirmed, confirmation_round(n, again, defect, false, r), again,
                              screen_, alpha);
+          const double looks = static_cast<double>(again.cpus.size()) * settings.confirm_samples;
+          node_seconds += looks * sample_seconds(seconds_, again.probes);
+          node_seconds_every_probe += looks * sample_seconds(seconds_, kEveryProbe);
         }
         const ConfirmationPlan same = plan_confirmation(same_round);
         if (!same.empty()) {
@@ -283,6 +334,8 @@ class Simulation {
                              screen_, alpha);
         }
       }
+      slowest = std::max(slowest, node_seconds);
+      slowest_every_probe = std::max(slowest_every_probe, node_seconds_every_probe);
       tally(out[kConfirmed], confirmed, has_defect, defect);
       tally(out[kSameRound], same_round, has_defect, defect);
       // The sweep's node-outlier rule, on the confirmed report as the sweep
@@ -292,6 +345,8 @@ class Simulation {
     bool any_outlier = false;
     for (const NodeOutlier& o : node_outliers(summaries)) any_outlier |= o.flagged;
     for (Outcome& o : out) o.outlier = any_outlier;
+    out[kConfirmed].cost = slowest / round_seconds;
+    out[kConfirmed].cost_every_probe = slowest_every_probe / round_seconds;
     return out;
   }
 
@@ -301,6 +356,17 @@ class Simulation {
     std::size_t s = 0;
     for (const auto& n : clean_) s += n.plan.suspects.size();
     return s;
+  }
+
+  // The clean sweep's suspects by the state they were suspected of.
+  std::array<std::size_t, kCoreStates> suspect_states_last() const {
+    std::array<std::size_t, kCoreStates> by_state{};
+    for (const auto& n : clean_) {
+      for (const CoreFigures& c : n.screen.cores) {
+        if (is_unhealthy(c.state)) ++by_state[static_cast<std::size_t>(c.state)];
+      }
+    }
+    return by_state;
   }
 
   void prepare_report() {
@@ -331,8 +397,9 @@ class Simulation {
 
   // `round`: the confirmation round (0, 1, …), or kScreening.
   static constexpr std::size_t kScreening = ~std::size_t{0};
+  // `probes`: what a confirmation round runs (its other figures stay empty).
   CoreFigures figures_of(std::size_t entry, unsigned cpu, const Defect& defect, std::size_t round,
-                         std::size_t node) const {
+                         std::size_t node, const std::vector<ProbeKind>& probes = kEveryProbe) const {
     const bool hit = defect.kind != Defect::none && node == defect_node() && cpu == kDefectCpu;
     CoreFigures f;
     if (round != kScreening) {
@@ -357,6 +424,11 @@ class Simulation {
       }
       if (hit && defect.kind == Defect::slow) joined = slow_defect(joined, defect.size);
       if (hit && defect.kind == Defect::noisy) joined = noisy_defect(joined, defect.size);
+      auto runs = [&](ProbeKind p) { return std::find(probes.begin(), probes.end(), p) != probes.end(); };
+      if (!runs(ProbeKind::matmul)) joined.matmul_seconds.clear(), joined.matmul_product_seconds.clear();
+      if (!runs(ProbeKind::clock)) joined.clock_hertz.clear();
+      if (!runs(ProbeKind::stream)) joined.stream_seconds.clear();
+      if (!runs(ProbeKind::detour)) joined.detours.clear();
       f = summarize(joined, "default");
     } else if (!hit) {
       f = pool_.figures[entry];
@@ -392,7 +464,7 @@ class Simulation {
     std::vector<CoreFigures> round;
     for (unsigned cpu : plan.cpus) {
       const std::size_t entry = same_round ? screen_draw_[n][cpu] : confirm_draw_[r][n][cpu];
-      round.push_back(figures_of(entry, cpu, defect, same_round ? kScreening : r, n));
+      round.push_back(figures_of(entry, cpu, defect, same_round ? kScreening : r, n, plan.probes));
     }
     return round;
   }
@@ -410,6 +482,7 @@ class Simulation {
   const ModelPool& pool_;
   const ModelPool* injected_;
   Allocation a_;
+  ProbeSeconds seconds_;
   Thresholds screen_, old_;
   std::vector<std::vector<std::size_t>> screen_draw_;
   std::vector<std::vector<std::vector<std::size_t>>> confirm_draw_;  // [round][node][cpu]
@@ -449,6 +522,8 @@ int main(int argc, char** argv) {
   const int sweeps_small = argc > 1 ? std::atoi(argv[1]) : 200;
   const int sweeps_large = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 13;
+  const double screen_alpha = argc > 4 ? std::atof(argv[4]) : ProbeSettings{}.screen_alpha;
+  std::printf("screen-alpha %.3g\n", screen_alpha);
   const std::string dir = ROUNDS_FIXTURE_DIR;
   std::size_t clean_rounds = 0, injected_rounds = 0;
   const std::vector<CpuSamples> clean = load_pool(dir + "/vm-clean.bin", -1, &clean_rounds);
@@ -474,12 +549,17 @@ int main(int argc, char** argv) {
   const char* model_names[] = {"this VM", "bare metal (assumed)"};
   const ModelPool vm = make_model(clean, false), bare = make_model(clean, true);
   const ModelPool vm_injected = make_model(injected, false);
+  const ProbeSeconds seconds = probe_seconds(clean);
+  std::printf("one sample: matmul %.2f ms, clock %.2f ms, detour window %.2f ms, stream %.2f ms\n",
+              seconds[0] * 1e3, seconds[1] * 1e3, seconds[2] * 1e3, seconds[3] * 1e3);
 
   struct Row {
     std::string allocation, model;
     int sweeps;
     double mean_suspects, mean_rounds;
     std::array<RuleFigures, kRules> rules;
+    std::vector<double> cost, cost_every_probe;  // per clean sweep
+    std::array<double, kCoreStates> suspect_states{};  // summed over clean sweeps
   };
   std::vector<Row> rows;
   const auto start = std::chrono::steady_clock::now();
@@ -487,14 +567,18 @@ int main(int argc, char** argv) {
   for (const Allocation& a : allocations) {
     for (int m = 0; m < 2; ++m) {
       const auto t0 = std::chrono::steady_clock::now();
-      Simulation sim(m == 0 ? vm : bare, m == 0 ? &vm_injected : nullptr, a);
+      Simulation sim(m == 0 ? vm : bare, m == 0 ? &vm_injected : nullptr, a, seconds, screen_alpha);
       sim.prepare_report();
-      Row row{a.name, model_names[m], a.sweeps, 0, 0, {}};
+      Row row{a.name, model_names[m], a.sweeps, 0, 0, {}, {}, {}};
       Mean suspects, rounds;
       for (int s = 0; s < a.sweeps; ++s) {
         sim.draw(rng);
         const auto clean_out = sim.run(Defect{});
         suspects.add(static_cast<double>(sim.suspects_last()));
+        row.cost.push_back(clean_out[kConfirmed].cost);
+        const auto states = sim.suspect_states_last();
+        for (std::size_t i = 0; i < kCoreStates; ++i) row.suspect_states[i] += states[i];
+        row.cost_every_probe.push_back(clean_out[kConfirmed].cost_every_probe);
         rounds.add(static_cast<double>(sim.rounds_last()));
         for (int r = 0; r < kRules; ++r) {
           row.rules[r].false_alarm.add(clean_out[r].unhealthy_elsewhere > 0);
@@ -522,7 +606,7 @@ int main(int argc, char** argv) {
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
-  const double seconds =
+  const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::printf("\nFalse alarms on a clean allocation (95 %% Wilson intervals), seed %llu\n\n",
@@ -561,6 +645,33 @@ int main(int argc, char** argv) {
                   with_interval(f.false_alarm_with_defect).c_str());
     }
   }
-  std::printf("\nsimulated in %.1f s\n", seconds);
+  std::printf(
+      "\nCost of confirmation on a clean allocation: the slowest node's confirmation time over "
+      "an isolated round's (%d samples, confirm-samples %d), per sweep\n\n",
+      ProbeSettings{}.samples, ProbeSettings{}.confirm_samples);
+  std::printf(
+      "| allocation | model | sweeps with a confirmation | median | 95th percentile | max | "
+      "median, re-running every probe | suspects: throttled / noisy / contended / slow |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const Row& row : rows) {
+    std::vector<double> c = row.cost, e = row.cost_every_probe;
+    std::sort(c.begin(), c.end());
+    std::sort(e.begin(), e.end());
+    const auto at = [](const std::vector<double>& v, double q) {
+      return v.empty() ? NAN : v[std::min(v.size() - 1, static_cast<std::size_t>(q * v.size()))];
+    };
+    const auto with = std::count_if(c.begin(), c.end(), [](double x) { return x > 0; });
+    double all = 0;
+    for (double n : row.suspect_states) all += n;
+    const auto share = [&](CoreState s) {
+      return all > 0 ? row.suspect_states[static_cast<std::size_t>(s)] / all * 100 : 0.0;
+    };
+    std::printf("| %s | %s | %td of %zu | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.0f / %.0f / %.0f / %.0f %% |\n",
+                row.allocation.c_str(), row.model.c_str(), with, c.size(), at(c, 0.5) * 100,
+                at(c, 0.95) * 100, c.empty() ? NAN : c.back() * 100, at(e, 0.5) * 100,
+                share(CoreState::throttled), share(CoreState::noisy), share(CoreState::contended),
+                share(CoreState::slow));
+  }
+  std::printf("\nsimulated in %.1f s\n", elapsed);
   return 0;
 }

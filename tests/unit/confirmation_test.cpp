@@ -118,6 +118,43 @@ TEST(Confirmation, BadAgainIsConfirmedAndAOneOffIsTransient) {
   for (unsigned cpu : {0u, 2u, 3u, 5u}) EXPECT_EQ(v.cores[cpu].state, CoreState::ok);
 }
 
+// A confirmation measures only what the suspects' tests read: the detour
+// windows for a noisy core, matmul, clock and detours for a slow one; and a
+// noisy core re-measured with the detour probe alone is judged on that.
+TEST(Confirmation, OnlyTheProbesTheSuspectsTestsReadAreRunAgain) {
+  EXPECT_EQ(probes_to_confirm(CoreState::noisy), (std::vector<ProbeKind>{ProbeKind::detour}));
+  EXPECT_EQ(probes_to_confirm(CoreState::contended), (std::vector<ProbeKind>{ProbeKind::stream}));
+  EXPECT_EQ(probes_to_confirm(CoreState::throttled), (std::vector<ProbeKind>{ProbeKind::clock}));
+  EXPECT_TRUE(probes_to_confirm(CoreState::ok).empty());
+
+  std::mt19937_64 rng(7);
+  std::vector<CpuSamples> round;
+  for (unsigned cpu = 0; cpu < 6; ++cpu) round.push_back(core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng));
+  ModeVerdicts v = judge(figures(round), Thresholds{});
+  ASSERT_EQ(v.cores[1].state, CoreState::noisy);
+  const ConfirmationPlan noisy_only = plan_confirmation(v);
+  EXPECT_EQ(noisy_only.probes, (std::vector<ProbeKind>{ProbeKind::detour}));
+
+  std::vector<CpuSamples> again;
+  for (unsigned cpu : noisy_only.cpus) {
+    CpuSamples s = core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng);
+    s.matmul_seconds.clear();
+    s.clock_hertz.clear();
+    s.stream_seconds.clear();
+    again.push_back(s);
+  }
+  apply_confirmation(v, figures(again), noisy_only, Thresholds{}, confirmation_alpha(0.05, 1));
+  EXPECT_EQ(v.cores[1].state, CoreState::noisy);
+  ASSERT_TRUE(v.cores[1].confirmation);
+  EXPECT_TRUE(v.cores[1].confirmation->confirmed);
+
+  round[4] = core(4, 0.013, 0.01, rng);
+  const ModeVerdicts both = judge(figures(round), Thresholds{});
+  ASSERT_EQ(both.cores[4].state, CoreState::slow);
+  EXPECT_EQ(plan_confirmation(both).probes,
+            (std::vector<ProbeKind>{ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour}));
+}
+
 // On two cores the other core is the reference, measured right after.
 TEST(Confirmation, OnTwoCoresTheOtherCoreIsTheReference) {
   std::mt19937_64 rng(4);

@@ -24,6 +24,19 @@ std::string error_of(const std::string& name, const std::string& value) {
   return "";
 }
 
+// A confirmation takes confirm-samples samples of what its suspects' tests
+// read, and never a probe the round itself did not run.
+TEST(Settings, AConfirmationRunsTheNeededProbesTheRoundRan) {
+  ProbeSettings s;
+  s.probes = {ProbeKind::matmul, ProbeKind::detour, ProbeKind::stream};
+  s.confirm_samples = 15;
+  const ProbeSettings again = s.for_confirmation({ProbeKind::clock, ProbeKind::detour});
+  EXPECT_EQ(again.probes, (std::vector<ProbeKind>{ProbeKind::detour}));
+  EXPECT_EQ(again.samples, 15);
+  EXPECT_EQ(s.for_confirmation({ProbeKind::stream, ProbeKind::matmul}).probes,
+            (std::vector<ProbeKind>{ProbeKind::matmul, ProbeKind::stream}));
+}
+
 TEST(Settings, DefaultsKeepTheMatmulInL2) {
   const ProbeSettings s;
   EXPECT_GE(s.matmul_size, 64);
