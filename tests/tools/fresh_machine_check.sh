@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# fresh_machine_check.sh - the README's two quick-start commands on a fresh
+# Debian 12 machine: a minimal root made by debootstrap from Debian's
+# packages, a clean clone of the committed tree put in it, and each command
+# run there in a chroot, as a new user would on a new machine. Machines that
+# have run the project before keep what earlier runs installed, which is how
+# a missing step hides; this is the check that it does not.
+#
+# Usage: sudo tests/tools/fresh_machine_check.sh [--keep] [--work DIR] [REPO]
+#   REPO        a git repository whose HEAD is checked (default: this one)
+#   --work DIR  where the root is made (default: a new folder under /var/tmp);
+#               removed at the end unless --keep
+#   --keep      leave the root in place (to look at build/ or rerun by hand:
+#               chroot DIR/root)
+#
+# The commands are read from README.md's "Quick start" (its first two sh
+# blocks), so they cannot drift from what the README tells users. Prints
+# each command's exit status and time and, for the test command, the tests
+# that failed. Exit: 0 both passed, 1 one failed, 2 cannot run here (not
+# root, no debootstrap and none installable).
+set -euo pipefail
+
+KEEP=0 WORK='' REPO=''
+while (($#)); do
+  case $1 in
+    --keep) KEEP=1 ;;
+    --work) WORK=$2; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) REPO=$1 ;;
+  esac
+  shift
+done
+say() { echo "fresh_machine_check: $*"; }
+skip() { echo "fresh_machine_check: SKIP: $*" >&2; exit 2; }
+
+[[ $EUID -eq 0 ]] || skip "needs root (debootstrap, chroot, mounts)"
+REPO=$(cd "${REPO:-$(dirname "$0")/../..}" && git rev-parse --show-toplevel)
+if ! command -v debootstrap >/dev/null; then
+  say "installing debootstrap"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+    skip "debootstrap is missing and could not be installed"
+fi
+
+# This machine's Debian mirror (deb822 or one-line sources), else Debian's.
+mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+  grep -E '^(URIs:|deb )' | grep -o -m1 'https\?://[^ ]*' | head -n1 || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+WORK=${WORK:-$(mktemp -d /var/tmp/corenoise-fresh.XXXXXX)}
+ROOT=$WORK/root
+mkdir -p "$WORK"
+
+# Every process still running inside the root (a daemon a test left) is
+# killed before the mounts go, then the root is removed unless --keep.
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  set +e
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
+  if ((KEEP)); then say "kept $ROOT"; else rm -rf --one-file-system "$WORK"; fi
+}
+trap cleanup EXIT
+
+start=$SECONDS
+say "debootstrap bookworm from $mirror into $ROOT"
+debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$WORK/debootstrap.log" 2>&1 || {
+  tail -n 20 "$WORK/debootstrap.log" >&2
+  echo "fresh_machine_check: FAIL: debootstrap failed" >&2
+  exit 1
+}
+# What a fresh machine has: the suites and security updates of this
+# machine's sources, name resolution, git (to have cloned the project).
+rm -f "$ROOT/etc/apt/sources.list"
+cp /etc/apt/sources.list.d/*.sources "$ROOT/etc/apt/sources.list.d/" 2>/dev/null ||
+  echo "deb $mirror bookworm main" >"$ROOT/etc/apt/sources.list"
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+say "debootstrap done in $((SECONDS - start)) s; cloning $(git -C "$REPO" rev-parse --short HEAD)"
+git clone -q --no-local "$REPO" "$ROOT/src"
+
+# README.md's first two ```sh blocks after "## Quick start".
+mapfile -t commands < <(awk '
+  /^## Quick start/ { in_start = 1; next }
+  in_start && /^## / { exit }
+  in_start && /^```sh/ { block = 1; text = ""; next }
+  block && /^```/ { block = 0; print text; if (++n == 2) exit; next }
+  block { text = text (text == "" ? "" : " ") $0 }' "$REPO/README.md")
+((${#commands[@]} == 2)) || { echo "fresh_machine_check: FAIL: README.md's quick start has not two sh blocks" >&2; exit 1; }
+
+# One command in the root, with /proc, /sys, /dev and a private /run
+# mounted in a mount namespace of its own (they vanish with it).
+in_root() {
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  unshare --mount --propagation private -- bash -c '
+    set -e
+    root=$1; shift
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs tmpfs "$root/run"
+    mount -t tmpfs tmpfs "$root/tmp"
+    exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+      LANG=C.UTF-8 TERM=dumb bash -c "cd /src && $1"' in_root "$ROOT" "$1"
+}
+
+status=0
+for i in 0 1; do
+  log=$WORK/command$((i + 1)).log
+  say "command $((i + 1)): ${commands[i]}"
+  t0=$SECONDS rc=0
+  in_root "${commands[i]}" >"$log" 2>&1 || rc=$?
+  say "command $((i + 1)) exited $rc after $((SECONDS - t0)) s (log: $log)"
+  if ((rc != 0)); then
+    status=1
+    tail -n 40 "$log"
+  fi
+  # ctest's own summary, and the failed tests with the reason each gave.
+  if grep -q "tests passed" "$log"; then
+    grep -E "tests passed|^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Not Run|Subprocess)" "$log" || true
+  fi
+done
+say "total $((SECONDS - start)) s: $([[ $status == 0 ]] && echo PASS || echo FAIL)"
+((KEEP)) || say "(run with --keep to keep the root and its logs)"
+exit "$status"
