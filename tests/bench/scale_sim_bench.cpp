@@ -23,9 +23,10 @@
 //    correlated, the worst case of a host slowdown that lasts longer than
 //    the confirmation takes) to show what the guarantee is worth without it.
 //  - "bare metal (assumed)": the same samples with every per-sample
-//    deviation of the matmul, clock and stream figures from that core's
-//    median ×0.25, and every detour window's lost time ×0.25: 4× less
-//    spread and lost time, as on pinned dedicated cores with no hypervisor.
+//    deviation of the matmul, clock and stream timings from the pool's
+//    median ×0.25 (within a round and between rounds and cores alike), and
+//    every detour window's lost time ×0.25: 4× less spread and lost time,
+//    as on pinned dedicated cores with no hypervisor.
 //    Not measured: an assumption to bracket the VM's figures.
 //  - The cost of confirmation is the sweep's slowest node's confirmation
 //    time over an isolated round's time, both from the seconds one sample
@@ -97,20 +98,39 @@ std::vector<CpuSamples> load_pool(const std::string& path, int only_cpu = -1,
 
 // ---- noise models and defects ------------------------------------------------
 
-void shrink_towards_median(std::vector<double>& values, double factor) {
-  if (values.empty()) return;
-  const double m = stats::median(values);
-  for (double& v : values) v = m + factor * (v - m);
+void shrink_towards(std::vector<double>& values, double centre, double factor) {
+  for (double& v : values) v = centre + factor * (v - centre);
+}
+
+// The pool's median of each timing, the centre the bare-metal model shrinks
+// towards: its samples' spread within a round and its rounds' (and cores')
+// differences in level both shrink, as on dedicated cores without a
+// hypervisor. (Shrinking each entry towards its own median would keep the
+// VM's level shifts between rounds at full size behind 4× tighter errors,
+// and so make suspects of them.)
+struct PoolCentres {
+  double matmul = 0, product = 0, clock = 0, stream = 0;
+};
+PoolCentres pool_centres(const std::vector<CpuSamples>& pool) {
+  std::vector<double> matmul, product, clock, stream;
+  for (const CpuSamples& s : pool) {
+    matmul.insert(matmul.end(), s.matmul_seconds.begin(), s.matmul_seconds.end());
+    product.insert(product.end(), s.matmul_product_seconds.begin(), s.matmul_product_seconds.end());
+    clock.insert(clock.end(), s.clock_hertz.begin(), s.clock_hertz.end());
+    stream.insert(stream.end(), s.stream_seconds.begin(), s.stream_seconds.end());
+  }
+  return {stats::median(matmul), stats::median(product), stats::median(clock),
+          stats::median(stream)};
 }
 
 // The bare-metal assumption (see the top of the file). An increasing affine
 // map commutes with the quantiles summarize() takes, so the per-sample fast
 // deciles shrink by the same factor as the products.
-CpuSamples bare_metal(CpuSamples s, double factor) {
-  shrink_towards_median(s.matmul_seconds, factor);
-  shrink_towards_median(s.matmul_product_seconds, factor);
-  shrink_towards_median(s.clock_hertz, factor);
-  shrink_towards_median(s.stream_seconds, factor);
+CpuSamples bare_metal(CpuSamples s, const PoolCentres& centre, double factor) {
+  shrink_towards(s.matmul_seconds, centre.matmul, factor);
+  shrink_towards(s.matmul_product_seconds, centre.product, factor);
+  shrink_towards(s.clock_hertz, centre.clock, factor);
+  shrink_towards(s.stream_seconds, centre.stream, factor);
   for (DetourResult& d : s.detours) {
     d.total_seconds *= factor;
     d.max_seconds *= factor;
@@ -186,8 +206,9 @@ struct ModelPool {
 
 ModelPool make_model(const std::vector<CpuSamples>& raw, bool bare) {
   ModelPool m;
+  const PoolCentres centre = pool_centres(raw);
   for (const CpuSamples& s : raw) {
-    m.samples.push_back(bare ? bare_metal(s, 0.25) : s);
+    m.samples.push_back(bare ? bare_metal(s, centre, 0.25) : s);
     m.figures.push_back(summarize(m.samples.back(), "default"));
   }
   return m;
