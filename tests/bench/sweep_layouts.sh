@@ -19,9 +19,9 @@ declare -A found=([node]=0 [core]=0)
 for ((i = 0; i < runs; i++)); do
   for layout in node core; do
     if [[ $layout == node ]]; then
-      cmd=(mpiexec -n 1 "$corenoise" sweep)
+      cmd=(mpiexec.mpich -n 1 "$corenoise" sweep)
     else
-      cmd=(mpiexec -n 2 -bind-to core "$corenoise" sweep --rank-per-core)
+      cmd=(mpiexec.mpich -n 2 -bind-to core "$corenoise" sweep --rank-per-core)
     fi
     start=$(date +%s.%N)
     rc=0
