@@ -82,7 +82,9 @@ TEST(Confirmation, RoundsFollowTheShareOfSuspects) {
   for (std::size_t s : {1u, 10u, 52u, 300u, 1710u}) {
     const std::size_t k = confirmation_rounds(0.05, s, 128000);
     const double p = 2.0 * s / 128000;  // above the share: a loose upper bound
-    if (k < kMaxConfirmationRounds) EXPECT_LE(s * std::pow(p, double(k)), 0.05) << s;
+    if (k < kMaxConfirmationRounds) {
+      EXPECT_LE(s * std::pow(p, double(k)), 0.05) << s;
+    }
   }
 }
 
