@@ -20,7 +20,8 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # jq: the Slurm health check reads corenoise's JSON with it;
 # the shipped shell scripts are linted with shellcheck;
 # groff-base: the man page tests render the pages with groff;
-# dpkg-dev systemd adduser procps man-db: the package test builds the .deb,
+# dpkg-dev file systemd adduser procps man-db: the package test builds the
+# .deb (CPack reads the binaries' dependencies with file and dpkg-shlibdeps),
 # installs it, and checks its units with systemd-analyze;
 # rt-tests python3: the accuracy benchmark (docs/validation.md) runs oslat
 # beside corenoise from a Python driver;
@@ -28,7 +29,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program.
 test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base
-  dpkg-dev systemd adduser procps man-db rt-tests python3
+  dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev wrk faketime strace)
 
 packages=("${build_packages[@]}")

@@ -94,6 +94,8 @@ in_root() {
   unshare --mount --propagation private -- bash -c '
     set -e
     root=$1; shift
+    # The root a mount point, as on a machine (ip netns needs it).
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
