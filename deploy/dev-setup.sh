@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev nlohmann-json3-dev libgtest-dev)
+# prometheus-node-exporter: a real Prometheus joins its CPU metrics with the
+# daemon's (docs/metrics.md);
 # chromium: the HTML report test opens the page in a headless browser;
 # iproute2: the two-host sweep test builds network namespaces;
 # jq: the Slurm health check reads corenoise's JSON with it;
@@ -28,7 +30,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # clang libclang-rt-14-dev: libFuzzer and the sanitizers (docs/reliability.md);
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program.
-test_packages=(libopenblas-dev prometheus chromium iproute2 jq shellcheck groff-base
+test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev wrk faketime strace)
 

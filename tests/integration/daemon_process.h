@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -193,6 +195,38 @@ inline std::pair<int, std::string> http_get(int port, const std::string& path,
     status = std::atoi(response.c_str() + response.find(' ') + 1);
   const auto body = response.find("\r\n\r\n");
   return {status, body == std::string::npos ? "" : response.substr(body + 4)};
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick),
+// for a server that must be told its port.
+inline int free_tcp_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// `text` percent-encoded for a URL's query string.
+inline std::string url_encoded(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
 }
 
 // The value of the series `name{labels}` in exposition text (labels as

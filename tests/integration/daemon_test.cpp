@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "daemon_process.h"
@@ -132,6 +133,65 @@ TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
     EXPECT_GT(std::stod(series["value"][1].get<std::string>()), 0) << series.dump();
     EXPECT_EQ(series["metric"]["job"], "corenoise");
   }
+}
+
+// The metric contract against the ecosystem: a real Prometheus scraping a
+// real node_exporter beside corenoised joins the two on the host and `cpu`
+// with docs/metrics.md's query, and every CPU comes back with both.
+TEST(Daemon, PrometheusJoinsTheSlowdownWithNodeExportersCpuTime) {
+  const std::string node_exporter = "/usr/bin/prometheus-node-exporter";
+  ASSERT_EQ(access(node_exporter.c_str(), X_OK), 0)
+      << node_exporter << " missing: apt-get install prometheus-node-exporter "
+      << "(deploy/dev-setup.sh --tests)";
+  TempDir dir;
+  DaemonProcess daemon(round_a_second_args(dir));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  const int node_port = free_tcp_port();
+  BackgroundProcess exporter({node_exporter, "--collector.disable-defaults", "--collector.cpu",
+                              "--web.listen-address=127.0.0.1:" + std::to_string(node_port)});
+  const int prometheus_port = free_tcp_port();
+  std::ofstream(dir.path() + "/prometheus.yml")
+      << "global:\n  scrape_interval: 1s\n"
+      << "scrape_configs:\n"
+      << "  - job_name: corenoise\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << port << "']\n"
+      << "  - job_name: node\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << node_port << "']\n";
+  BackgroundProcess prometheus(
+      {"/usr/bin/prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
+       "--storage.tsdb.path=" + dir.path() + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=error"});
+  // docs/metrics.md, "Joining node_exporter", word for word.
+  const std::string query =
+      "label_replace(corenoise_slowdown_ratio{probe=\"expected\",mode=\"isolated\"}, "
+      "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\")\n"
+      "  * on (host, cpu) group_left ()\n"
+      "label_replace(sum by (instance, cpu) (rate(node_cpu_seconds_total{mode!=\"idle\"}[10s])), "
+      "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\")";
+  std::ifstream doc(std::string(CORENOISE_SOURCE_DIR) + "/docs/metrics.md");
+  const std::string doc_text((std::istreambuf_iterator<char>(doc)), {});
+  EXPECT_NE(doc_text.find(query), std::string::npos) << "docs/metrics.md lacks the query:\n" << query;
+
+  json result;
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < end) {
+    const auto reply = http_get(prometheus_port, "/api/v1/query?query=" + url_encoded(query));
+    if (reply.first == 200) {
+      result = json::parse(reply.second, nullptr, false);
+      if (result.is_object() && result["data"]["result"].size() == native_pus()) break;
+    }
+    std::this_thread::sleep_for(500ms);
+  }
+  ASSERT_TRUE(result.is_object()) << "Prometheus never answered";
+  ASSERT_EQ(result["data"]["result"].size(), native_pus()) << result.dump();
+  std::set<std::string> cpus;
+  for (const auto& series : result["data"]["result"]) {
+    cpus.insert(series["metric"]["cpu"].get<std::string>());
+    EXPECT_EQ(series["metric"]["host"], "127.0.0.1") << series.dump();
+    EXPECT_GE(std::stod(series["value"][1].get<std::string>()), 0) << series.dump();
+  }
+  EXPECT_EQ(cpus.size(), native_pus());
 }
 
 TEST(Daemon, ControlSocketCommandsAndPermissions) {
