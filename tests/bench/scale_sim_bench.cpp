@@ -318,8 +318,8 @@ class Simulation {
 
     std::array<Outcome, kRules> out{};
     const ProbeSettings settings;
-    const double round_seconds = static_cast<double>(a_.cores) * settings.samples *
-                                 sample_seconds(seconds_, kEveryProbe);
+    const double round_seconds =
+        static_cast<double>(a_.cores) * settings.samples * sample_seconds(seconds_, kEveryProbe);
     double slowest = 0, slowest_every_probe = 0;  // a node's confirmation, seconds
     std::vector<NodeSummary> summaries;
     summaries.reserve(a_.nodes);
@@ -420,7 +420,8 @@ class Simulation {
   static constexpr std::size_t kScreening = ~std::size_t{0};
   // `probes`: what a confirmation round runs (its other figures stay empty).
   CoreFigures figures_of(std::size_t entry, unsigned cpu, const Defect& defect, std::size_t round,
-                         std::size_t node, const std::vector<ProbeKind>& probes = kEveryProbe) const {
+                         std::size_t node,
+                         const std::vector<ProbeKind>& probes = kEveryProbe) const {
     const bool hit = defect.kind != Defect::none && node == defect_node() && cpu == kDefectCpu;
     CoreFigures f;
     if (round != kScreening) {
@@ -445,8 +446,11 @@ class Simulation {
       }
       if (hit && defect.kind == Defect::slow) joined = slow_defect(joined, defect.size);
       if (hit && defect.kind == Defect::noisy) joined = noisy_defect(joined, defect.size);
-      auto runs = [&](ProbeKind p) { return std::find(probes.begin(), probes.end(), p) != probes.end(); };
-      if (!runs(ProbeKind::matmul)) joined.matmul_seconds.clear(), joined.matmul_product_seconds.clear();
+      auto runs = [&](ProbeKind p) {
+        return std::find(probes.begin(), probes.end(), p) != probes.end();
+      };
+      if (!runs(ProbeKind::matmul))
+        joined.matmul_seconds.clear(), joined.matmul_product_seconds.clear();
       if (!runs(ProbeKind::clock)) joined.clock_hertz.clear();
       if (!runs(ProbeKind::stream)) joined.stream_seconds.clear();
       if (!runs(ProbeKind::detour)) joined.detours.clear();
@@ -579,7 +583,7 @@ int main(int argc, char** argv) {
     int sweeps;
     double mean_suspects, mean_rounds;
     std::array<RuleFigures, kRules> rules;
-    std::vector<double> cost, cost_every_probe;  // per clean sweep
+    std::vector<double> cost, cost_every_probe;        // per clean sweep
     std::array<double, kCoreStates> suspect_states{};  // summed over clean sweeps
   };
   std::vector<Row> rows;
@@ -687,11 +691,13 @@ int main(int argc, char** argv) {
     const auto share = [&](CoreState s) {
       return all > 0 ? row.suspect_states[static_cast<std::size_t>(s)] / all * 100 : 0.0;
     };
-    std::printf("| %s | %s | %td of %zu | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.0f / %.0f / %.0f / %.0f %% |\n",
-                row.allocation.c_str(), row.model.c_str(), with, c.size(), at(c, 0.5) * 100,
-                at(c, 0.95) * 100, c.empty() ? NAN : c.back() * 100, at(e, 0.5) * 100,
-                share(CoreState::throttled), share(CoreState::noisy), share(CoreState::contended),
-                share(CoreState::slow));
+    std::printf(
+        "| %s | %s | %td of %zu | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.0f / %.0f / %.0f / %.0f %% "
+        "|\n",
+        row.allocation.c_str(), row.model.c_str(), with, c.size(), at(c, 0.5) * 100,
+        at(c, 0.95) * 100, c.empty() ? NAN : c.back() * 100, at(e, 0.5) * 100,
+        share(CoreState::throttled), share(CoreState::noisy), share(CoreState::contended),
+        share(CoreState::slow));
   }
   std::printf("\nsimulated in %.1f s\n", elapsed);
   return 0;

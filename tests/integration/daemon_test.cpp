@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "daemon_process.h"
 #include "probe/topology.h"
@@ -22,10 +23,12 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::DaemonProcess;
+using testing::free_tcp_port;
 using testing::http_get;
 using testing::metric_value;
 using testing::run_command;
 using testing::TempDir;
+using testing::url_encoded;
 
 const std::string kCorenoise = CORENOISE_BIN;
 
@@ -100,6 +103,46 @@ TEST(Daemon, ExportsEveryCpuAndPassesPromtool) {
   EXPECT_NE(http_get(port, "/metrics", "POST").first, 200);
 }
 
+// A real Prometheus server in `dir` scraping every second one job per
+// (name, port) of `jobs`, on a port of its own.
+class PrometheusServer {
+ public:
+  PrometheusServer(const TempDir& dir, const std::vector<std::pair<std::string, int>>& jobs)
+      : port_(free_tcp_port()) {
+    std::ofstream config(dir.path() + "/prometheus.yml");
+    config << "global:\n  scrape_interval: 1s\nscrape_configs:\n";
+    for (const auto& [name, port] : jobs) {
+      config << "  - job_name: " << name << "\n    static_configs:\n"
+             << "      - targets: ['127.0.0.1:" << port << "']\n";
+    }
+    config.close();
+    process_.emplace(std::vector<std::string>{
+        "/usr/bin/prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
+        "--storage.tsdb.path=" + dir.path() + "/tsdb",
+        "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=error"});
+  }
+
+  // Polls the query API for up to 60 s until `query` returns `series`
+  // series; the last answer (not an object if none came).
+  json query_until(const std::string& query, std::size_t series) const {
+    json result;
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < end) {
+      const auto reply = http_get(port_, "/api/v1/query?query=" + url_encoded(query));
+      if (reply.first == 200) {
+        result = json::parse(reply.second, nullptr, false);
+        if (result.is_object() && result["data"]["result"].size() == series) break;
+      }
+      std::this_thread::sleep_for(500ms);
+    }
+    return result;
+  }
+
+ private:
+  int port_;
+  std::optional<BackgroundProcess> process_;
+};
+
 TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
   TempDir dir;
   DaemonProcess daemon(round_a_second_args(dir));
@@ -107,26 +150,9 @@ TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
   ASSERT_GT(port, 0) << daemon.log();
   ASSERT_TRUE(has_rounds(scrape_until(port, has_rounds))) << daemon.log();
 
-  const int prometheus_port = 19000 + static_cast<int>(getpid() % 900);
-  std::ofstream(dir.path() + "/prometheus.yml")
-      << "global:\n  scrape_interval: 1s\n"
-      << "scrape_configs:\n  - job_name: corenoise\n    static_configs:\n"
-      << "      - targets: ['127.0.0.1:" << port << "']\n";
-  BackgroundProcess prometheus(
-      {"/usr/bin/prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
-       "--storage.tsdb.path=" + dir.path() + "/tsdb",
-       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=error"});
-  json result;
-  const auto end = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < end) {
-    const auto reply = http_get(
-        prometheus_port, "/api/v1/query?query=corenoise_slowdown_ratio%7Bprobe%3D%22matmul%22%7D");
-    if (reply.first == 200) {
-      result = json::parse(reply.second, nullptr, false);
-      if (result.is_object() && result["data"]["result"].size() == native_pus()) break;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  const PrometheusServer prometheus(dir, {{"corenoise", port}});
+  const json result =
+      prometheus.query_until("corenoise_slowdown_ratio{probe=\"matmul\"}", native_pus());
   ASSERT_TRUE(result.is_object()) << "Prometheus never answered";
   ASSERT_EQ(result["data"]["result"].size(), native_pus()) << result.dump();
   for (const auto& series : result["data"]["result"]) {
@@ -149,19 +175,9 @@ TEST(Daemon, PrometheusJoinsTheSlowdownWithNodeExportersCpuTime) {
   ASSERT_GT(port, 0) << daemon.log();
   const int node_port = free_tcp_port();
   BackgroundProcess exporter({node_exporter, "--collector.disable-defaults", "--collector.cpu",
+                              "--log.level=error",
                               "--web.listen-address=127.0.0.1:" + std::to_string(node_port)});
-  const int prometheus_port = free_tcp_port();
-  std::ofstream(dir.path() + "/prometheus.yml")
-      << "global:\n  scrape_interval: 1s\n"
-      << "scrape_configs:\n"
-      << "  - job_name: corenoise\n    static_configs:\n"
-      << "      - targets: ['127.0.0.1:" << port << "']\n"
-      << "  - job_name: node\n    static_configs:\n"
-      << "      - targets: ['127.0.0.1:" << node_port << "']\n";
-  BackgroundProcess prometheus(
-      {"/usr/bin/prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
-       "--storage.tsdb.path=" + dir.path() + "/tsdb",
-       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=error"});
+  const PrometheusServer prometheus(dir, {{"corenoise", port}, {"node", node_port}});
   // docs/metrics.md, "Joining node_exporter", word for word.
   const std::string query =
       "label_replace(corenoise_slowdown_ratio{probe=\"expected\",mode=\"isolated\"}, "
@@ -171,18 +187,10 @@ TEST(Daemon, PrometheusJoinsTheSlowdownWithNodeExportersCpuTime) {
       "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\")";
   std::ifstream doc(std::string(CORENOISE_SOURCE_DIR) + "/docs/metrics.md");
   const std::string doc_text((std::istreambuf_iterator<char>(doc)), {});
-  EXPECT_NE(doc_text.find(query), std::string::npos) << "docs/metrics.md lacks the query:\n" << query;
+  EXPECT_NE(doc_text.find(query), std::string::npos) << "docs/metrics.md lacks the query:\n"
+                                                     << query;
 
-  json result;
-  const auto end = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < end) {
-    const auto reply = http_get(prometheus_port, "/api/v1/query?query=" + url_encoded(query));
-    if (reply.first == 200) {
-      result = json::parse(reply.second, nullptr, false);
-      if (result.is_object() && result["data"]["result"].size() == native_pus()) break;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  const json result = prometheus.query_until(query, native_pus());
   ASSERT_TRUE(result.is_object()) << "Prometheus never answered";
   ASSERT_EQ(result["data"]["result"].size(), native_pus()) << result.dump();
   std::set<std::string> cpus;

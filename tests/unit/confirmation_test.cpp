@@ -131,7 +131,8 @@ TEST(Confirmation, OnlyTheProbesTheSuspectsTestsReadAreRunAgain) {
 
   std::mt19937_64 rng(7);
   std::vector<CpuSamples> round;
-  for (unsigned cpu = 0; cpu < 6; ++cpu) round.push_back(core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng));
+  for (unsigned cpu = 0; cpu < 6; ++cpu)
+    round.push_back(core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng));
   ModeVerdicts v = judge(figures(round), Thresholds{});
   ASSERT_EQ(v.cores[1].state, CoreState::noisy);
   const ConfirmationPlan noisy_only = plan_confirmation(v);

@@ -14,8 +14,8 @@ constexpr const char* kDebianMpich =
 
 TEST(MpichUcxFinalize, DebiansMpichOnUcxNeedsTheWayRound) {
   EXPECT_TRUE(mpi_finalize_needs_unflushed_disconnect(kDebianMpich));
-  EXPECT_TRUE(mpi_finalize_needs_unflushed_disconnect(
-      "MPICH Version:\t4.1.2\nMPICH Device:\tch4:ucx\n"));
+  EXPECT_TRUE(
+      mpi_finalize_needs_unflushed_disconnect("MPICH Version:\t4.1.2\nMPICH Device:\tch4:ucx\n"));
   EXPECT_TRUE(mpi_finalize_needs_unflushed_disconnect(
       "MPICH Version:      3.4.3\nMPICH Device:    ch4:ucx\n"));
 }
@@ -23,14 +23,14 @@ TEST(MpichUcxFinalize, DebiansMpichOnUcxNeedsTheWayRound) {
 // The barrier was removed in 4.2; other devices and other MPIs never call
 // UCX's disconnect from that finalize.
 TEST(MpichUcxFinalize, OtherLibrariesKeepTheFlushingClose) {
-  EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(
-      "MPICH Version:\t4.2.0\nMPICH Device:\tch4:ucx\n"));
-  EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(
-      "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\n"));
+  EXPECT_FALSE(
+      mpi_finalize_needs_unflushed_disconnect("MPICH Version:\t4.2.0\nMPICH Device:\tch4:ucx\n"));
+  EXPECT_FALSE(
+      mpi_finalize_needs_unflushed_disconnect("MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\n"));
   EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(
       "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022"));
-  EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(
-      "Intel(R) MPI Library 2021.10 for Linux* OS"));
+  EXPECT_FALSE(
+      mpi_finalize_needs_unflushed_disconnect("Intel(R) MPI Library 2021.10 for Linux* OS"));
   EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect("MPICH Version:\tunknown ch4:ucx"));
   EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(""));
 }
