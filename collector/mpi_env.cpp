@@ -256,6 +256,9 @@ void MpiEnvironment::finalize(double seconds, int exit_code) {
     [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message.data(), message.size());
     _exit(exit_code);
   });
+  // Every rank has received every other rank's last messages before any
+  // leaves its endpoints unflushed (mpich_ucx_finalize.h); under the deadline.
+  MPI_Barrier(MPI_COMM_WORLD);
   finalize_mpi();
   {
     std::lock_guard lock(mutex);

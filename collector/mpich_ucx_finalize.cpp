@@ -2,10 +2,10 @@
 #include "collector/mpich_ucx_finalize.h"
 
 #include <dlfcn.h>
-#include <ucp/api/ucp.h>
 
 #include <atomic>
 #include <charconv>
+#include <cstdint>
 #include <string_view>
 
 namespace corenoise {
@@ -26,13 +26,24 @@ bool version_after(std::string_view text, std::string_view key, int& major, int&
   return minor_error == std::errc();
 }
 
+// The rest of the line after `key`.
+std::string_view line_after(std::string_view text, std::string_view key) {
+  const auto at = text.find(key);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = text.substr(at + key.size());
+  return rest.substr(0, rest.find('\n'));
+}
+
 }  // namespace
 
 bool mpi_finalize_needs_unflushed_disconnect(std::string_view library_version) {
   int major = 0;
   int minor = 0;
   if (!version_after(library_version, "MPICH Version:", major, minor)) return false;
-  if (library_version.find("ch4:ucx") == std::string_view::npos) return false;
+  // The device line, not the configure line that may name UCX too.
+  if (line_after(library_version, "MPICH Device:").find("ch4:ucx") == std::string_view::npos) {
+    return false;
+  }
   return major < 4 || (major == 4 && minor < 2);
 }
 
@@ -44,13 +55,14 @@ void set_unflushed_ucx_disconnect(bool armed) {
 
 // Exported from the executable (see collector/CMakeLists.txt), so it comes
 // before libucp's in the dynamic linker's search and libmpich binds to it.
-extern "C" ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep) {
+extern "C" void* ucp_disconnect_nb(void* ep) {
   if (corenoise::g_unflushed_disconnect.load(std::memory_order_acquire)) {
     return nullptr;  // UCS_OK: done; ucp_worker_destroy releases the endpoint
   }
-  using Disconnect = ucs_status_ptr_t (*)(ucp_ep_h);
+  using Disconnect = void* (*)(void*);
   static const auto ucx_disconnect =
       reinterpret_cast<Disconnect>(dlsym(RTLD_NEXT, "ucp_disconnect_nb"));
-  if (ucx_disconnect == nullptr) return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+  // UCS_ERR_UNSUPPORTED (-22) as a status pointer, should libucp lack it.
+  if (ucx_disconnect == nullptr) return reinterpret_cast<void*>(static_cast<intptr_t>(-22));
   return ucx_disconnect(ep);
 }

@@ -1,7 +1,7 @@
 // A way round a deadlock in MPI_Finalize of MPICH before 4.2 with its UCX
 // netmod (Debian 12 ships MPICH 4.0.2 on UCX 1.13), found with
-// tests/tools/netns_sweep.sh and a 10-line MPI program (1 run in 100 with 2
-// ranks on two hosts over TCP, 1 in 4 with 4 ranks).
+// tests/tools/netns_sweep.sh and a 10-line MPI program (2 runs in 200 with 2
+// ranks on two hosts over TCP, 28 in 100 with 4).
 //
 // The cause: MPICH's finalize closes every UCX endpoint in flush mode
 // (ucp_disconnect_nb), waits for the closes, and then waits in a PMI barrier
@@ -14,13 +14,17 @@
 // MPICH does not have the change.
 //
 // The way round: this file defines ucp_disconnect_nb, exported from the
-// executable, so libmpich's call binds to it before libucp's. While armed
-// (from just before MPI_Finalize, on the affected MPICH only) it leaves the
-// endpoint open and reports the close done; MPICH then destroys the UCX
-// worker, which releases every endpoint without a flush. That is safe there:
-// at MPI_Finalize every MPI operation is complete, and the PMI barrier keeps
-// every rank's worker alive until all ranks have reached it. At any other time,
-// and with any other MPI, the call goes to UCX's own ucp_disconnect_nb.
+// executable, so libmpich binds to it before libucp's (its one call site is
+// that finalize). While armed (from just before MPI_Finalize, on the
+// affected MPICH only) it leaves the endpoint open and reports the close
+// done; MPICH then destroys the UCX worker, which releases every endpoint
+// without a flush. What the skipped flush would still have pushed out is a
+// message handed to UCX but not yet to the kernel (a full socket buffer);
+// MpiEnvironment::finalize barriers first, so that every rank has received
+// every other rank's last messages before any endpoint is left unflushed,
+// and the PMI barrier keeps every worker alive until all ranks reach it. At
+// any other time, and with any other MPI, the call goes to UCX's own
+// ucp_disconnect_nb.
 #pragma once
 
 #include <string_view>
@@ -35,3 +39,7 @@ bool mpi_finalize_needs_unflushed_disconnect(std::string_view library_version);
 void set_unflushed_ucx_disconnect(bool armed);
 
 }  // namespace corenoise
+
+// UCX's `ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h)`, with its pointer
+// types as void* so that building needs no UCX headers.
+extern "C" void* ucp_disconnect_nb(void* ep);

@@ -103,7 +103,7 @@ struct CoreFigures {
     double alpha = 0;  // level of the re-test
     std::optional<double> figure;           // the re-measured figure of that test
     std::optional<double> bound;            // its lower bound at alpha
-    std::optional<unsigned> reference_cpu;  // the core measured beside it
+    std::optional<unsigned> reference_cpu;  // its reference core in the confirmation
   };
   std::optional<Confirmation> confirmation;
 };

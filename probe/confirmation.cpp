@@ -69,11 +69,13 @@ ConfirmationPlan plan_confirmation(const ModeVerdicts& screened) {
   std::map<std::string, std::size_t> next;
   for (unsigned cpu : plan.suspects) {
     plan.cpus.push_back(cpu);
+    plan.partners.emplace_back();
     const CoreFigures* suspect = find_cpu(screened.cores, cpu);
     const auto& list = candidates[suspect->kind];
     if (list.empty()) continue;
     const std::size_t shared = std::min(list.size(), kMaxReferencesPerKind);
     const unsigned partner = list[next[suspect->kind]++ % shared]->cpu;
+    plan.partners.back() = partner;
     if (std::find(plan.references.begin(), plan.references.end(), partner) ==
         plan.references.end()) {
       plan.references.push_back(partner);
@@ -145,12 +147,9 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
     confirmation.suspected_cause = c.confirmation ? c.confirmation->suspected_cause : c.cause;
     confirmation.rounds = (c.confirmation ? c.confirmation->rounds : 0) + 1;
     confirmation.alpha = alpha;
-    const std::size_t pair =
-        std::find(plan.cpus.begin(), plan.cpus.end(), c.cpu) - plan.cpus.begin();
-    if (pair + 1 < plan.cpus.size() && std::find(plan.references.begin(), plan.references.end(),
-                                                 plan.cpus[pair + 1]) != plan.references.end()) {
-      confirmation.reference_cpu = plan.cpus[pair + 1];
-    }
+    const std::size_t at =
+        std::find(plan.suspects.begin(), plan.suspects.end(), c.cpu) - plan.suspects.begin();
+    if (at < plan.partners.size()) confirmation.reference_cpu = plan.partners[at];
     const CoreFigures* again = find_cpu(judged.cores, c.cpu);
     if (again != nullptr && again->state != CoreState::skipped) {
       confirmation.figure = test_figure(*again, c.state);

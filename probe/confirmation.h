@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "probe/analysis.h"
@@ -28,6 +29,9 @@ struct ConfirmationPlan {
   // In the order to measure: each suspect, then its reference core.
   std::vector<unsigned> cpus;
   std::vector<unsigned> suspects;
+  // Each suspect's reference core (shared by several once a kind has
+  // kMaxReferencesPerKind), or none: parallel to `suspects`.
+  std::vector<std::optional<unsigned>> partners;
   std::vector<unsigned> references;  // the reference cores (each once)
   // The probes whose figures re-test the suspects' states (probes_to_confirm),
   // in ProbeKind order: a confirmation runs these only.

@@ -107,8 +107,11 @@ TEST(Daemon, ExportsEveryCpuAndPassesPromtool) {
 // (name, port) of `jobs`, on a port of its own.
 class PrometheusServer {
  public:
-  PrometheusServer(const TempDir& dir, const std::vector<std::pair<std::string, int>>& jobs)
-      : port_(free_tcp_port()) {
+  // `port`: where it listens (free_tcp_port(), chosen before any other
+  // server of the test starts, so that none takes it meanwhile).
+  PrometheusServer(const TempDir& dir, int port,
+                   const std::vector<std::pair<std::string, int>>& jobs)
+      : port_(port) {
     std::ofstream config(dir.path() + "/prometheus.yml");
     config << "global:\n  scrape_interval: 1s\nscrape_configs:\n";
     for (const auto& [name, port] : jobs) {
@@ -123,15 +126,19 @@ class PrometheusServer {
   }
 
   // Polls the query API for up to 60 s until `query` returns `series`
-  // series; the last answer (not an object if none came).
+  // series; the last successful answer (null if none came).
   json query_until(const std::string& query, std::size_t series) const {
     json result;
     const auto end = std::chrono::steady_clock::now() + 60s;
     while (std::chrono::steady_clock::now() < end) {
       const auto reply = http_get(port_, "/api/v1/query?query=" + url_encoded(query));
       if (reply.first == 200) {
-        result = json::parse(reply.second, nullptr, false);
-        if (result.is_object() && result["data"]["result"].size() == series) break;
+        json answer = json::parse(reply.second, nullptr, false);
+        if (answer.is_object() && answer.value("status", "") == "success" &&
+            answer.contains("data") && answer["data"].contains("result")) {
+          result = std::move(answer);
+          if (result["data"]["result"].size() == series) break;
+        }
       }
       std::this_thread::sleep_for(500ms);
     }
@@ -150,10 +157,10 @@ TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
   ASSERT_GT(port, 0) << daemon.log();
   ASSERT_TRUE(has_rounds(scrape_until(port, has_rounds))) << daemon.log();
 
-  const PrometheusServer prometheus(dir, {{"corenoise", port}});
+  const PrometheusServer prometheus(dir, free_tcp_port(), {{"corenoise", port}});
   const json result =
       prometheus.query_until("corenoise_slowdown_ratio{probe=\"matmul\"}", native_pus());
-  ASSERT_TRUE(result.is_object()) << "Prometheus never answered";
+  ASSERT_TRUE(result.is_object()) << "Prometheus never answered the query";
   ASSERT_EQ(result["data"]["result"].size(), native_pus()) << result.dump();
   for (const auto& series : result["data"]["result"]) {
     EXPECT_GT(std::stod(series["value"][1].get<std::string>()), 0) << series.dump();
@@ -174,24 +181,27 @@ TEST(Daemon, PrometheusJoinsTheSlowdownWithNodeExportersCpuTime) {
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
   const int node_port = free_tcp_port();
+  int prometheus_port = free_tcp_port();
+  while (prometheus_port == node_port) prometheus_port = free_tcp_port();
   BackgroundProcess exporter({node_exporter, "--collector.disable-defaults", "--collector.cpu",
                               "--log.level=error",
                               "--web.listen-address=127.0.0.1:" + std::to_string(node_port)});
-  const PrometheusServer prometheus(dir, {{"corenoise", port}, {"node", node_port}});
+  const PrometheusServer prometheus(dir, prometheus_port,
+                                    {{"corenoise", port}, {"node", node_port}});
   // docs/metrics.md, "Joining node_exporter", word for word.
   const std::string query =
-      "label_replace(corenoise_slowdown_ratio{probe=\"expected\",mode=\"isolated\"}, "
+      "sort_desc(label_replace(corenoise_slowdown_ratio{probe=\"expected\",mode=\"isolated\"}, "
       "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\")\n"
       "  * on (host, cpu) group_left ()\n"
       "label_replace(sum by (instance, cpu) (rate(node_cpu_seconds_total{mode!=\"idle\"}[10s])), "
-      "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\")";
+      "\"host\", \"$1\", \"instance\", \"(.*):[0-9]+\"))";
   std::ifstream doc(std::string(CORENOISE_SOURCE_DIR) + "/docs/metrics.md");
   const std::string doc_text((std::istreambuf_iterator<char>(doc)), {});
   EXPECT_NE(doc_text.find(query), std::string::npos) << "docs/metrics.md lacks the query:\n"
                                                      << query;
 
   const json result = prometheus.query_until(query, native_pus());
-  ASSERT_TRUE(result.is_object()) << "Prometheus never answered";
+  ASSERT_TRUE(result.is_object()) << "Prometheus never answered the query";
   ASSERT_EQ(result["data"]["result"].size(), native_pus()) << result.dump();
   std::set<std::string> cpus;
   for (const auto& series : result["data"]["result"]) {

@@ -43,20 +43,28 @@ fi
 
 # This machine's Debian mirror (deb822 or one-line sources), else Debian's.
 mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-  grep -E '^(URIs:|deb )' | grep -o -m1 'https\?://[^ ]*' | head -n1 || true)
+  grep -E '^(URIs:|deb )' | grep -o 'https\?://[^ ]*' | grep -v security | head -n1 || true)
 mirror=${mirror:-http://deb.debian.org/debian}
 
 WORK=${WORK:-$(mktemp -d /var/tmp/corenoise-fresh.XXXXXX)}
-ROOT=$WORK/root
 mkdir -p "$WORK"
+WORK=$(realpath "$WORK")    # /proc/PID/root reads as the resolved path
+ROOT=$WORK/root
 
 # Every process still running inside the root (a daemon a test left) is
 # killed before the mounts go, then the root is removed unless --keep.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   set +e
+  local p left
   for p in /proc/[0-9]*; do
     [[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
+  for _ in 1 2 3 4 5 6 7 8 9 10; do    # until they are gone, for at most 5 s
+    left=0
+    for p in /proc/[0-9]*; do [[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && left=1; done
+    ((left)) || break
+    sleep 0.5
   done
   if ((KEEP)); then say "kept $ROOT"; else rm -rf --one-file-system "$WORK"; fi
 }
@@ -69,11 +77,16 @@ debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$WORK/debootstrap.log
   echo "fresh_machine_check: FAIL: debootstrap failed" >&2
   exit 1
 }
-# What a fresh machine has: the suites and security updates of this
-# machine's sources, name resolution, git (to have cloned the project).
+# What a fresh machine has: Debian's suites and security updates from this
+# machine's sources (only Debian's: another repository's key is not in the
+# root), and name resolution. The clone is made from outside.
 rm -f "$ROOT/etc/apt/sources.list"
-cp /etc/apt/sources.list.d/*.sources "$ROOT/etc/apt/sources.list.d/" 2>/dev/null ||
-  echo "deb $mirror bookworm main" >"$ROOT/etc/apt/sources.list"
+copied=0
+for f in /etc/apt/sources.list.d/*.sources; do
+  if [[ ! -f $f ]] || ! grep -q 'debian-archive-keyring' "$f"; then continue; fi
+  cp "$f" "$ROOT/etc/apt/sources.list.d/" && copied=1
+done
+((copied)) || echo "deb $mirror bookworm main" >"$ROOT/etc/apt/sources.list"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 say "debootstrap done in $((SECONDS - start)) s; cloning $(git -C "$REPO" rev-parse --short HEAD)"
 git clone -q --no-local "$REPO" "$ROOT/src"

@@ -94,7 +94,7 @@ CMD=(mpiexec.mpich -f "$WORK/hosts" "${LAYOUT[@]}" -launcher ssh -launcher-exec 
      --stream-bytes 8388608 --timeout 60 --quiet --json "$JSON")
 say "running: UCX_TLS=$UCX_TLS UCX_NET_DEVICES=$UCX_NET_DEVICES ${CMD[*]}"
 start=$SECONDS
-# MPICH 4.0.2 on UCX deadlocked in MPI_Finalize here (1 run in 3); corenoise
+# MPICH 4.0.2 on UCX deadlocked in MPI_Finalize here (1 run in 3 to 6); corenoise
 # works round it (collector/mpich_ucx_finalize.h), so the job must now end by
 # itself, with the sweep's own status and no launcher error. timeout(1) is
 # only the suite's guard against a hang.

@@ -194,7 +194,9 @@ TEST(Analysis, RandomizedNodesKeepTheInvariants) {
       ASSERT_TRUE(bound.has_value());
       EXPECT_LE(*bound, *c.clock_ratio);
       EXPECT_EQ(c.state == CoreState::throttled, *bound >= t.throttled_clock_ratio);
-      if (*c.clock_ratio < t.throttled_clock_ratio) EXPECT_NE(c.state, CoreState::throttled);
+      if (*c.clock_ratio < t.throttled_clock_ratio) {
+        EXPECT_NE(c.state, CoreState::throttled);
+      }
     }
   }
 }

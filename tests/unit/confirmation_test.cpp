@@ -158,6 +158,34 @@ TEST(Confirmation, OnlyTheProbesTheSuspectsTestsReadAreRunAgain) {
             (std::vector<ProbeKind>{ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour}));
 }
 
+// Past kMaxReferencesPerKind suspects, references are shared: each is
+// measured once, and every suspect still names the one it was judged beside.
+TEST(Confirmation, SuspectsShareAtMostThreeReferencesAndEachNamesItsOwn) {
+  std::mt19937_64 rng(8);
+  std::vector<CpuSamples> round;
+  for (unsigned cpu = 0; cpu < 12; ++cpu)
+    round.push_back(core(cpu, cpu < 5 ? 0.012 : 0.010, 0.01, rng));
+  ModeVerdicts v = judge(figures(round), Thresholds{});
+  for (unsigned cpu = 0; cpu < 5; ++cpu) ASSERT_EQ(v.cores[cpu].state, CoreState::slow) << cpu;
+  const ConfirmationPlan plan = plan_confirmation(v);
+  ASSERT_EQ(plan.suspects.size(), 5u);
+  EXPECT_EQ(plan.references.size(), kMaxReferencesPerKind);
+  EXPECT_EQ(plan.cpus.size(), 5u + kMaxReferencesPerKind);  // each core measured once
+  std::vector<CpuSamples> again;
+  for (unsigned cpu : plan.cpus) again.push_back(core(cpu, cpu < 5 ? 0.012 : 0.010, 0.01, rng));
+  apply_confirmation(v, figures(again), plan, Thresholds{}, confirmation_alpha(0.05, 5));
+  for (std::size_t i = 0; i < plan.suspects.size(); ++i) {
+    const CoreFigures& c = v.cores[plan.suspects[i]];
+    ASSERT_TRUE(c.confirmation) << c.cpu;
+    ASSERT_TRUE(c.confirmation->reference_cpu) << c.cpu;
+    EXPECT_EQ(c.confirmation->reference_cpu, plan.partners[i]);
+    EXPECT_NE(
+        std::find(plan.references.begin(), plan.references.end(), *c.confirmation->reference_cpu),
+        plan.references.end());
+    EXPECT_TRUE(c.confirmation->confirmed) << c.cpu;
+  }
+}
+
 // On two cores the other core is the reference, measured right after.
 TEST(Confirmation, OnTwoCoresTheOtherCoreIsTheReference) {
   std::mt19937_64 rng(4);

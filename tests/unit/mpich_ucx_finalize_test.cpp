@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <ucp/api/ucp.h>
 
 namespace corenoise {
 namespace {
@@ -32,6 +31,9 @@ TEST(MpichUcxFinalize, OtherLibrariesKeepTheFlushingClose) {
   EXPECT_FALSE(
       mpi_finalize_needs_unflushed_disconnect("Intel(R) MPI Library 2021.10 for Linux* OS"));
   EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect("MPICH Version:\tunknown ch4:ucx"));
+  // UCX named only by the configure line: another device.
+  EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(
+      "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\nMPICH configure:\t--with-device=ch4:ucx\n"));
   EXPECT_FALSE(mpi_finalize_needs_unflushed_disconnect(""));
 }
 
