@@ -13,25 +13,23 @@ namespace {
 
 std::atomic<bool> g_unflushed_disconnect{false};
 
-// The number after `key` in MPI_Get_library_version's text ("MPICH Version:\t4.0.2").
-bool version_after(std::string_view text, std::string_view key, int& major, int& minor) {
-  const auto at = text.find(key);
-  if (at == std::string_view::npos) return false;
-  std::string_view rest = text.substr(at + key.size());
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-  const char* end = rest.data() + rest.size();
-  auto [after_major, major_error] = std::from_chars(rest.data(), end, major);
-  if (major_error != std::errc() || after_major == end || *after_major != '.') return false;
-  auto [after_minor, minor_error] = std::from_chars(after_major + 1, end, minor);
-  return minor_error == std::errc();
-}
-
 // The rest of the line after `key`.
 std::string_view line_after(std::string_view text, std::string_view key) {
   const auto at = text.find(key);
   if (at == std::string_view::npos) return {};
   std::string_view rest = text.substr(at + key.size());
   return rest.substr(0, rest.find('\n'));
+}
+
+// The major.minor version after `key` ("MPICH Version:\t4.0.2").
+bool version_after(std::string_view text, std::string_view key, int& major, int& minor) {
+  std::string_view rest = line_after(text, key);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  const char* end = rest.data() + rest.size();
+  auto [after_major, major_error] = std::from_chars(rest.data(), end, major);
+  if (major_error != std::errc() || after_major == end || *after_major != '.') return false;
+  auto [after_minor, minor_error] = std::from_chars(after_major + 1, end, minor);
+  return minor_error == std::errc();
 }
 
 }  // namespace

@@ -182,9 +182,7 @@ int run(const CommandOptions& options) {
         confirm_mode_report(mode_report, report.pus, options.settings, here.suspects, here.screened,
                             [&](const ConfirmationPlan& plan) {
                               if (plan.empty()) return RoundSamples{};
-                              const Runner again(options.settings.for_confirmation(plan.probes),
-                                                 topology);
-                              return again.run(mode, plan.cpus);
+                              return runner.for_confirmation(plan.probes).run(mode, plan.cpus);
                             });
       }
       report.modes.push_back(std::move(mode_report));

@@ -50,9 +50,9 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
     : env_(env), settings_(settings) {
   json mine;
   try {
-    topology_ = Topology::load("native");
-    cpu_ = choose_rank_cpu(topology_->pus(), env.node_rank());
-    runner_.emplace(settings_, *topology_);
+    const Topology topology = Topology::load("native");
+    cpu_ = choose_rank_cpu(topology.pus(), env.node_rank());
+    runner_.emplace(settings_, topology);
     mine["cpu"] = *cpu_;
   } catch (const std::exception& e) {
     mine["error"] = e.what();
@@ -104,8 +104,7 @@ RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participant
   if (!runner_ || !cpu_) throw std::logic_error("NodeRanks: a rank without a CPU was asked to run");
   if (confirm_probes == nullptr) return runner_->run(mode, {*cpu_}, {}, nullptr, &shared);
   // A confirmation round: a longer look, at what the suspects' tests read.
-  const Runner again(settings_.for_confirmation(*confirm_probes), *topology_);
-  return again.run(mode, {*cpu_}, {}, nullptr, &shared);
+  return runner_->for_confirmation(*confirm_probes).run(mode, {*cpu_}, {}, nullptr, &shared);
 }
 
 namespace {

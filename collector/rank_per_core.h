@@ -67,7 +67,6 @@ class NodeRanks {
 
   MpiEnvironment& env_;
   ProbeSettings settings_;
-  std::optional<Topology> topology_;  // for confirmation rounds' runners
   std::optional<Runner> runner_;
   std::optional<unsigned> cpu_;
   std::string problem_;

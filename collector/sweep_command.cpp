@@ -349,8 +349,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
                               if (ranks && !plan.empty()) {
                                 again = ranks->run(mode, again_at, &plan);
                               } else if (!plan.empty()) {
-                                const Runner confirm_runner(
-                                    options.settings.for_confirmation(plan.probes), *topology);
+                                const Runner confirm_runner = runner->for_confirmation(plan.probes);
                                 sleep_until_unix_seconds(again_at);
                                 again = confirm_runner.run(mode, plan.cpus);
                               }

@@ -368,6 +368,12 @@ Runner::Runner(ProbeSettings settings, Topology topology)
   tsc_hertz();  // calibrate now, not inside the first probe
 }
 
+Runner Runner::for_confirmation(const std::vector<ProbeKind>& needed) const {
+  Runner again = *this;
+  again.settings_ = settings_.for_confirmation(needed);
+  return again;
+}
+
 RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress,
                          const std::atomic<bool>* cancel, const SharedRound* shared,
                          double deadline_seconds) const {

@@ -99,6 +99,10 @@ class Runner {
   // How long a probe thread may take to notice the deadline or a cancel.
   static constexpr double kAbandonGraceSeconds = 0.5;
 
+  // This runner for a confirmation round: the same topology and ISA, with
+  // ProbeSettings::for_confirmation(needed).
+  Runner for_confirmation(const std::vector<ProbeKind>& needed) const;
+
   const ProbeSettings& settings() const { return settings_; }
   Isa isa() const { return isa_; }
 
