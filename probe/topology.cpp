@@ -186,7 +186,7 @@ Topology Topology::load(const std::string& spec) {
     } else if (!hwloc_bitmap_isset(allowed, pu->os_index)) {
       p.skip_reason = "disallowed by cgroup/cpuset";
     } else if (affinity && !hwloc_bitmap_isset(affinity.get(), pu->os_index)) {
-      p.skip_reason = "outside process affinity";
+      p.skip_reason = kOutsideAffinity;
     }
     result.pus_.push_back(std::move(p));
   }

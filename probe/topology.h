@@ -33,6 +33,11 @@ struct ProcessingUnit {
   bool usable() const { return skip_reason.empty(); }
 };
 
+// The skip_reason of a PU the cgroup allows but this process's affinity
+// does not (a launcher's binding, taskset): the one reason a process could
+// lift itself.
+inline constexpr const char* kOutsideAffinity = "outside process affinity";
+
 class Topology {
  public:
   // `spec` is "" or "native" (this machine), "synthetic:DESC" (hwloc synthetic

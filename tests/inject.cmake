@@ -5,8 +5,8 @@
 # executable, not a library.
 add_executable(corenoise_inject_unit_tests
   unit/noise_injection_test.cpp
-  ${PROJECT_SOURCE_DIR}/collector/command_line.cpp
-  ${PROJECT_SOURCE_DIR}/collector/inject_command.cpp)
+  ${PROJECT_SOURCE_DIR}/collector/cli/command_line.cpp
+  ${PROJECT_SOURCE_DIR}/collector/cli/inject_command.cpp)
 target_link_libraries(corenoise_inject_unit_tests PRIVATE corenoise::probe GTest::gtest_main)
 gtest_discover_tests(corenoise_inject_unit_tests DISCOVERY_TIMEOUT 60)
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/cluster_reduction.h"
-#include "collector/mpi_env.h"
+#include "collector/cluster/cluster_reduction.h"
+#include "collector/mpi/mpi_library.h"
 #include "probe/report.h"
 #include "probe/topology.h"
 
@@ -125,9 +125,9 @@ int run(MpiEnvironment& env, int reps) {
 
 int main(int argc, char** argv) {
   try {
-    corenoise::MpiEnvironment env(&argc, &argv);
+    const auto env = corenoise::open_mpi_environment(&argc, &argv);
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
-    return corenoise::run(env, reps);
+    return corenoise::run(*env, reps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "reduction_bench: %s\n", e.what());
     return 1;

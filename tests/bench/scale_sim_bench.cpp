@@ -53,7 +53,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/cluster_stats.h"
+#include "collector/cluster/cluster_stats.h"
 #include "probe/analysis.h"
 #include "probe/confirmation.h"
 #include "probe/report.h"

@@ -13,6 +13,7 @@
 
 #include "daemon_process.h"
 #include "json_file.h"
+#include "mpi_launchers.h"
 #include "process.h"
 
 namespace corenoise {
@@ -24,7 +25,7 @@ using testing::http_get;
 using testing::run_command;
 using testing::TempDir;
 
-const std::string kMpiexec = MPIEXEC_BIN;
+const std::string kMpiexec = MPIEXEC_MPICH_BIN;
 const std::string kCorenoise = CORENOISE_BIN;
 const std::string kTimeout = "timeout -k 10 240 ";
 
@@ -116,6 +117,30 @@ TEST(Collect, AMissingDaemonIsReportedAndSkipped) {
   // The node that answered is still published to.
   EXPECT_TRUE(published(http_get(port_a, "/metrics").second));
 }
+
+// One node's collect under each family's own launcher: the daemon's results
+// are reduced and published back to it.
+class CollectFamily : public ::testing::TestWithParam<testing::MpiLauncher> {};
+
+TEST_P(CollectFamily, OneNodesDaemonIsPublishedBack) {
+  TempDir dir;
+  DaemonProcess daemon(daemon_args(dir));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  const std::string out = dir.path() + "/cluster.json";
+  const auto r = run_command(kTimeout + GetParam().job(1, {"CORENOISE_SOCKET=" + dir.path() +
+                                                            "/ctl.sock"}) +
+                             kCorenoise + " collect --trigger --json " + out);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << "\n"
+                                                    << r.out << r.err << daemon.log();
+  const json report = read_json(out);
+  ASSERT_EQ(report["nodes"].size(), 1u) << report.dump(2);
+  EXPECT_GT(report["nodes"][0]["probed_cores"].get<int>(), 0) << report.dump(2);
+  EXPECT_TRUE(published(http_get(port, "/metrics").second));
+}
+
+INSTANTIATE_TEST_SUITE_P(Family, CollectFamily, ::testing::ValuesIn(testing::mpi_launchers()),
+                         testing::launcher_name);
 
 }  // namespace
 }  // namespace corenoise

@@ -1,8 +1,9 @@
-// MpiEnvironment under a real process manager: tests/tools/mpi_env_check run
-// as a singleton and with `mpiexec -n 1/2/4`. MPIR_CVAR_NUM_CLIQUES=2 makes
-// MPICH's MPI_Comm_split_type(SHARED) see two "nodes" on this one host, which
-// is how multi-node grouping is tested without a cluster (and why no test
-// keys anything on the hostname). No timing assertions: the machine may be
+// MpiEnvironment under a real process manager, for each MPI family of the
+// build: tests/tools/mpi_env_check run as a singleton and with 1, 2 and 4
+// ranks, under mpiexec.mpich and mpirun.openmpi. MPIR_CVAR_NUM_CLIQUES=2
+// makes MPICH's MPI_Comm_split_type(SHARED) see two "nodes" on this one
+// host, which is how multi-node grouping is tested without a cluster (and
+// why no test keys anything on the hostname). No timing assertions: the machine may be
 // small and loaded; `timeout` only stops a hung job from hanging the suite.
 #include <gtest/gtest.h>
 
@@ -13,19 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "mpi_launchers.h"
 #include "process.h"
 
 namespace corenoise {
 namespace {
 
 using nlohmann::json;
+using testing::MpiLauncher;
 using testing::run_command;
 
-const std::string kMpiexec = MPIEXEC_BIN;
 const std::string kCheck = MPI_ENV_CHECK_BIN;
 // Generous: 4 busy-polling ranks on 2 loaded cores start slowly.
 const std::string kTimeout = "timeout -k 10 180 ";
-const std::string kTwoNodes = " -genv MPIR_CVAR_NUM_CLIQUES 2";
 
 struct Job {
   int exit_code;
@@ -47,12 +48,10 @@ Job run_job(const std::string& command) {
   return job;
 }
 
-std::string mpiexec(int ranks, const std::string& env = "") {
-  return kMpiexec + " -n " + std::to_string(ranks) + env + " " + kCheck;
-}
 
 // Checks one job's lines against the layout and every helper's result.
-void expect_consistent(const Job& job, int world_size, int node_count) {
+void expect_consistent(const Job& job, int world_size, int node_count,
+                       const std::string& library_prefix) {
   ASSERT_EQ(job.exit_code, 0) << job.err;
   ASSERT_EQ(static_cast<int>(job.ranks.size()), world_size) << job.err;
   std::map<int, int> ranks_per_node;
@@ -68,7 +67,9 @@ void expect_consistent(const Job& job, int world_size, int node_count) {
     EXPECT_LT(node, node_count);
     ++ranks_per_node[node];
     EXPECT_EQ(j["is_leader"], j["node_rank"] == 0);
-    EXPECT_GE(j["thread_level"].get<int>(), 1);  // MPI_THREAD_FUNNELED in MPICH
+    EXPECT_GE(j["thread_level"].get<int>(), 1);  // MPI_THREAD_FUNNELED in both
+    // The launcher's family is the library that answered.
+    EXPECT_EQ(j["library_version"].get<std::string>().rfind(library_prefix, 0), 0U);
     if (j["is_leader"]) {
       EXPECT_EQ(leader_of_node.count(node), 0U) << "two leaders on node " << node;
       leader_of_node[node] = r;
@@ -141,27 +142,44 @@ void expect_consistent(const Job& job, int world_size, int node_count) {
   EXPECT_EQ(merge_threw, node_count > 1);
 }
 
-TEST(MpiEnv, SingletonWithoutMpiexecIsOneRankOnOneNode) {
-  expect_consistent(run_job(kCheck), 1, 1);
+class MpiEnv : public ::testing::TestWithParam<MpiLauncher> {
+ protected:
+  const MpiLauncher& launcher() const { return GetParam(); }
+  Job run(int ranks) const { return run_job(launcher().job(ranks) + kCheck); }
+  void expect(const Job& job, int world_size, int node_count) const {
+    expect_consistent(job, world_size, node_count, launcher().library_prefix);
+  }
+};
+
+// No launcher: the family CORENOISE_MPI names, else MPICH, the first loader's choice.
+TEST_P(MpiEnv, SingletonWithoutALauncherIsOneRankOnOneNode) {
+  expect(run_job("env CORENOISE_MPI=" + launcher().family + " " + kCheck), 1, 1);
 }
 
-TEST(MpiEnv, OneRank) { expect_consistent(run_job(mpiexec(1)), 1, 1); }
+TEST_P(MpiEnv, OneRank) { expect(run(1), 1, 1); }
 
-TEST(MpiEnv, TwoRanksOnOneHostAreOneNode) { expect_consistent(run_job(mpiexec(2)), 2, 1); }
+TEST_P(MpiEnv, TwoRanksOnOneHostAreOneNode) { expect(run(2), 2, 1); }
 
-TEST(MpiEnv, TwoRanksOnTwoFakeNodes) { expect_consistent(run_job(mpiexec(2, kTwoNodes)), 2, 2); }
+TEST_P(MpiEnv, FourRanksOnOneHostAreOneNode) { expect(run(4), 4, 1); }
 
-TEST(MpiEnv, FourRanksOnTwoFakeNodes) {
-  const Job job = run_job(mpiexec(4, kTwoNodes));
-  expect_consistent(job, 4, 2);
+// The families that can split one host into nodes (MPICH).
+class MpiEnvFakeNodes : public MpiEnv {};
+
+TEST_P(MpiEnvFakeNodes, TwoRanksOnTwoFakeNodes) {
+  expect(run_job(launcher().two_node_job(2) + kCheck), 2, 2);
+}
+
+TEST_P(MpiEnvFakeNodes, FourRanksOnTwoFakeNodes) {
+  const Job job = run_job(launcher().two_node_job(4) + kCheck);
+  expect(job, 4, 2);
   if (job.ranks.size() == 4) {
     for (const auto& j : job.ranks) EXPECT_EQ(j["node_size"], 2) << j.dump();
   }
 }
 
-TEST(MpiEnv, WatchdogAbortsAJobWithAHungRank) {
-  const auto r = run_command(kTimeout + kMpiexec + " -n 2" + kTwoNodes + " " + kCheck +
-                             " --hang-rank 1 --timeout 2");
+TEST_P(MpiEnv, WatchdogAbortsAJobWithAHungRank) {
+  const auto r =
+      run_command(kTimeout + launcher().job(2) + kCheck + " --hang-rank 1 --timeout 2");
   // 124/137 would be `timeout` killing the job: the watchdog did not work.
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << r.err;
@@ -173,13 +191,53 @@ TEST(MpiEnv, WatchdogAbortsAJobWithAHungRank) {
   EXPECT_EQ(r.out.find('{'), std::string::npos) << "no rank should have finished: " << r.out;
 }
 
-TEST(MpiEnv, WatchdogAbortsASingleton) {
-  const auto r = run_command(kTimeout + kCheck + " --hang-rank 0 --timeout 1");
+TEST_P(MpiEnv, WatchdogAbortsASingleton) {
+  const auto r = run_command(kTimeout + "env CORENOISE_MPI=" + launcher().family + " " + kCheck +
+                             " --hang-rank 0 --timeout 1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << r.err;
   EXPECT_NE(r.exit_code, 137) << r.err;
   EXPECT_NE(r.err.find("did not finish within 1 s on rank 0 (node 0)"), std::string::npos) << r.err;
 }
+
+#ifdef MPIRUN_OPENMPI_BIN  // both families built
+// The other family's library under this family's launcher sees N singletons;
+// every rank must say so instead of running alone.
+TEST_P(MpiEnv, ALibraryOfTheOtherFamilyIsCaughtDisagreeing) {
+  const std::string other = launcher().family == "mpich" ? "openmpi" : "mpich";
+  const auto r = run_command(kTimeout + launcher().job(2, {"CORENOISE_MPI=" + other}) + kCheck);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << "a rank ran alone: " << r.out;
+  EXPECT_NE(r.err.find("the launcher started 2 ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sees a job of 1: the launcher and the MPI library disagree"),
+            std::string::npos)
+      << r.err;
+}
+#endif
+
+// MPICH's finalize deadlock on UCX (collector/mpi/mpich_ucx_finalize.h) is
+// avoided only if libmpich binds ucp_disconnect_nb to the plugin's, not
+// libucp's: the dynamic linker says which it chose.
+TEST(MpiEnvMpich, LibmpichBindsThePluginsUcxDisconnect) {
+  const auto r = run_command(kTimeout + "env LD_DEBUG=bindings CORENOISE_MPI=mpich " + kCheck);
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  bool bound_to_plugin = false;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("`ucp_disconnect_nb'") == std::string::npos) continue;
+    if (line.find("binding file") == std::string::npos) continue;
+    if (line.find("libmpich.so") == std::string::npos) continue;
+    EXPECT_NE(line.find("libcorenoise-mpi-mpich.so"), std::string::npos) << line;
+    bound_to_plugin = bound_to_plugin || line.find("libcorenoise-mpi-mpich.so") != std::string::npos;
+  }
+  EXPECT_TRUE(bound_to_plugin) << "libmpich never bound ucp_disconnect_nb";
+}
+
+INSTANTIATE_TEST_SUITE_P(Family, MpiEnv, ::testing::ValuesIn(testing::mpi_launchers()),
+                         testing::launcher_name);
+INSTANTIATE_TEST_SUITE_P(Family, MpiEnvFakeNodes,
+                         ::testing::ValuesIn(testing::mpi_launchers_that_fake_nodes()),
+                         testing::launcher_name);
 
 }  // namespace
 }  // namespace corenoise

@@ -13,6 +13,7 @@
 
 #include "json_file.h"
 #include "probe/topology.h"
+#include "mpi_launchers.h"
 #include "process.h"
 
 namespace corenoise {
@@ -22,7 +23,7 @@ using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::run_command;
 
-const std::string kMpiexec = MPIEXEC_BIN;
+const std::string kMpiexec = MPIEXEC_MPICH_BIN;
 const std::string kCorenoise = CORENOISE_BIN;
 const std::string kTimeout = "timeout -k 10 180 ";
 const std::string kTwoNodes = " -genv MPIR_CVAR_NUM_CLIQUES 2";
@@ -272,6 +273,74 @@ TEST(Sweep, AnAbortedSweepLeavesThePreviousReport) {
   // The watchdog's MPI_Abort gives no chance to remove the temporary file.
   const std::string leftover = path + ".tmp.";
   std::system(("rm -f " + leftover + "*").c_str());
+}
+
+}  // namespace
+}  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+using testing::MpiLauncher;
+
+// The same sweeps under each MPI family's own launcher: the user types the
+// same `corenoise` whatever launched it.
+class SweepFamily : public ::testing::TestWithParam<MpiLauncher> {};
+
+// One rank on the node sweeps all of it, even where the launcher bound the
+// rank to one core (Open MPI's default for 2 ranks or fewer).
+TEST_P(SweepFamily, OneBoundRankSweepsEveryCoreOfItsNode) {
+  const std::string path = temp_path("family-one-" + GetParam().family + ".json");
+  const auto r = run_command(kTimeout + GetParam().bound_job(1) + kCorenoise + " sweep --full" +
+                             kQuick + " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  const json report = read_json(path);
+  expect_report_structure(report, 1);
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  EXPECT_EQ(report["nodes"][0]["probed_cores"], cpus) << r.err;
+  for (int cpu = 0; cpu < cpus; ++cpu) {
+    EXPECT_NE(cell_of(report, 0, static_cast<unsigned>(cpu))["state"], "skipped") << cpu;
+  }
+  std::remove(path.c_str());
+}
+
+TEST_P(SweepFamily, RankPerCoreBoundRanksProbeTheirOwnCores) {
+  const std::string path = temp_path("family-rpc-" + GetParam().family + ".json");
+  const auto r = run_command(kTimeout + GetParam().bound_job(2) + kCorenoise +
+                             " sweep --rank-per-core --full" + kQuick + " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  const json report = read_json(path);
+  expect_report_structure(report, 1);
+  EXPECT_EQ(report["layout"], "rank-per-core");
+  EXPECT_EQ(report["nodes"][0]["probed_cores"], 2);
+  std::remove(path.c_str());
+}
+
+TEST_P(SweepFamily, WatchdogAbortsTheJob) {
+  const auto r = run_command(kTimeout + GetParam().job(2) + kCorenoise +
+                             " sweep --timeout 1 --samples 3 --detour-window 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the watchdog did not fire; timeout(1) stopped the job";
+  EXPECT_NE(r.err.find("did not finish within"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Family, SweepFamily, ::testing::ValuesIn(testing::mpi_launchers()),
+                         testing::launcher_name);
+
+// The commands that need no MPI load no MPI library: the dynamic linker's
+// own account of every file it opened.
+TEST(Sweep, CommandsWithoutMpiLoadNoMpiLibrary) {
+  for (const std::string command :
+       {"probe --samples 3 --reps 4 --detour-window 0.005 --stream-bytes 8388608", "probe --help",
+        "status --socket /nonexistent", "inject --help", "selftest --help", "sweep --help",
+        "collect --help", "--help"}) {
+    SCOPED_TRACE(command);
+    const auto r = run_command(kTimeout + "env LD_DEBUG=files " + kCorenoise + " " + command);
+    EXPECT_NE(r.err.find("file=libc.so.6"), std::string::npos) << "no LD_DEBUG output";
+    for (const char* library : {"libmpi", "libcorenoise-mpi", "libucp", "libpmix"}) {
+      EXPECT_EQ(r.err.find(library), std::string::npos) << library << " loaded";
+    }
+  }
 }
 
 }  // namespace

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/cluster_report.h"
-#include "collector/html_report.h"
+#include "collector/cluster/cluster_report.h"
+#include "collector/report/html_report.h"
 
 namespace corenoise {
 namespace {

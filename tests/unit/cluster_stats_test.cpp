@@ -1,4 +1,4 @@
-#include "collector/cluster_stats.h"
+#include "collector/cluster/cluster_stats.h"
 
 #include <gtest/gtest.h>
 

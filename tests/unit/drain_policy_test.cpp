@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "collector/sweep_summary.h"
+#include "collector/report/sweep_summary.h"
 
 namespace corenoise {
 namespace {

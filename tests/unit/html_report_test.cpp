@@ -1,7 +1,7 @@
 // The HTML page of a sweep (collector/html_report.*): structure checks on the
 // rendered string, and the page as a real browser parses it (headless
 // Chromium) — the cells an administrator looks at must survive parsing.
-#include "collector/html_report.h"
+#include "collector/report/html_report.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/command_line.h"
-#include "collector/inject_command.h"
+#include "collector/cli/command_line.h"
+#include "collector/cli/inject_command.h"
 
 namespace corenoise {
 namespace {

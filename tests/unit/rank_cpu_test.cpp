@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/rank_per_core.h"
+#include "collector/cluster/rank_per_core.h"
 #include "probe/topology.h"
 
 namespace corenoise {

@@ -1,0 +1,41 @@
+// What every MPI command of corenoise (sweep, collect) does around its
+// leaders' work: answer --help (without MPI), open the MPI family that
+// launched the process (collector/mpi/mpi_library.h), parse the options
+// (every rank parses the same arguments and reaches the same answer, so a
+// bad option ends every rank at once and only rank 0 says so), arm the
+// watchdog, run the leaders, and meet at the end.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collector/mpi/mpi_environment.h"
+
+namespace corenoise {
+
+struct ClusterCommand {
+  std::string name;  // "sweep", for messages
+  std::function<void(std::ostream&)> print_usage;
+  // Parses and keeps the options; throws UsageError. Returns the watchdog's
+  // deadline in seconds (0: none).
+  std::function<double(const std::vector<std::string>&)> parse;
+  // One leader's work; the same exit code on every leader.
+  std::function<int(MpiEnvironment&)> lead;
+  // The other ranks' part in it, if any (they return 0: the leaders report).
+  std::function<void(MpiEnvironment&)> follow = {};
+};
+
+int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args);
+
+// True on every leader if `failed` is true on any of them, so that all stop
+// together instead of waiting for a peer that gave up. Leaders only.
+bool any_leader_failed(MpiEnvironment& env, bool failed);
+
+// Leader 0 runs `on_root` (a report's outputs and its exit code; an
+// exception is a failure, reported with `prefix`), and every leader returns
+// that code. Leaders only.
+int agree_on_exit_code(MpiEnvironment& env, const std::string& prefix,
+                       const std::function<int()>& on_root);
+
+}  // namespace corenoise

@@ -1,0 +1,434 @@
+#include "collector/cli/sweep_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <span>
+#include <thread>
+
+#include "collector/cli/cluster_command.h"
+#include "collector/cluster/cluster_reduction.h"
+#include "collector/cluster/cluster_report.h"
+#include "collector/report/cluster_report_json.h"
+#include "collector/cluster/cluster_stats.h"
+#include "collector/cli/command_line.h"
+#include "collector/cli/exit_codes.h"
+#include "collector/mpi/mpi_environment.h"
+#include "collector/cluster/rank_per_core.h"
+#include "collector/report/report_outputs.h"
+#include "collector/report/sweep_summary.h"
+#include "daemon/control_client.h"
+#include "daemon/control_protocol.h"
+#include "probe/cpu_list.h"
+#include "probe/report.h"
+#include "probe/runner.h"
+#include "probe/pinning.h"
+#include "probe/topology.h"
+#include "probe/wall_clock.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise sweep [OPTIONS]
+       mpiexec -bind-to core corenoise sweep --rank-per-core [OPTIONS]
+
+Probes every core of every node of the allocation at once: all nodes start
+together, run an isolated round (one core at a time) and then a concurrent
+round (all cores at once), and the results are reduced across nodes. Prints
+the cluster's quantiles, the worst cores with their node, CPU, state and
+cause, the worst nodes, the barrier wait a bulk-synchronous job would see
+(docs/scaling.md), and the Slurm drain commands for the nodes to take out
+(printed, never run). A corenoised running on a node is paused for the
+duration and resumed afterwards.
+
+Layout: by default one rank per node probes all of the node's cores (run
+with -ppn 1; further ranks only wait). With --rank-per-core every rank probes
+the core it is bound to (unbound, the core of its node-local rank), as an
+application launched with -bind-to core runs: the MPI library's threads and
+each rank's memory placement are then where the job's would be.
+
+Exit status: 0 all healthy, 1 error or bad input, 2 unhealthy cores or
+outlier nodes.
+
+Sweep options:
+  --cpus LIST               CPUs to probe on every node (default: every usable CPU)
+  --json FILE               write the cluster report as JSON to FILE; '-' writes
+                            it to stdout and the summary to stderr (schema:
+                            docs/sweep.md)
+  --html FILE               write the report as one self-contained HTML page
+                            (heatmap of nodes x cores with --full; docs/report.md)
+  --rank-per-core           every rank probes its own core (see Layout)
+  --full                    also gather every core's state, slowdowns and cause
+                            to rank 0 (for the heatmap and the JSON `cells`);
+                            this is the only part proportional to all cores
+  --top N                   worst cores to print, 1 to 64 (default: 10); the
+                            JSON always holds all 64
+  --ranks N                 job size the barrier-wait prediction extrapolates
+                            to (default: the number of cores probed)
+  --timeout SECONDS         abort the whole job if the sweep has not finished
+                            by then; 0 disables (default: 600)
+  --socket PATH             corenoised's control socket to pause (default:
+                            $CORENOISE_SOCKET, else /run/corenoise/ctl.sock)
+  --verbose                 per node: bytes sent in collectives, reduction time
+  --quiet                   print only the summary line (and errors)
+  --help                    this text
+
+Probe settings (as for `corenoise probe`, but --mode defaults to both):
+)";
+
+// Time between leader 0 choosing the start instant and that instant: covers
+// the broadcast to every leader, even on a loaded machine.
+constexpr double kStartMarginSeconds = 0.5;
+
+struct SweepOptions {
+  ProbeSettings settings;
+  std::optional<std::vector<unsigned>> cpus;
+  bool rank_per_core = false;
+  std::optional<std::string> json_path;
+  std::optional<std::string> html_path;
+  bool full = false;
+  std::size_t top = 10;
+  std::optional<std::uint64_t> ranks;
+  double timeout_seconds = 600;
+  std::optional<std::string> socket;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+void print_usage(std::ostream& out) {
+  out << kUsage;
+  for (const auto& spec : probe_option_specs()) {
+    std::string help = spec.help;
+    // A sweep runs both rounds unless told otherwise (parse()).
+    if (spec.name == "mode") help.replace(help.find("(default: isolated)"), 19, "(default: both)");
+    out << format_option_help(spec.name, spec.value_name, help);
+  }
+  out << "\nConfirmation (docs/verdicts.md; the suspects of all nodes share the rate):\n";
+  for (const auto& spec : confirmation_option_specs()) {
+    out << format_option_help(spec.name, spec.value_name, spec.help);
+  }
+}
+
+SweepOptions parse(const std::vector<std::string>& args) {
+  std::set<std::string> value_options{"cpus", "json", "html", "top", "ranks", "timeout", "socket"};
+  for (const auto& spec : probe_option_specs()) value_options.insert(spec.name);
+  for (const auto& spec : confirmation_option_specs()) value_options.insert(spec.name);
+  const ParsedArgs parsed =
+      parse_args(args, value_options, {"verbose", "quiet", "help", "rank-per-core", "full"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  SweepOptions options;
+  // Both modes by default: the isolated round is each core's own speed, the
+  // concurrent one what a full MPI job sees; a sweep is for the latter.
+  options.settings.modes = {Mode::isolated, Mode::concurrent};
+  for (const auto& [name, value] : parsed.options) {
+    try {
+      if (name == "rank-per-core") {
+        options.rank_per_core = true;
+      } else if (name == "cpus") {
+        options.cpus = parse_cpu_list(value);
+      } else if (name == "json") {
+        options.json_path = value;
+      } else if (name == "html") {
+        options.html_path = value;
+      } else if (name == "full") {
+        options.full = true;
+      } else if (name == "top") {
+        options.top =
+            static_cast<std::size_t>(parse_real_value(value, 1, kTopK, "a number of cores"));
+      } else if (name == "ranks") {
+        options.ranks = static_cast<std::uint64_t>(parse_real_value(value, 1, 1e9, "ranks"));
+      } else if (name == "timeout") {
+        options.timeout_seconds = parse_real_value(value, 0, 1e6, "seconds");
+      } else if (name == "socket") {
+        options.socket = value;
+      } else if (name == "verbose") {
+        options.verbose = true;
+      } else if (name == "quiet") {
+        options.quiet = true;
+      } else if (const OptionSpec* spec = find_probe_option(name)) {
+        spec->apply(options.settings, value);
+      } else if (const OptionSpec* spec = find_confirmation_option(name)) {
+        spec->apply(options.settings, value);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--" + name + ": " + e.what());
+    }
+  }
+  if (options.rank_per_core && options.cpus) {
+    throw UsageError(
+        "--cpus and --rank-per-core exclude each other: with a rank per core, "
+        "the ranks' binding chooses the CPUs");
+  }
+  return options;
+}
+
+std::vector<unsigned> select_cpus(const SweepOptions& options, const Topology& topology) {
+  std::vector<unsigned> all;
+  for (const auto& pu : topology.pus()) all.push_back(pu.cpu);
+  std::vector<unsigned> usable;
+  for (unsigned cpu : options.cpus.value_or(all)) {
+    const ProcessingUnit* pu = topology.find(cpu);
+    if (pu == nullptr) {
+      throw UsageError("--cpus: CPU " + std::to_string(cpu) + " is not on this node (it has " +
+                       format_cpu_list(all) + ")");
+    }
+    if (pu->usable()) usable.push_back(cpu);
+  }
+  if (usable.empty()) throw UsageError("none of the selected CPUs can be probed by this process");
+  return usable;
+}
+
+// A node's one rank sweeps every core the node lets it use, but launchers
+// bind ranks as they would an application's: Open MPI's mpirun binds each
+// rank to a core (2 ranks or fewer) or a socket by default, and
+// `-bind-to core` does so under hydra. Binding is a process's affinity, not
+// a cgroup's cpuset, so it is widened here to every allowed PU, and the
+// topology is read again; the probe threads then pin themselves as usual.
+Topology unbound_from_launcher(Topology topology, bool verbose, const std::string& prefix) {
+  std::vector<unsigned> bound;
+  std::vector<unsigned> allowed;
+  for (const auto& pu : topology.pus()) {
+    if (pu.usable()) bound.push_back(pu.cpu);
+    if (pu.usable() || pu.skip_reason == kOutsideAffinity) allowed.push_back(pu.cpu);
+  }
+  if (bound.size() == allowed.size() || !set_current_affinity(allowed)) return topology;
+  if (verbose) {
+    std::cerr << prefix + "the launcher bound this rank to CPUs " + format_cpu_list(bound) +
+                     "; sweeping all " + std::to_string(allowed.size()) +
+                     " allowed CPUs (one rank on this node)\n";
+  }
+  return Topology::load("native");
+}
+
+// Pauses this node's corenoised for the sweep (its rounds would be noise in
+// ours) and resumes it on every way out. The pause carries its own expiry,
+// so a job killed by the watchdog or a signal still leaves the daemon
+// running again. A daemon the operator paused stays paused.
+class DaemonPause {
+ public:
+  DaemonPause(const std::optional<std::string>& socket, double seconds, int node) {
+    std::string path = socket.value_or("");
+    if (path.empty()) {
+      const char* env = std::getenv("CORENOISE_SOCKET");
+      path = env != nullptr && *env != '\0' ? env : kDefaultControlSocket;
+    }
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) return;  // no daemon here
+    try {
+      client_ = std::make_unique<ControlClient>(path);
+      const json status = client_->request(ControlRequest{StatusRequest{}});
+      if (status.value("paused", false)) {
+        client_.reset();
+        return;
+      }
+      const json reply = client_->request(ControlRequest{
+          PauseRequest{seconds > 0 ? std::optional<double>(seconds + 60) : std::nullopt}});
+      if (!reply.value("ok", false)) throw std::runtime_error(reply.value("error", "refused"));
+    } catch (const std::exception& e) {
+      std::cerr << "corenoise sweep: node " << node << ": could not pause corenoised at " << path
+                << " (" << e.what() << "); its rounds may disturb this sweep\n";
+      client_.reset();
+    }
+  }
+  ~DaemonPause() {
+    if (!client_) return;
+    try {
+      client_->request(ControlRequest{ResumeRequest{}});
+    } catch (const std::exception& e) {
+      std::cerr << "corenoise sweep: could not resume corenoised at " << client_->socket_path()
+                << " (" << e.what() << "); run `corenoise resume`\n";
+    }
+  }
+  DaemonPause(const DaemonPause&) = delete;
+  DaemonPause& operator=(const DaemonPause&) = delete;
+
+ private:
+  std::unique_ptr<ControlClient> client_;
+};
+
+// True on every leader if any leader failed: a leader that stopped alone
+// would leave the others waiting in the next collective until the watchdog.
+
+// One leader's whole sweep; returns the exit code, the same on every leader.
+int run_leader(MpiEnvironment& env, const SweepOptions& options) {
+  const bool root = env.node_index() == 0;
+  const auto node = static_cast<std::uint32_t>(env.node_index());
+  const double started = unix_seconds_now();
+  const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
+  if (root && !options.rank_per_core && env.world_size() > env.node_count()) {
+    std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
+                     std::to_string(env.node_count()) +
+                     " nodes; only one rank per node probes, the others wait (run with -ppn 1, "
+                     "or probe a core per rank with --rank-per-core)\n";
+  }
+
+  // With a rank per core, the node's ranks first agree on their CPUs; they
+  // wait for this leader whatever happens next (NodeRanks releases them).
+  std::optional<NodeRanks> ranks;
+  if (options.rank_per_core) ranks.emplace(env, options.settings);
+
+  // Set-up: everything that can fail on one node alone, before any leader
+  // starts measuring.
+  std::optional<Topology> topology;
+  std::vector<unsigned> cpus;
+  std::optional<ReportOutputs> outputs;
+  std::unique_ptr<Runner> runner;
+  bool failed = false;
+  try {
+    topology = Topology::load("native");
+    if (!ranks && env.node_size() == 1) {
+      topology = unbound_from_launcher(std::move(*topology), options.verbose, prefix);
+    }
+    topology->attach_top_perf("/sys");  // favoured cores are not faults
+    if (ranks) {
+      if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
+      cpus = ranks->cpus();
+    } else {
+      cpus = select_cpus(options, *topology);
+      runner = std::make_unique<Runner>(options.settings, *topology);
+    }
+    if (root) outputs.emplace(options.json_path, options.html_path);
+  } catch (const std::exception& e) {
+    std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+    failed = true;
+  }
+  if (any_leader_failed(env, failed)) return kExitFailure;
+
+  const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
+
+  NodeReport report;
+  report.version = CORENOISE_VERSION;
+  report.hostname = local_hostname();
+  report.topology_source = topology->source();
+  report.this_system = true;
+  report.settings = options.settings;
+  report.pus = topology->pus();
+  // With a rank per core, the leader's view of the other ranks' CPUs is
+  // "outside its affinity"; what matters is whether a rank probed them.
+  std::map<unsigned, std::string> skip_reasons;
+  if (ranks) {
+    for (const ProcessingUnit& pu : report.pus) {
+      if (std::find(cpus.begin(), cpus.end(), pu.cpu) == cpus.end()) {
+        skip_reasons[pu.cpu] = "no rank of the job on it";
+      }
+    }
+  }
+
+  for (Mode mode : options.settings.modes) {
+    // Every node starts each round at the same instant, so that the nodes'
+    // rounds overlap the way a job's steps do.
+    env.barrier_leaders();
+    const double start = env.common_start_time(kStartMarginSeconds);
+    try {
+      RoundSamples round;
+      if (ranks) {
+        round = ranks->run(mode, start);
+      } else {
+        sleep_until_unix_seconds(start);
+        round = runner->run(mode, cpus);
+      }
+      report.isa = round.isa;
+      report.modes.push_back(
+          make_mode_report(round, report.pus, options.settings.round_thresholds(), skip_reasons));
+    } catch (const std::exception& e) {
+      std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
+      failed = true;
+    }
+    if (any_leader_failed(env, failed)) return kExitFailure;
+    if (!options.settings.confirm) continue;
+
+    // Every node's suspects are measured again at one instant, each beside a
+    // reference core; they share the sweep's false-alarm rate, so the
+    // leaders first agree on how many there are (confirmation.h).
+    // The number of rounds follows from the sweep's share of suspects, so
+    // every leader runs the same number, meeting at each.
+    ModeReport& screened = report.modes.back();
+    const SuspectCount here = count_suspects(screened.verdicts);
+    std::array<std::uint64_t, 2> counts{here.suspects, here.screened};
+    env.allreduce_sum(std::span<std::uint64_t>(counts));
+    struct Aborted {};
+    try {
+      confirm_mode_report(screened, report.pus, options.settings, counts[0], counts[1],
+                          [&](const ConfirmationPlan& plan) {
+                            env.barrier_leaders();
+                            const double again_at = env.common_start_time(kStartMarginSeconds);
+                            RoundSamples again;
+                            bool round_failed = false;
+                            try {
+                              if (ranks && !plan.empty()) {
+                                again = ranks->run(mode, again_at, &plan);
+                              } else if (!plan.empty()) {
+                                const Runner confirm_runner = runner->for_confirmation(plan.probes);
+                                sleep_until_unix_seconds(again_at);
+                                again = confirm_runner.run(mode, plan.cpus);
+                              }
+                            } catch (const std::exception& e) {
+                              std::cerr << prefix + std::string(to_string(mode)) +
+                                               " confirmation round failed: " + e.what() + "\n";
+                              round_failed = true;
+                            }
+                            if (any_leader_failed(env, round_failed)) throw Aborted{};
+                            return again;
+                          });
+    } catch (const Aborted&) {
+      return kExitFailure;
+    }
+  }
+  if (ranks) ranks->release();
+
+  // Reductions (docs/scaling.md), shared with `corenoise collect`.
+  ReduceOptions reduce;
+  reduce.settings = options.settings;
+  reduce.modes = options.settings.modes;
+  reduce.full = options.full;
+  reduce.ranks = options.ranks;
+  reduce.started_unix_seconds = started;
+  reduce.verbose = options.verbose;
+  reduce.prefix = prefix;
+  Reduction reduction = reduce_reports(env, &report, "", reduce);
+  reduction.report.layout = options.rank_per_core ? "rank-per-core" : "rank-per-node";
+
+  return agree_on_exit_code(env, prefix, [&] {
+    const ClusterReport& cluster = reduction.report;
+    std::ostream& text = outputs->write(cluster, "sweep");
+    print_sweep_summary(text, cluster, options.top, options.quiet);
+    return cluster.healthy ? kExitHealthy : kExitUnhealthy;
+  });
+}
+
+}  // namespace
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  SweepOptions options;
+  return run_cluster_command({"sweep", print_usage,
+                              [&](const std::vector<std::string>& a) {
+                                options = parse(a);
+                                return options.timeout_seconds;
+                              },
+                              [&](MpiEnvironment& env) { return run_leader(env, options); },
+                              [&](MpiEnvironment& env) {
+                                if (!options.rank_per_core) return;
+                                NodeRanks ranks(env, options.settings);
+                                ranks.follow();
+                              }},
+                             args);
+}
+
+}  // namespace corenoise

@@ -1,0 +1,120 @@
+#include "collector/mpi/mpi_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace corenoise {
+namespace {
+
+// The plugins' one entry point (library_environment.cpp). The version in
+// the name changes with the MpiEnvironment interface, so that a stale plugin
+// from another build is refused rather than called wrongly.
+constexpr const char* kEntryPoint = "corenoise_mpi_environment_open_v1";
+using OpenFunction = MpiEnvironment* (*)(int*, char***);
+
+std::string plugin_file(MpiFamily family) {
+  return "libcorenoise-mpi-" + std::string(family_name(family)) + ".so";
+}
+
+std::string family_title(MpiFamily family) {
+  return family == MpiFamily::mpich ? "MPICH" : "Open MPI";
+}
+
+std::vector<std::filesystem::path> plugin_directories() {
+  if (const char* dir = std::getenv("CORENOISE_MPI_PLUGIN_DIR"); dir != nullptr && *dir != '\0') {
+    return {dir};
+  }
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  const auto dir = exe.parent_path();
+  return {dir / ".." / CORENOISE_PLUGIN_RELATIVE_DIR, dir};
+}
+
+struct Loaded {
+  OpenFunction open = nullptr;
+  std::string error;  // why not, when open is null
+};
+
+// dlopen's the family's plugin; it stays loaded for the process's life
+// (MPI libraries are not made to be unloaded).
+Loaded load_plugin(MpiFamily family) {
+  std::string tried;
+  for (const auto& dir : plugin_directories()) {
+    const auto path = (dir / plugin_file(family)).lexically_normal();
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) {
+      tried += (tried.empty() ? "" : ", ") + path.parent_path().string();
+      continue;
+    }
+    // RTLD_GLOBAL: Open MPI's own components, dlopen'd by libmpi, expect
+    // libmpi's symbols in the global scope.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) return {nullptr, dlerror()};
+    auto* open = reinterpret_cast<OpenFunction>(dlsym(handle, kEntryPoint));
+    if (open == nullptr) {
+      return {nullptr, path.string() + " has no " + kEntryPoint + " (a plugin of another build)"};
+    }
+    return {open, ""};
+  }
+  return {nullptr, "this corenoise was built without " + family_title(family) + " (no " +
+                       plugin_file(family) + " in " + tried + ")"};
+}
+
+std::string remedy(MpiFamily family) {
+  return family == MpiFamily::mpich
+             ? "install MPICH's library (apt-get install libmpich12)"
+             : "install Open MPI's library (apt-get install libopenmpi3)";
+}
+
+}  // namespace
+
+std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* argc,
+                                                     char*** argv) {
+  std::vector<MpiFamily> candidates;
+  if (launch.family) {
+    candidates = {*launch.family};
+  } else {
+    candidates = {MpiFamily::mpich, MpiFamily::openmpi};
+  }
+  std::string failures;
+  for (const MpiFamily family : candidates) {
+    const Loaded plugin = load_plugin(family);
+    if (plugin.open == nullptr) {
+      failures += (failures.empty() ? "" : "; ") + family_title(family) + ": " + plugin.error;
+      continue;
+    }
+    std::unique_ptr<MpiEnvironment> env(plugin.open(argc, argv));
+    if (launch.ranks > 0 && env->world_size() != launch.ranks) {
+      throw MpiError("the launcher started " + std::to_string(launch.ranks) + " ranks (" +
+                     launch.evidence + "), but " + env->library_version() + " sees a job of " +
+                     std::to_string(env->world_size()) +
+                     ": the launcher and the MPI library disagree. Launch with the family's own "
+                     "launcher (mpiexec.mpich, mpirun.openmpi, srun --mpi=pmi2 or --mpi=pmix), "
+                     "or unset CORENOISE_MPI");
+    }
+    return env;
+  }
+  if (launch.family) {
+    throw MpiError("launched by " + family_title(*launch.family) + " (" + launch.evidence +
+                   "), but its plugin cannot be loaded: " + failures + "; " +
+                   remedy(*launch.family));
+  }
+  throw MpiError("no MPI library can be loaded: " + failures);
+}
+
+std::unique_ptr<MpiEnvironment> open_mpi_environment(int* argc, char*** argv) {
+  Launch launch;
+  try {
+    launch = detect_launch([](const char* name) { return std::getenv(name); });
+  } catch (const std::invalid_argument& e) {
+    throw MpiError(e.what());
+  }
+  return open_mpi_environment(launch, argc, argv);
+}
+
+}  // namespace corenoise

@@ -1,0 +1,31 @@
+// Opens MPI for a cluster command (sweep, collect): finds which family
+// launched the process (mpi_launcher.h), loads that family's plugin
+// (libcorenoise-mpi-mpich.so or libcorenoise-mpi-openmpi.so, each linked
+// against its own libmpi) and initialises MPI through it. Nothing else in
+// the `corenoise` executable loads an MPI library, so probe, status, inject
+// and the rest run where no MPI is installed at all.
+//
+// Plugins are looked for in $CORENOISE_MPI_PLUGIN_DIR if set, else in the
+// installed place beside the executable (../lib/<arch>/corenoise), else in
+// the executable's own directory (the build tree).
+#pragma once
+
+#include <memory>
+
+#include "collector/mpi/mpi_environment.h"
+#include "collector/mpi/mpi_launcher.h"
+
+namespace corenoise {
+
+// MPI initialised, for the family of `launch` (a singleton: the first
+// family whose plugin loads, MPICH first). Throws MpiError naming the
+// family, the evidence and the remedy when its plugin or library cannot be
+// loaded, when MPI fails to start, and when the library sees a job of
+// another size than the launcher announced (launcher and library disagree).
+std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* argc = nullptr,
+                                                     char*** argv = nullptr);
+
+// The same, for the launch this process's environment describes.
+std::unique_ptr<MpiEnvironment> open_mpi_environment(int* argc = nullptr, char*** argv = nullptr);
+
+}  // namespace corenoise

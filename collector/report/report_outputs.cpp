@@ -1,0 +1,64 @@
+#include "collector/report/report_outputs.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include "collector/report/cluster_report_json.h"
+#include "collector/cli/command_line.h"
+#include "collector/report/html_report.h"
+
+namespace corenoise {
+
+ReportOutputs::PendingFile::PendingFile(const std::string& path, const std::string& option)
+    : path_(path),
+      temporary_(path + ".tmp." + std::to_string(::getpid())),
+      option_(option),
+      stream_(temporary_) {
+  if (!stream_) throw UsageError(option_ + ": cannot write '" + path_ + "'");
+}
+
+ReportOutputs::PendingFile::~PendingFile() {
+  if (!committed_) std::remove(temporary_.c_str());
+}
+
+void ReportOutputs::PendingFile::commit() {
+  stream_.close();
+  if (!stream_ || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    throw std::runtime_error(option_ + ": error writing '" + path_ + "'");
+  }
+  committed_ = true;
+}
+
+ReportOutputs::ReportOutputs(std::optional<std::string> json_path,
+                             std::optional<std::string> html_path)
+    : json_path_(std::move(json_path)), html_path_(std::move(html_path)) {
+  if (json_path_ && *json_path_ != "-") {
+    json_file_ = std::make_unique<PendingFile>(*json_path_, "--json");
+  }
+  if (html_path_) html_file_ = std::make_unique<PendingFile>(*html_path_, "--html");
+}
+
+std::ostream& ReportOutputs::write(const ClusterReport& report, const std::string& command) {
+  const bool json_to_stdout = json_path_ && *json_path_ == "-";
+  std::ostream& text = json_to_stdout ? std::cerr : std::cout;
+  if (json_path_) {
+    if (json_file_) {
+      json_file_->stream() << to_json(report).dump(2) << '\n';
+      json_file_->commit();
+    } else {
+      std::cout << to_json(report).dump(2) << '\n' << std::flush;
+      if (!std::cout) throw std::runtime_error("--json: error writing to stdout");
+    }
+  }
+  if (html_file_) {
+    html_file_->stream() << render_html(report);
+    html_file_->commit();
+    text << "corenoise " << command << ": report written to " << *html_path_ << '\n';
+  }
+  return text;
+}
+
+}  // namespace corenoise

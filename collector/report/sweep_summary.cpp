@@ -1,0 +1,174 @@
+#include "collector/report/sweep_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace corenoise {
+namespace {
+
+std::string fixed(double value, int digits = 3) {
+  if (!std::isfinite(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+// Metrics in their natural units for people; JSON keeps base units.
+std::string metric_value(Metric metric, double value) {
+  if (!std::isfinite(value)) return "-";
+  switch (metric) {
+    case Metric::matmul_seconds:
+      return fixed(value * 1e3, 3) + " ms";
+    case Metric::clock_hertz:
+      return fixed(value / 1e9, 2) + " GHz";
+    case Metric::noise_ratio:
+      return fixed(value * 100, 3) + " %";
+    case Metric::stream_bytes_per_second:
+      return fixed(value / 1e9, 2) + " GB/s";
+    default:
+      return fixed(value, 3);
+  }
+}
+
+std::string node_label(const ClusterReport& report, std::uint32_t index) {
+  for (const auto& n : report.nodes) {
+    if (n.index == index && !n.name.empty()) return n.name + " (" + std::to_string(index) + ")";
+  }
+  return "node " + std::to_string(index);
+}
+
+std::string padded(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+// A slow core drains its node only once confirmed: a transient one (bad in
+// one round, not when re-measured) never does.
+bool has_unhealthy(const ClusterNode& node) {
+  for (std::size_t s = 0; s < kCoreStates; ++s) {
+    if (is_unhealthy(kAllCoreStates[s]) && node.summary.states[s] > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> drain_commands(const ClusterReport& report, double core_slowdown) {
+  std::vector<std::string> commands;
+  for (const auto& node : report.nodes) {
+    if (node.name.empty()) continue;
+    std::string reason;
+    if (node.outlier) {
+      reason = "node median slowdown " + fixed(node.summary.median_expected_slowdown) +
+               " (robust z " + fixed(node.robust_z, 1) + ")";
+    } else if (node.summary.max_expected_slowdown >= core_slowdown && has_unhealthy(node)) {
+      // Name the worst core if the top-K knows it, so the operator can look.
+      std::string which;
+      for (const auto& w : report.worst) {
+        if (w.node == node.index) {
+          which = " (cpu " + std::to_string(w.cpu) + " " + std::string(to_string(w.state)) + ")";
+          break;
+        }
+      }
+      reason = "core slowdown " + fixed(node.summary.max_expected_slowdown) + which;
+    } else {
+      continue;
+    }
+    // Slurm's reason is one quoted word; a double quote in it would end it.
+    std::replace(reason.begin(), reason.end(), '"', '\'');
+    commands.push_back("scontrol update nodename=" + node.name +
+                       " state=drain reason=\"corenoise: " + reason + "\"");
+  }
+  return commands;
+}
+
+void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::size_t top,
+                         bool quiet, const std::string& command) {
+  std::size_t unhealthy = 0;
+  std::size_t outliers = 0;
+  for (const auto& n : report.nodes) {
+    for (std::size_t s = 0; s < kCoreStates; ++s) {
+      if (is_unhealthy(kAllCoreStates[s])) unhealthy += n.summary.states[s];
+    }
+    if (n.outlier) ++outliers;
+  }
+  const std::string verdict =
+      "corenoise " + command + ": " + std::to_string(report.node_count) + " nodes, " +
+      std::to_string(report.core_count) + " cores probed in " + fixed(report.duration_seconds, 1) +
+      " s: " + std::to_string(unhealthy) + " unhealthy cores, " + std::to_string(outliers) +
+      " outlier nodes" +
+      (report.prediction ? ", predicted barrier wait " +
+                               fixed(report.prediction->wait_seconds * 1e3, 3) + " ms per step"
+                         : std::string());
+  if (quiet) {
+    out << verdict << '\n';
+    return;
+  }
+
+  out << "Cluster quantiles\n";
+  out << "  " << padded("metric", 24) << padded("mode", 12) << padded("kind", 12)
+      << padded("count", 8) << padded("p50", 14) << padded("p90", 14) << padded("p99", 14)
+      << "max\n";
+  for (const auto& q : report.quantiles) {
+    out << "  " << padded(std::string(to_string(q.metric)), 24)
+        << padded(std::string(to_string(q.mode)), 12) << padded(q.kind, 12)
+        << padded(std::to_string(q.count), 8) << padded(metric_value(q.metric, q.p50), 14)
+        << padded(metric_value(q.metric, q.p90), 14) << padded(metric_value(q.metric, q.p99), 14)
+        << metric_value(q.metric, q.max) << '\n';
+  }
+
+  const std::size_t shown = std::min(top, report.worst.size());
+  out << "\nWorst " << shown << " cores (expected slowdown against the node's reference)\n";
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& w = report.worst[i];
+    out << "  " << padded(node_label(report, w.node), 24)
+        << padded("cpu " + std::to_string(w.cpu), 9) << padded(std::string(to_string(w.state)), 10)
+        << padded(fixed(w.expected_slowdown), 8)
+        << padded(w.cluster_slowdown ? "cluster " + fixed(*w.cluster_slowdown) : "", 15)
+        << padded(std::string(to_string(w.mode)), 11) << w.cause << '\n';
+  }
+
+  // Worst nodes by median expected slowdown: a node slow as a whole hurts
+  // every job placed on it, which single cores do not show.
+  std::vector<const ClusterNode*> nodes;
+  for (const auto& n : report.nodes) nodes.push_back(&n);
+  std::stable_sort(nodes.begin(), nodes.end(), [](const ClusterNode* a, const ClusterNode* b) {
+    const double x = std::isfinite(a->summary.median_expected_slowdown)
+                         ? a->summary.median_expected_slowdown
+                         : -1;
+    const double y = std::isfinite(b->summary.median_expected_slowdown)
+                         ? b->summary.median_expected_slowdown
+                         : -1;
+    return x > y;
+  });
+  const std::size_t worst_nodes = std::min<std::size_t>(nodes.size(), 5);
+  out << "\nWorst nodes (median / max expected slowdown, robust z across nodes)\n";
+  for (std::size_t i = 0; i < worst_nodes; ++i) {
+    const ClusterNode& n = *nodes[i];
+    out << "  " << padded(node_label(report, n.index), 24)
+        << padded(fixed(n.summary.median_expected_slowdown), 8)
+        << padded(fixed(n.summary.max_expected_slowdown), 8)
+        << padded("z " + fixed(n.robust_z, 1), 9) << (n.outlier ? "OUTLIER" : "") << '\n';
+  }
+
+  if (report.prediction) {
+    const auto& p = *report.prediction;
+    out << "\nBarrier wait of a fixed-work step of " << fixed(p.step_seconds * 1e3, 3)
+        << " ms (docs/scaling.md)\n"
+        << "  this allocation: " << p.cores << " cores, median slowdown "
+        << fixed(p.median_slowdown) << ", max " << fixed(p.max_slowdown) << " -> wait "
+        << fixed(p.wait_seconds * 1e3, 3) << " ms per step\n"
+        << "  " << p.ranks << " ranks drawn from it: E[max] " << fixed(p.expected_max_slowdown)
+        << " -> wait " << fixed(p.predicted_wait_seconds * 1e3, 3) << " ms per step\n";
+  }
+
+  if (!report.drain_commands.empty()) {
+    out << "\nDrain commands (printed, not run):\n";
+    for (const auto& c : report.drain_commands) out << "  " << c << '\n';
+  }
+  out << '\n' << verdict << '\n';
+}
+
+}  // namespace corenoise

@@ -1,0 +1,127 @@
+#include "collector/report/table.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace corenoise {
+namespace {
+
+std::string fixed(const std::optional<double>& value, double scale, int decimals) {
+  if (!value) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, *value * scale);
+  return buffer;
+}
+
+std::string cell(std::string text, int width) {
+  if (static_cast<int>(text.size()) < width) text.insert(0, width - text.size(), ' ');
+  return text;
+}
+
+bool shown(const CoreFigures& c) {
+  return !(c.state == CoreState::skipped && c.cause == "not selected");
+}
+
+void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
+  char title[160];
+  std::snprintf(title, sizeof title, "%s round: %.1f s%s\n", std::string(to_string(m.mode)).c_str(),
+                m.duration_seconds, m.cancelled ? " (cancelled)" : "");
+  out << title;
+  out << "  cpu core  pkg numa kind       matmul_ms  GFLOP/s  slowdn    GHz  noise%  detours  "
+         "max_us  stream_GB/s  state\n";
+  for (std::size_t i = 0; i < r.pus.size(); ++i) {
+    const ProcessingUnit& pu = r.pus[i];
+    const CoreFigures& c = m.verdicts.cores[i];
+    if (!shown(c)) continue;
+    std::optional<double> noise, detours, max_detour;
+    if (c.detour) {
+      noise = c.detour->noise_ratio();
+      detours = static_cast<double>(c.detour->count);
+      max_detour = c.detour->max_seconds;
+    }
+    std::string kind = pu.kind.substr(0, 9);
+    kind.resize(9, ' ');
+    out << cell(std::to_string(pu.cpu), 5) << cell(std::to_string(pu.core), 5)
+        << cell(std::to_string(pu.package), 5) << cell(std::to_string(pu.numa_node), 5) << ' '
+        << kind << cell(fixed(c.matmul_seconds, 1e3, 3), 11)
+        << cell(fixed(c.matmul_flops_per_second, 1e-9, 1), 9)
+        << cell(fixed(c.expected_slowdown, 1, 3), 8) << cell(fixed(c.clock_hertz, 1e-9, 2), 7)
+        << cell(fixed(noise, 100, 2), 8) << cell(fixed(detours, 1, 0), 9)
+        << cell(fixed(max_detour, 1e6, 0), 8) << cell(fixed(c.stream_bytes_per_second, 1e-9, 1), 13)
+        << "  " << to_string(c.state)
+        << (c.state == CoreState::skipped ? " (" + c.cause + ")" : std::string()) << '\n';
+  }
+  for (std::size_t i = 0; i < r.pus.size(); ++i) {
+    const CoreFigures& c = m.verdicts.cores[i];
+    if (c.state != CoreState::ok && c.state != CoreState::skipped && !c.cause.empty()) {
+      out << "  cpu " << c.cpu << ' ' << to_string(c.state) << ": " << c.cause << '\n';
+    }
+  }
+}
+
+}  // namespace
+
+void print_table(std::ostream& out, const NodeReport& r) {
+  if (r.modes.empty()) {
+    out << "  cpu core  pkg numa kind       state\n";
+    for (const auto& pu : r.pus) {
+      std::string kind = pu.kind.substr(0, 9);
+      kind.resize(9, ' ');
+      out << cell(std::to_string(pu.cpu), 5) << cell(std::to_string(pu.core), 5)
+          << cell(std::to_string(pu.package), 5) << cell(std::to_string(pu.numa_node), 5) << ' '
+          << kind << "  skipped (" << (pu.usable() ? "not probed" : pu.skip_reason) << ")\n";
+    }
+    return;
+  }
+  for (const auto& m : r.modes) print_mode(out, r, m);
+}
+
+std::string summary_line(const NodeReport& r) {
+  char head[200];
+  std::string modes;
+  for (const auto& m : r.modes)
+    modes += (modes.empty() ? "" : "+") + std::string(to_string(m.mode));
+  const std::size_t measured = r.pus.size() - r.count(CoreState::skipped);
+  if (r.modes.empty()) {
+    std::snprintf(head, sizeof head, "%zu PUs listed from %s, probed none of them", r.pus.size(),
+                  r.topology_source.c_str());
+    return std::string(head) + (r.this_system ? "" : " (not this machine)");
+  }
+  std::snprintf(head, sizeof head, "%zu of %zu CPUs probed (%s; %s n=%d reps=%d %s)", measured,
+                r.pus.size(), modes.c_str(), std::string(to_string(r.settings.dtype)).c_str(),
+                r.settings.matmul_size, r.settings.reps, std::string(to_string(r.isa)).c_str());
+  std::string line = head;
+  std::string counts;
+  for (CoreState s : kAllCoreStates) {
+    if (s == CoreState::skipped) continue;
+    if (const std::size_t n = r.count(s); n > 0) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(to_string(s));
+    }
+  }
+  line += ": " + (counts.empty() ? std::string("nothing measured") : counts);
+  // The worst core: the highest expected slowdown among unhealthy ones.
+  std::optional<std::size_t> worst;
+  double worst_slowdown = 0;
+  for (std::size_t i = 0; i < r.pus.size(); ++i) {
+    const CoreState s = r.state(i);
+    if (!is_unhealthy(s)) continue;
+    const auto& c = r.modes[r.deciding_mode(i)].verdicts.cores[i];
+    const double slowdown = c.expected_slowdown.value_or(0);
+    if (!worst || slowdown > worst_slowdown) {
+      worst = i;
+      worst_slowdown = slowdown;
+    }
+  }
+  if (worst) {
+    char tail[120];
+    std::snprintf(tail, sizeof tail, "; worst: cpu %u %s, expected slowdown %.3f",
+                  r.pus[*worst].cpu, std::string(to_string(r.state(*worst))).c_str(),
+                  worst_slowdown);
+    line += tail;
+  }
+  return line;
+}
+
+}  // namespace corenoise
