@@ -32,10 +32,13 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # beside corenoise from a Python driver;
 # clang libclang-rt-14-dev: libFuzzer and the sanitizers (docs/reliability.md);
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
-# strace: proves the daemon starts no other program.
+# strace: proves the daemon starts no other program;
+# slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
+# prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps).
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
-  clang libclang-rt-14-dev wrk faketime strace)
+  clang libclang-rt-14-dev wrk faketime strace
+  slurmctld slurmd slurm-client munge)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

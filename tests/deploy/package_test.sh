@@ -98,7 +98,8 @@ for path in /usr/bin/corenoise /usr/sbin/corenoised \
   /usr/share/doc/corenoise/examples/grafana/corenoise.json \
   /usr/share/man/man8/corenoised.8.gz /usr/share/man/man1/corenoise.1.gz \
   /usr/share/man/man5/corenoised.conf.5.gz \
-  /usr/share/doc/corenoise/README.md /usr/share/doc/corenoise/operations.md; do
+  /usr/share/doc/corenoise/README.md /usr/share/doc/corenoise/operations.md \
+  /usr/lib/corenoise/libcorenoise-mpi-mpich.so /usr/lib/corenoise/libcorenoise-mpi-openmpi.so; do
   grep -qxF "$path" "$work/contents" || fail "$path missing from the package"
 done
 
@@ -119,7 +120,10 @@ depends="$(dpkg-deb -f "$deb" Depends)"
 for dependency in libc6 libhwloc adduser procps; do
   [[ "$depends" == *"$dependency"* ]] || fail "Depends lacks $dependency: $depends"
 done
-[[ "$(dpkg-deb -f "$deb" Recommends)" == *mpich* ]] || fail "Recommends lacks mpich"
+# Either MPI family will do, or none: no libmpi among the dependencies.
+[[ "$depends" != *libmpich* && "$depends" != *libopenmpi* ]] || fail "Depends names an MPI: $depends"
+[[ "$(dpkg-deb -f "$deb" Recommends)" == *"mpich | openmpi-bin"* ]] ||
+  fail "Recommends lacks 'mpich | openmpi-bin': $(dpkg-deb -f "$deb" Recommends)"
 [[ "$(dpkg-deb -f "$deb" Section)" == admin ]] || fail "Section is not admin"
 echo "Depends: $depends"
 
@@ -165,6 +169,24 @@ if grep -qxF /etc/corenoise/corenoised.conf "$work/conffiles"; then
   /usr/sbin/corenoised --check-config --config /etc/corenoise/corenoised.conf ||
     fail "the shipped /etc/corenoise/corenoised.conf is rejected"
 fi
+
+# The installed command finds its MPI plugins beside it, under both
+# families' launchers; a sweep of this node under each is one node.
+step "corenoise sweep from /usr under mpiexec.mpich and mpirun.openmpi"
+quick=(--samples 3 --reps 4 --detour-window 0.005 --stream-bytes 8388608 --quiet)
+for launcher in "mpiexec.mpich -n 1" \
+  "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -n 1"; do
+  rc=0
+  # shellcheck disable=SC2086 # the launcher's words
+  timeout 120 $launcher /usr/bin/corenoise sweep "${quick[@]}" --json "$work/sweep.json" \
+    >"$work/sweep.log" 2>&1 || rc=$?
+  [[ $rc == 0 || $rc == 2 ]] || {
+    cat "$work/sweep.log" >&2
+    fail "$launcher /usr/bin/corenoise sweep exited $rc"
+  }
+  grep -q '"node_count": *1' "$work/sweep.json" || fail "$launcher: the sweep's JSON is not one node"
+  echo "$launcher: sweep exit $rc"
+done
 
 step "systemd-analyze verify"
 units=(/lib/systemd/system/corenoised.service /lib/systemd/system/corenoise-collect.service

@@ -7,13 +7,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "json_file.h"
-#include "probe/topology.h"
 #include "mpi_launchers.h"
+#include "probe/topology.h"
 #include "process.h"
 
 namespace corenoise {
@@ -341,6 +342,41 @@ TEST(Sweep, CommandsWithoutMpiLoadNoMpiLibrary) {
       EXPECT_EQ(r.err.find(library), std::string::npos) << library << " loaded";
     }
   }
+}
+
+// A node with one family installed: the plugins the loader finds are those
+// of CORENOISE_MPI_PLUGIN_DIR, here Open MPI's alone.
+class OneFamilyInstalled : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_path("plugins");
+    std::filesystem::create_directories(dir_);
+    const auto bin_dir = std::filesystem::path(kCorenoise).parent_path();
+    std::filesystem::create_symlink(bin_dir / "libcorenoise-mpi-openmpi.so",
+                                    dir_ + "/libcorenoise-mpi-openmpi.so");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string env() const { return "env CORENOISE_MPI_PLUGIN_DIR=" + dir_ + " "; }
+  std::string dir_;
+};
+
+TEST_F(OneFamilyInstalled, ASingletonRunsOnTheFamilyThereIs) {
+  const auto r = run_command(kTimeout + env() + "LD_DEBUG=files " + kCorenoise + " sweep" +
+                             kQuick + " --quiet");
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("file=libmpi.so.40"), std::string::npos) << "Open MPI not loaded";
+  EXPECT_EQ(r.err.find("file=libmpich.so"), std::string::npos) << "MPICH loaded";
+}
+
+TEST_F(OneFamilyInstalled, TheOtherFamilysLauncherGetsTheMissingFamilyNamed) {
+  const auto r =
+      run_command(kTimeout + env() + kMpiexec + " -n 1 " + kCorenoise + " sweep" + kQuick);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("corenoise sweep: launched by MPICH (PMI_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("this corenoise was built without MPICH (no libcorenoise-mpi-mpich.so in " +
+                       dir_ + ")"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
