@@ -33,7 +33,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise collect [OPTIONS]
+constexpr const char* kUsage = R"(Usage: mpiexec.mpich -ppn 1 -f HOSTS corenoise collect [OPTIONS]
+       mpirun.openmpi --map-by ppr:1:node --hostfile HOSTS corenoise collect [OPTIONS]
+       srun --ntasks-per-node=1 --mpi=pmi2|pmix corenoise collect [OPTIONS]
 
 Reduces the latest results of every node's corenoised across the nodes of
 the allocation (one rank per node): each node's leader reads its daemon's

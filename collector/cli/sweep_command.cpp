@@ -44,8 +44,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUsage = R"(Usage: mpiexec -ppn 1 corenoise sweep [OPTIONS]
-       mpiexec -bind-to core corenoise sweep --rank-per-core [OPTIONS]
+constexpr const char* kUsage = R"(Usage: mpiexec.mpich -ppn 1 -f HOSTS corenoise sweep [OPTIONS]
+       mpirun.openmpi --map-by ppr:1:node --hostfile HOSTS corenoise sweep [OPTIONS]
+       srun --ntasks-per-node=1 --mpi=pmi2|pmix corenoise sweep [OPTIONS]
+       mpiexec.mpich -bind-to core corenoise sweep --rank-per-core [OPTIONS]
 
 Probes every core of every node of the allocation at once: all nodes start
 together, run an isolated round (one core at a time) and then a concurrent
@@ -61,6 +63,12 @@ with -ppn 1; further ranks only wait). With --rank-per-core every rank probes
 the core it is bound to (unbound, the core of its node-local rank), as an
 application launched with -bind-to core runs: the MPI library's threads and
 each rank's memory placement are then where the job's would be.
+
+MPI: each rank loads the MPI family whose launcher started it (MPICH under
+mpiexec.mpich and srun --mpi=pmi2, Open MPI under mpirun.openmpi and srun
+--mpi=pmix; CORENOISE_MPI=mpich|openmpi overrides), and stops with an error
+if its library sees another job size than the launcher announced. Without a
+launcher it runs as a singleton: one node.
 
 Exit status: 0 all healthy, 1 error or bad input, 2 unhealthy cores or
 outlier nodes.

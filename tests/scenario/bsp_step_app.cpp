@@ -6,9 +6,9 @@
 // and allreduce times, as the story's script does.
 //
 // It stands in for a USER's application, so unlike the product (where only
-// collector/mpi/mpi_env.cpp includes <mpi.h>) it calls MPI directly.
+// the MPI plugins of collector/mpi/ include <mpi.h>) it calls MPI directly.
 //
-//   mpiexec -n 2 -bind-to core bsp_step_app [--steps N] [--step-products K]
+//   mpiexec.mpich -n 2 -bind-to core bsp_step_app [--steps N] [--step-products K]
 //       [--matmul-size n] [--warmup-steps W] [--json FILE [--per-step]]
 //
 // Unlike the story's one-shot script it repeats the step, because one step
