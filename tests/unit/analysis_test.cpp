@@ -99,6 +99,22 @@ TEST(Analysis, EachCauseGetsItsVerdict) {
   EXPECT_EQ(v.cores[4].state, CoreState::slow);
 }
 
+// Heavy noise pulls the median of the clock chains down at full frequency:
+// a core whose noise and clock tests both clear is noisy, and says that its
+// clock reads low; the same low clock without the noise is throttled.
+TEST(Analysis, NoiseExplainsALowClock) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 16; ++cpu) samples.push_back(core(cpu));
+  samples[1] = core(1, 0.0125, 2.4e9, 0.30);  // 30 % lost to detours, clock reads 20 % low
+  samples[2] = core(2, 0.0125, 2.4e9);        // the same clock, no noise
+  const auto v = judge_all(samples);
+  EXPECT_EQ(v.cores[1].state, CoreState::noisy) << v.cores[1].cause;
+  EXPECT_NE(v.cores[1].cause.find("its clock reads 20.0% low"), std::string::npos)
+      << v.cores[1].cause;
+  EXPECT_EQ(v.cores[2].state, CoreState::throttled) << v.cores[2].cause;
+  EXPECT_EQ(v.cores[2].cause.find("its clock reads"), std::string::npos) << v.cores[2].cause;
+}
+
 // A VM whose hypervisor takes 6 % from every vCPU alike: that is the
 // node's floor, not a noisy core; a core 10 points above it is.
 TEST(Analysis, NoiseIsJudgedAboveTheNodesFloor) {
@@ -188,12 +204,19 @@ TEST(Analysis, RandomizedNodesKeepTheInvariants) {
       EXPECT_NEAR(*c.residual, 1, 1e-6);
       EXPECT_NEAR(*c.expected_slowdown, *c.clock_ratio * *c.noise_factor, 1e-6);
       // Throttled exactly when the clock ratio's lower bound clears the
-      // threshold; never when the point estimate itself does not.
+      // threshold and the noise test does not (noise explains a low
+      // clock); never when the point estimate itself does not.
       const Thresholds t;
       const auto bound = lower_bound(*c.clock_ratio, c.clock_ratio_error, t.alpha);
       ASSERT_TRUE(bound.has_value());
       EXPECT_LE(*bound, *c.clock_ratio);
-      EXPECT_EQ(c.state == CoreState::throttled, *bound >= t.throttled_clock_ratio);
+      const bool noise_clears = clears(c, CoreState::noisy, t, t.alpha).has_value();
+      EXPECT_EQ(c.state == CoreState::throttled,
+                *bound >= t.throttled_clock_ratio && !noise_clears);
+      if (*bound >= t.throttled_clock_ratio && noise_clears) {
+        EXPECT_EQ(c.state, CoreState::noisy);
+        EXPECT_NE(c.cause.find("its clock reads"), std::string::npos) << c.cause;
+      }
       if (*c.clock_ratio < t.throttled_clock_ratio) {
         EXPECT_NE(c.state, CoreState::throttled);
       }
