@@ -18,22 +18,29 @@ constexpr double kFinalizeSeconds = 5;
 
 int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args) {
   const std::string prefix = "corenoise " + command.name + ": ";
+  Launch launch;
+  try {
+    launch = detect_launch([](const char* name) { return std::getenv(name); });
+  } catch (const std::invalid_argument& e) {
+    std::cerr << prefix + e.what() + "\n";
+    return kExitFailure;
+  }
   // --help needs no MPI: only the launcher's rank 0 (or a lone process)
   // prints it.
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    Launch launch;
-    try {
-      launch = detect_launch([](const char* name) { return std::getenv(name); });
-    } catch (const std::invalid_argument&) {
-    }
     if (launch.rank <= 0) command.print_usage(std::cout);
     return kExitHealthy;
   }
   std::unique_ptr<MpiEnvironment> env;
   try {
-    env = open_mpi_environment();
+    env = open_mpi_environment(launch);
+  } catch (const MpiLaunchMismatch& e) {
+    // Every rank fails alike: one line for the job, not 3,840.
+    if (launch.rank <= 0) std::cerr << prefix + e.what() + "\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << prefix + e.what() + "\n";
+    // A node's own problem (a library missing there): one line per node.
+    if (launch.local_rank <= 0) std::cerr << prefix + e.what() + "\n";
     return kExitFailure;
   }
   const bool speaker = env->world_rank() == 0;

@@ -39,6 +39,13 @@ class MpiError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The MPI library sees a job of another size than the launcher announced
+// (mpi_library.h): every rank of the job fails the same way.
+class MpiLaunchMismatch : public MpiError {
+ public:
+  using MpiError::MpiError;
+};
+
 // Merges `records` consecutive fixed-size records of `in` into `inout`
 // (inout[i] = in[i] (op) inout[i]). It may be called several times per
 // reduction on parts of the buffer, so it must work for any record count.

@@ -70,6 +70,12 @@ Launch detect_launch(const EnvironmentLookup& lookup) {
       launch.evidence = evidence(lookup, "SLURM_STEP_NUM_TASKS", "srun with no PMI (--mpi=none)");
     }
   }
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (auto local = integer_variable(lookup, name)) {
+      launch.local_rank = *local;
+      break;
+    }
+  }
   if (const char* forced = lookup("CORENOISE_MPI")) {
     launch.family = parse_family(forced);
     if (!launch.family) {

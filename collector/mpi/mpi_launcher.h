@@ -40,6 +40,10 @@ struct Launch {
   // 0 and -1 where it announced none.
   int ranks = 0;
   int rank = -1;
+  // This process's rank within its node (MPI_LOCALRANKID,
+  // OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID); -1 where unknown. Lets one
+  // rank per node speak when MPI cannot start.
+  int local_rank = -1;
 };
 
 // getenv's signature, so that tests can pass an environment of their own.

@@ -90,7 +90,7 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* 
     }
     std::unique_ptr<MpiEnvironment> env(plugin.open(argc, argv));
     if (launch.ranks > 0 && env->world_size() != launch.ranks) {
-      throw MpiError("the launcher started " + std::to_string(launch.ranks) + " ranks (" +
+      throw MpiLaunchMismatch("the launcher started " + std::to_string(launch.ranks) + " ranks (" +
                      launch.evidence + "), but " + env->library_version() + " sees a job of " +
                      std::to_string(env->world_size()) +
                      ": the launcher and the MPI library disagree. Launch with the family's own "

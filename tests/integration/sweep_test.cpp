@@ -379,5 +379,19 @@ TEST_F(OneFamilyInstalled, TheOtherFamilysLauncherGetsTheMissingFamilyNamed) {
       << r.err;
 }
 
+#ifdef MPIRUN_OPENMPI_BIN  // both families built
+// Another family's library under hydra: every rank sees a singleton, and the
+// job says so once (3,840 identical lines would bury it), with exit 1.
+TEST(Sweep, ADisagreeingLibraryIsReportedOnceForTheJob) {
+  const auto r = run_command(kTimeout + kMpiexec + " -n 2 -genv CORENOISE_MPI openmpi " +
+                             kCorenoise + " sweep" + kQuick);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string line = "the launcher and the MPI library disagree";
+  const auto first = r.err.find(line);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line, first + 1), std::string::npos) << "said more than once:\n" << r.err;
+}
+#endif
+
 }  // namespace
 }  // namespace corenoise

@@ -28,6 +28,7 @@ TEST(MpiLauncher, HydraIsMpich) {
   EXPECT_EQ(*launch.family, MpiFamily::mpich);
   EXPECT_EQ(launch.ranks, 4);
   EXPECT_EQ(launch.rank, 1);
+  EXPECT_EQ(launch.local_rank, 1);
   EXPECT_NE(launch.evidence.find("PMI_FD=9"), std::string::npos) << launch.evidence;
 }
 
@@ -38,7 +39,9 @@ TEST(MpiLauncher, SlurmPmi2IsMpichAndOpenMpisMpirunIsOpenMpi) {
   EXPECT_EQ(pmi2.ranks, 2);
 
   const Launch mpirun = detect({{"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_RANK", "2"},
-                                {"PMIX_RANK", "2"}, {"PMIX_NAMESPACE", "prterun-1"}});
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"PMIX_RANK", "2"},
+                                {"PMIX_NAMESPACE", "prterun-1"}});
+  EXPECT_EQ(mpirun.local_rank, 0);
   EXPECT_EQ(mpirun.family, MpiFamily::openmpi);
   EXPECT_EQ(mpirun.ranks, 3);
   EXPECT_EQ(mpirun.rank, 2);
@@ -58,6 +61,7 @@ TEST(MpiLauncher, NoLauncherIsASingletonOfAnyFamily) {
   EXPECT_FALSE(launch.family.has_value());
   EXPECT_EQ(launch.ranks, 0);
   EXPECT_EQ(launch.rank, -1);
+  EXPECT_EQ(launch.local_rank, -1);
   EXPECT_TRUE(launch.evidence.empty());
 }
 
