@@ -2,16 +2,19 @@
 # slurm_cluster.sh: a real one-node Slurm for tests -- munged, slurmctld and
 # slurmd from Debian's packages (munge, slurmctld, slurmd, slurm-client), all
 # run as root from a private directory, on ports of their own, with a
-# slurm.conf generated from this machine's CPUs. Nothing is read from or
-# written to /etc, /run or /var: a test needs neither systemd nor a machine
-# set up for Slurm, and leaves nothing behind.
+# slurm.conf generated from this machine's CPUs. No configuration is read
+# from /etc, nothing is written to /etc, /run or /var: a test needs neither
+# systemd nor a machine set up for Slurm, and leaves nothing behind.
 #
 # As a library (sourced; tests/deploy/slurm_real_test.sh):
 #   slurm_cluster_require              exit 2 (a skip) when a program is missing
-#   slurm_cluster_start [LINE]...      start one in a new temporary directory
-#                                      ($SLURM_CLUSTER_DIR) with LINEs added to
-#                                      slurm.conf; exports SLURM_CONF, sets
-#                                      SLURM_CLUSTER_NODE (the node's name)
+#   slurm_cluster_init                 make its temporary directory
+#                                      ($SLURM_CLUSTER_DIR), export SLURM_CONF
+#                                      (not written yet), set SLURM_CLUSTER_NODE
+#                                      (the node's name); for a caller that
+#                                      needs the paths before the start
+#   slurm_cluster_start [LINE]...      (init and) start one, with LINEs added
+#                                      to slurm.conf
 #   slurm_cluster_stop                 stop it and remove the directory (call
 #                                      it from the caller's EXIT trap)
 #   slurm_cluster_logs                 the daemons' logs, to stderr
@@ -22,7 +25,9 @@
 #   COMMAND's status; 1 when the cluster did not start, 2 (before anything
 #   ran) when Slurm is not installed.
 #
-# Start-up takes about 5 s, mostly slurmd registering with slurmctld.
+# Start-up takes 1-2 s here (2 vCPUs), mostly slurmd registering with
+# slurmctld; slurm_cluster_start returns once the node has registered (idle,
+# or drained by a health check that ran as it registered).
 # shellcheck shell=bash
 
 SLURM_CLUSTER_DIR=''
@@ -81,8 +86,12 @@ slurm_cluster_node_state() {
   sinfo -h -N -n "$SLURM_CLUSTER_NODE" -o %T 2>/dev/null
 }
 
-slurm_cluster_node_idle() {
-  [[ $(slurm_cluster_node_state) == idle ]]
+# registered: slurmd has registered, and the node is in service or drained.
+# Not only idle: slurmd runs HealthCheckProgram as it registers, so a health
+# check that drains does so before the node is ever seen idle. sinfo marks a
+# node that does not respond (yet) with '*', one never heard of is unknown.
+slurm_cluster_node_registered() {
+  [[ $(slurm_cluster_node_state) =~ ^(idle|drained|draining|mixed|allocated|completing)$ ]]
 }
 
 slurm_cluster_munge_works() {
@@ -176,21 +185,16 @@ slurm_cluster_start_daemons() {
   fi
   slurmd -D -f "$SLURM_CONF" -N "$SLURM_CLUSTER_NODE" >>"$dir/slurmd.out" 2>&1 &
   echo $! >"$dir/slurmd.bgpid"
-  if ! slurm_cluster_wait_for 20 "node $SLURM_CLUSTER_NODE did not become idle" slurmd slurm_cluster_node_idle; then
+  if ! slurm_cluster_wait_for 20 "node $SLURM_CLUSTER_NODE did not register" slurmd slurm_cluster_node_registered; then
     grep -q 'Address already in use' "$dir/slurmd.log" "$dir/slurmd.out" 2>/dev/null && return 3
     echo "slurm_cluster: node state '$(slurm_cluster_node_state)'" >&2
     return 1
   fi
 }
 
-slurm_cluster_start() {
-  local attempt rc
+slurm_cluster_init() {
+  [[ -z $SLURM_CLUSTER_DIR ]] || return 0
   slurm_cluster_require
-  # slurmd starts jobs as their users, so it runs as root; CI does.
-  if ((EUID != 0)); then
-    echo "slurm_cluster: slurmd needs root" >&2
-    return 1
-  fi
   SLURM_CLUSTER_DIR=$(mktemp -d -t corenoise-slurm.XXXXXX) || return 1
   # munged serves its socket only where every directory above it may be
   # searched by all (any user may ask it for a credential); nothing in it
@@ -198,6 +202,16 @@ slurm_cluster_start() {
   chmod 0711 "$SLURM_CLUSTER_DIR"
   SLURM_CLUSTER_NODE=$(hostname -s)
   export SLURM_CONF=$SLURM_CLUSTER_DIR/slurm.conf
+}
+
+slurm_cluster_start() {
+  local attempt rc
+  slurm_cluster_init || return 1
+  # slurmd starts jobs as their users, so it runs as root; CI does.
+  if ((EUID != 0)); then
+    echo "slurm_cluster: slurmd needs root" >&2
+    return 1
+  fi
   for attempt in 1 2 3; do
     slurm_cluster_write_conf "$SLURM_CLUSTER_DIR" "$(slurm_cluster_free_port)" "$(slurm_cluster_free_port)" "$@" || return 1
     rc=0
@@ -239,8 +253,9 @@ slurm_cluster_stop_pid() {
 slurm_cluster_stop_steps() {
   local proc
   for proc in /proc/[0-9]*; do
+    # (Any of them may be gone by now, hence the quiet reads.)
     [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
-    if tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF"; then
+    if { tr '\0' '\n' <"$proc/environ"; } 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF"; then
       kill -KILL "${proc#/proc/}" 2>/dev/null || true
     fi
   done
