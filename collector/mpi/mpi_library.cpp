@@ -32,7 +32,7 @@ std::vector<std::filesystem::path> plugin_directories() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) return {};
   const auto dir = exe.parent_path();
-  return {dir / ".." / CORENOISE_PLUGIN_RELATIVE_DIR, dir};
+  return {dir / CORENOISE_PLUGIN_RELATIVE_DIR, dir};
 }
 
 struct Loaded {

@@ -5,9 +5,10 @@
 // the `corenoise` executable loads an MPI library, so probe, status, inject
 // and the rest run where no MPI is installed at all.
 //
-// Plugins are looked for in $CORENOISE_MPI_PLUGIN_DIR if set, else in the
-// installed place beside the executable (../lib/<arch>/corenoise), else in
-// the executable's own directory (the build tree).
+// Plugins are looked for in $CORENOISE_MPI_PLUGIN_DIR if set, else where
+// they are installed relative to the executable (bin/ -> lib/corenoise/,
+// from CMAKE_INSTALL_BINDIR and CMAKE_INSTALL_LIBDIR), else in the
+// executable's own directory (the build tree).
 #pragma once
 
 #include <memory>

@@ -26,5 +26,13 @@ add_test(NAME Package.ScriptsShellcheck
     ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
     ${PROJECT_SOURCE_DIR}/deploy/debian/postrm
     ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh
-    ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh)
+    ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh
+    ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh)
 set_tests_properties(Package.ScriptsShellcheck PROPERTIES TIMEOUT 60 LABELS deploy)
+
+# Package.InstallPrefixFindsItsPlugins: installed under another prefix
+# (DESTDIR, a temporary directory), corenoise loads the MPI plugins
+# installed beside it, by their path relative to the executable.
+add_test(NAME Package.InstallPrefixFindsItsPlugins
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(Package.InstallPrefixFindsItsPlugins PROPERTIES TIMEOUT 120 LABELS deploy)

@@ -178,13 +178,16 @@ for launcher in "mpiexec.mpich -n 1" \
   "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -n 1"; do
   rc=0
   # shellcheck disable=SC2086 # the launcher's words
-  timeout 120 $launcher /usr/bin/corenoise sweep "${quick[@]}" --json "$work/sweep.json" \
-    >"$work/sweep.log" 2>&1 || rc=$?
+  timeout 120 $launcher env LD_DEBUG=files /usr/bin/corenoise sweep "${quick[@]}" \
+    --json "$work/sweep.json" >"$work/sweep.log" 2>&1 || rc=$?
   [[ $rc == 0 || $rc == 2 ]] || {
     cat "$work/sweep.log" >&2
     fail "$launcher /usr/bin/corenoise sweep exited $rc"
   }
   grep -q '"node_count": *1' "$work/sweep.json" || fail "$launcher: the sweep's JSON is not one node"
+  # The plugin the package installed, by the path the package gave it.
+  grep -q 'file=/usr/lib/corenoise/libcorenoise-mpi-' "$work/sweep.log" ||
+    fail "$launcher: no plugin loaded from /usr/lib/corenoise: $(grep -o 'file=[^ ]*corenoise-mpi[^ ]*' "$work/sweep.log" | sort -u)"
   echo "$launcher: sweep exit $rc"
 done
 
