@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
@@ -18,18 +19,22 @@ constexpr double kFinalizeSeconds = 5;
 
 int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args) {
   const std::string prefix = "corenoise " + command.name + ": ";
+  // --help needs no MPI: only the launcher's rank 0 (or a lone process)
+  // prints it, whatever CORENOISE_MPI says.
+  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+    const char* rank = nullptr;
+    for (const char* name : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+      if (rank == nullptr) rank = std::getenv(name);
+    }
+    if (rank == nullptr || std::string_view(rank) == "0") command.print_usage(std::cout);
+    return kExitHealthy;
+  }
   Launch launch;
   try {
-    launch = detect_launch([](const char* name) { return std::getenv(name); });
+    launch = detect_launch();
   } catch (const std::invalid_argument& e) {
     std::cerr << prefix + e.what() + "\n";
     return kExitFailure;
-  }
-  // --help needs no MPI: only the launcher's rank 0 (or a lone process)
-  // prints it.
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    if (launch.rank <= 0) command.print_usage(std::cout);
-    return kExitHealthy;
   }
   std::unique_ptr<MpiEnvironment> env;
   try {

@@ -3,17 +3,25 @@
 // two families side by side, and an MPICH library started by Open MPI's
 // mpirun (or the reverse) runs as N singletons that each report one node.
 //
-//   evidence                       family    launchers
+//   evidence, in this order        family    launchers
 //   CORENOISE_MPI=mpich|openmpi    as named  (an override)
+//   PMI_FD or PMI_PORT             MPICH     mpiexec.mpich (hydra), srun --mpi=pmi2,
+//                                            Intel MPI's mpiexec (MPICH's ABI)
 //   OMPI_COMM_WORLD_SIZE           Open MPI  mpirun.openmpi
 //   PMIX_RANK                      Open MPI  srun --mpi=pmix, prterun
-//   PMI_FD, PMI_PORT or PMI_RANK   MPICH     mpiexec.mpich (hydra), srun --mpi=pmi2,
-//                                            Intel MPI's mpiexec (MPICH's ABI)
+//   PMI_RANK                       MPICH     a PMI-1 launcher without a socket
 //   none of them                   either    a singleton (no launcher)
 //
-// The job's size as the launcher announced it (OMPI_COMM_WORLD_SIZE,
-// PMI_SIZE, Slurm's SLURM_STEP_NUM_TASKS) is kept so that a rank whose
-// library sees a different size says so instead of sweeping alone.
+// PMI_FD and PMI_PORT come first because they are made afresh for each
+// process; the others may be inherited. Inside an interactive `srun
+// --mpi=pmix --pty bash`, every rank of an mpiexec.mpich job inherits the
+// shell's PMIX_* and SLURM_* variables: Slurm's (PMIX_RANK,
+// SLURM_STEP_NUM_TASKS, SLURM_LOCALID) count only when SLURM_TASK_PID is
+// this process or its parent, i.e. srun started this very task.
+//
+// The job's size as the launcher announced it (PMI_SIZE,
+// OMPI_COMM_WORLD_SIZE, Slurm's SLURM_STEP_NUM_TASKS) is kept so that a rank
+// whose library sees a different size says so instead of sweeping alone.
 #pragma once
 
 #include <functional>
@@ -49,8 +57,16 @@ struct Launch {
 // getenv's signature, so that tests can pass an environment of their own.
 using EnvironmentLookup = std::function<const char*(const char*)>;
 
+// This process's and its parent's ids, against which SLURM_TASK_PID is read.
+struct ProcessIds {
+  long pid = 0;
+  long parent = 0;
+};
+
 // Reads the launcher's variables. Throws std::invalid_argument for a
-// CORENOISE_MPI that names no family.
-Launch detect_launch(const EnvironmentLookup& lookup);
+// CORENOISE_MPI that names no family (empty counts as unset).
+Launch detect_launch(const EnvironmentLookup& lookup, ProcessIds self);
+// The same for this process's environment.
+Launch detect_launch();
 
 }  // namespace corenoise

@@ -110,7 +110,7 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* 
 std::unique_ptr<MpiEnvironment> open_mpi_environment(int* argc, char*** argv) {
   Launch launch;
   try {
-    launch = detect_launch([](const char* name) { return std::getenv(name); });
+    launch = detect_launch();
   } catch (const std::invalid_argument& e) {
     throw MpiError(e.what());
   }
