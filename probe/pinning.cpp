@@ -53,6 +53,18 @@ bool set_current_affinity(const std::vector<unsigned>& cpus) {
   return any && sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+bool set_process_affinity(const std::vector<unsigned>& cpus) {
+  if (!set_current_affinity(cpus)) return false;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return true;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const auto tid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (tid > 0) sched_setaffinity(tid, sizeof set, &set);  // one that exited just fails
+  }
+  return true;
+}
+
 struct ProcessOffCpus::Saved {
   pid_t tid;
   cpu_set_t affinity;  // what the thread had: the CPUs to move it among

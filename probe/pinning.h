@@ -17,6 +17,9 @@ std::vector<unsigned> current_affinity();
 // Restricts the calling thread to `cpus`; returns false if the set is empty
 // or the kernel refuses (the affinity is then unchanged).
 bool set_current_affinity(const std::vector<unsigned>& cpus);
+// The same for every thread of the process (/proc/self/task), as a
+// launcher's binding set it; true if the calling thread's succeeded.
+bool set_process_affinity(const std::vector<unsigned>& cpus);
 
 // While alive, keeps every thread of this process (the event loop, the
 // exporter's HTTP threads, the caller) off `measured`: each thread's

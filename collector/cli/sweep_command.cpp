@@ -20,22 +20,22 @@
 #include <thread>
 
 #include "collector/cli/cluster_command.h"
-#include "collector/cluster/cluster_reduction.h"
-#include "collector/cluster/cluster_report.h"
-#include "collector/report/cluster_report_json.h"
-#include "collector/cluster/cluster_stats.h"
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "collector/mpi/mpi_environment.h"
+#include "collector/cluster/cluster_reduction.h"
+#include "collector/cluster/cluster_report.h"
+#include "collector/cluster/cluster_stats.h"
 #include "collector/cluster/rank_per_core.h"
+#include "collector/mpi/mpi_environment.h"
+#include "collector/report/cluster_report_json.h"
 #include "collector/report/report_outputs.h"
 #include "collector/report/sweep_summary.h"
 #include "daemon/control_client.h"
 #include "daemon/control_protocol.h"
 #include "probe/cpu_list.h"
+#include "probe/pinning.h"
 #include "probe/report.h"
 #include "probe/runner.h"
-#include "probe/pinning.h"
 #include "probe/topology.h"
 #include "probe/wall_clock.h"
 
@@ -203,24 +203,51 @@ std::vector<unsigned> select_cpus(const SweepOptions& options, const Topology& t
   return usable;
 }
 
-// A node's one rank sweeps every core the node lets it use, but launchers
-// bind ranks as they would an application's: Open MPI's mpirun binds each
-// rank to a core (2 ranks or fewer) or a socket by default, and
-// `-bind-to core` does so under hydra. Binding is a process's affinity, not
-// a cgroup's cpuset, so it is widened here to every allowed PU, and the
-// topology is read again; the probe threads then pin themselves as usual.
-Topology unbound_from_launcher(Topology topology, bool verbose, const std::string& prefix) {
+// A node's one rank sweeps every core the node lets it use, but Open MPI's
+// mpirun binds each rank as it would an application's: to a core (2 ranks
+// or fewer) or a socket, by default. That binding is a process affinity,
+// not a cgroup's cpuset, so under mpirun it is widened here to every PU the
+// cgroup allows except the kernel's isolated CPUs, for every thread, and
+// the topology is read again; the probe threads then pin themselves as
+// usual. Nowhere else: under Slurm (SLURM_JOB_ID) the binding may be the
+// job's allocation on a shared node, and a singleton's affinity (taskset,
+// numactl, CPUAffinity=) is someone's choice. There the sweep probes what
+// the affinity allows, and says so.
+Topology unbound_from_launcher(Topology topology, bool root, bool verbose,
+                               const std::string& prefix) {
   std::vector<unsigned> bound;
   std::vector<unsigned> allowed;
+  std::string isolated_text;
+  std::getline(std::ifstream("/sys/devices/system/cpu/isolated"), isolated_text);
+  std::vector<unsigned> isolated;
+  try {
+    isolated = parse_cpu_list(isolated_text);
+  } catch (const std::exception&) {  // unreadable: nothing is isolated
+  }
   for (const auto& pu : topology.pus()) {
     if (pu.usable()) bound.push_back(pu.cpu);
-    if (pu.usable() || pu.skip_reason == kOutsideAffinity) allowed.push_back(pu.cpu);
+    const bool kernel_isolated =
+        std::find(isolated.begin(), isolated.end(), pu.cpu) != isolated.end();
+    if (pu.usable() || (pu.skip_reason == kOutsideAffinity && !kernel_isolated)) {
+      allowed.push_back(pu.cpu);
+    }
   }
-  if (bound.size() == allowed.size() || !set_current_affinity(allowed)) return topology;
-  if (verbose) {
-    std::cerr << prefix + "the launcher bound this rank to CPUs " + format_cpu_list(bound) +
+  if (bound.size() == allowed.size()) return topology;
+  const bool mpirun_binding =
+      std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr && std::getenv("SLURM_JOB_ID") == nullptr;
+  if (!mpirun_binding) {
+    if (root) {
+      std::cerr << prefix + "this rank may run on CPUs " + format_cpu_list(bound) + " of the " +
+                       std::to_string(allowed.size()) +
+                       " this node allows (its affinity); only those are probed\n";
+    }
+    return topology;
+  }
+  if (!set_process_affinity(allowed)) return topology;
+  if (root || verbose) {
+    std::cerr << prefix + "mpirun bound this rank to CPUs " + format_cpu_list(bound) +
                      "; sweeping all " + std::to_string(allowed.size()) +
-                     " allowed CPUs (one rank on this node)\n";
+                     " CPUs the node allows (one rank on this node)\n";
   }
   return Topology::load("native");
 }
@@ -302,7 +329,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   try {
     topology = Topology::load("native");
     if (!ranks && env.node_size() == 1) {
-      topology = unbound_from_launcher(std::move(*topology), options.verbose, prefix);
+      topology = unbound_from_launcher(std::move(*topology), root, options.verbose, prefix);
     }
     topology->attach_top_perf("/sys");  // favoured cores are not faults
     if (ranks) {

@@ -4,6 +4,7 @@
 // structure is checked, never its figures; `timeout` only stops a hung job
 // from hanging the suite. No timing assertions.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -288,23 +289,6 @@ using testing::MpiLauncher;
 // same `corenoise` whatever launched it.
 class SweepFamily : public ::testing::TestWithParam<MpiLauncher> {};
 
-// One rank on the node sweeps all of it, even where the launcher bound the
-// rank to one core (Open MPI's default for 2 ranks or fewer).
-TEST_P(SweepFamily, OneBoundRankSweepsEveryCoreOfItsNode) {
-  const std::string path = temp_path("family-one-" + GetParam().family + ".json");
-  const auto r = run_command(kTimeout + GetParam().bound_job(1) + kCorenoise + " sweep --full" +
-                             kQuick + " --json " + path);
-  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
-  const json report = read_json(path);
-  expect_report_structure(report, 1);
-  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  EXPECT_EQ(report["nodes"][0]["probed_cores"], cpus) << r.err;
-  for (int cpu = 0; cpu < cpus; ++cpu) {
-    EXPECT_NE(cell_of(report, 0, static_cast<unsigned>(cpu))["state"], "skipped") << cpu;
-  }
-  std::remove(path.c_str());
-}
-
 TEST_P(SweepFamily, RankPerCoreBoundRanksProbeTheirOwnCores) {
   const std::string path = temp_path("family-rpc-" + GetParam().family + ".json");
   const auto r = run_command(kTimeout + GetParam().bound_job(2) + kCorenoise +
@@ -322,6 +306,7 @@ TEST_P(SweepFamily, WatchdogAbortsTheJob) {
                              " sweep --timeout 1 --samples 3 --detour-window 2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "the watchdog did not fire; timeout(1) stopped the job";
+  EXPECT_NE(r.exit_code, 137) << "the watchdog did not fire; timeout(1) killed the job";
   EXPECT_NE(r.err.find("did not finish within"), std::string::npos) << r.err;
 }
 
@@ -377,6 +362,46 @@ TEST_F(OneFamilyInstalled, TheOtherFamilysLauncherGetsTheMissingFamilyNamed) {
                        dir_ + ")"),
             std::string::npos)
       << r.err;
+}
+
+// The CPUs this test process may use: what a sweep of this node can probe.
+int allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  return CPU_COUNT(&set);
+}
+
+#ifdef MPIRUN_OPENMPI_BIN
+// Open MPI's mpirun binds a lone rank to one core by default; the node's one
+// rank widens that to every CPU the node allows, and says so.
+TEST(Sweep, MpirunsDefaultBindingIsWidenedToTheWholeNode) {
+  const std::string path = temp_path("mpirun-default.json");
+  const auto r = run_command(kTimeout +
+                             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                             MPIRUN_OPENMPI_BIN + " -n 1 " + kCorenoise + " sweep --full" + kQuick +
+                             " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  EXPECT_NE(r.err.find("mpirun bound this rank to CPUs 0"), std::string::npos) << r.err;
+  const json report = read_json(path);
+  EXPECT_EQ(report["nodes"][0]["probed_cores"], allowed_cpus()) << r.err;
+  for (int cpu = 0; cpu < allowed_cpus(); ++cpu) {
+    EXPECT_NE(cell_of(report, 0, static_cast<unsigned>(cpu))["state"], "skipped") << cpu;
+  }
+  std::remove(path.c_str());
+}
+#endif
+
+// An affinity someone chose (taskset, hydra's -bind-to) is kept: the sweep
+// probes what it allows and says that it does.
+TEST(Sweep, AChosenAffinityIsKeptAndSaidSo) {
+  const std::string path = temp_path("taskset.json");
+  const auto r = run_command(kTimeout + "taskset -c 0 " + kCorenoise + " sweep" + kQuick +
+                             " --json " + path);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
+  EXPECT_NE(r.err.find("this rank may run on CPUs 0 of the"), std::string::npos) << r.err;
+  EXPECT_EQ(read_json(path)["nodes"][0]["probed_cores"], 1) << r.err;
+  std::remove(path.c_str());
 }
 
 #ifdef MPIRUN_OPENMPI_BIN  // both families built
