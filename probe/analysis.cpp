@@ -263,13 +263,17 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   }
   // The clock is the median of short dependent-add chains, and on a noisy
   // core enough of them contain a detour to pull that median down at full
-  // frequency. When the noise test clears too, the noise is the finding:
-  // calling it throttled would send the confirmation to re-measure the
-  // clock, which misleads the same way (a heavily noisy core then came out
-  // "transient throttled").
+  // frequency. When the noise test clears too and the noise is large enough
+  // to explain the deficit, the noise is the finding: calling it throttled
+  // would send the confirmation to re-measure the clock, which misleads the
+  // same way (a heavily noisy core came out "transient throttled"). Large
+  // enough: a median chain a fraction d slower means at least half the
+  // chains lost d of their time, so at least d/2 of the time overall.
   bool clock_read_low = false;
-  if (c.state == CoreState::throttled) {
-    if (const auto bound = clears(c, CoreState::noisy, t, t.alpha)) {
+  if (c.state == CoreState::throttled && c.detour) {
+    const double deficit = 1 - 1 / *c.clock_ratio;
+    const auto bound = clears(c, CoreState::noisy, t, t.alpha);
+    if (bound && c.detour->noise_ratio() >= deficit / 2) {
       c.state = CoreState::noisy;
       c.bound = bound;
       clock_read_low = true;
