@@ -523,8 +523,19 @@ void LibraryEnvironment::watchdog_main(double seconds, std::string what) {
 
 }  // namespace corenoise
 
-// The plugin's one entry point (mpi_library.cpp): a new environment, MPI
-// initialised; throws MpiError as the constructor does. The caller owns it.
-extern "C" corenoise::MpiEnvironment* corenoise_mpi_environment_open_v1(int* argc, char*** argv) {
+// The plugin's entry points (mpi_library.cpp), the only symbols it exports
+// besides the MPICH plugin's ucp_disconnect_nb.
+//
+// The MpiEnvironment interface this plugin was built for: a hash of
+// mpi_environment.h, which the loader compares with its own before calling
+// anything, so that a plugin of another build is refused.
+extern "C" [[gnu::visibility("default")]] const char* corenoise_mpi_plugin_interface() {
+  return CORENOISE_MPI_INTERFACE;
+}
+
+// A new environment, MPI initialised; throws MpiError as the constructor
+// does. The caller owns it.
+extern "C" [[gnu::visibility("default")]] corenoise::MpiEnvironment* corenoise_mpi_environment_open(
+    int* argc, char*** argv) {
   return new corenoise::LibraryEnvironment(argc, argv);
 }

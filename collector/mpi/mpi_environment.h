@@ -34,14 +34,16 @@
 namespace corenoise {
 
 // A failed MPI call: what() names the call and carries MPI_Error_string.
-class MpiError : public std::runtime_error {
+// (Visibility default: thrown inside the plugins, which hide everything
+// else, and caught by the executable.)
+class [[gnu::visibility("default")]] MpiError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // The MPI library sees a job of another size than the launcher announced
 // (mpi_library.h): every rank of the job fails the same way.
-class MpiLaunchMismatch : public MpiError {
+class [[gnu::visibility("default")]] MpiLaunchMismatch : public MpiError {
  public:
   using MpiError::MpiError;
 };
@@ -51,7 +53,7 @@ class MpiLaunchMismatch : public MpiError {
 // reduction on parts of the buffer, so it must work for any record count.
 using RecordMerge = std::function<void(const std::byte* in, std::byte* inout, std::size_t records)>;
 
-class MpiEnvironment {
+class [[gnu::visibility("default")]] MpiEnvironment {
  public:
   // Opened by open_mpi_environment (mpi_library.h). Destruction cancels the
   // watchdog, frees the communicators and calls MPI_Finalize (unless

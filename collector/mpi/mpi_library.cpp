@@ -5,16 +5,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace corenoise {
 namespace {
 
-// The plugins' one entry point (library_environment.cpp). The version in
-// the name changes with the MpiEnvironment interface, so that a stale plugin
-// from another build is refused rather than called wrongly.
-constexpr const char* kEntryPoint = "corenoise_mpi_environment_open_v1";
+// The plugins' entry points (library_environment.cpp). A plugin built for
+// another MpiEnvironment (its hash of mpi_environment.h differs) is refused
+// rather than called wrongly.
+constexpr const char* kEntryPoint = "corenoise_mpi_environment_open";
+constexpr const char* kInterfacePoint = "corenoise_mpi_plugin_interface";
 using OpenFunction = MpiEnvironment* (*)(int*, char***);
+using InterfaceFunction = const char* (*)();
 
 std::string plugin_file(MpiFamily family) {
   return "libcorenoise-mpi-" + std::string(family_name(family)) + ".so";
@@ -35,9 +38,17 @@ std::vector<std::filesystem::path> plugin_directories() {
   return {dir / CORENOISE_PLUGIN_RELATIVE_DIR, dir};
 }
 
+// What to install when the family's libmpi is what failed to load.
+std::string remedy(MpiFamily family) {
+  return family == MpiFamily::mpich
+             ? "install MPICH's library (apt-get install libmpich12)"
+             : "install Open MPI's library (apt-get install libopenmpi3)";
+}
+
 struct Loaded {
   OpenFunction open = nullptr;
   std::string error;  // why not, when open is null
+  bool built = true;  // false: no plugin file for the family at all
 };
 
 // dlopen's the family's plugin; it stays loaded for the process's life
@@ -54,21 +65,22 @@ Loaded load_plugin(MpiFamily family) {
     // RTLD_GLOBAL: Open MPI's own components, dlopen'd by libmpi, expect
     // libmpi's symbols in the global scope.
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (handle == nullptr) return {nullptr, dlerror()};
+    if (handle == nullptr) return {nullptr, std::string(dlerror()) + "; " + remedy(family)};
+    auto* interface = reinterpret_cast<InterfaceFunction>(dlsym(handle, kInterfacePoint));
     auto* open = reinterpret_cast<OpenFunction>(dlsym(handle, kEntryPoint));
-    if (open == nullptr) {
-      return {nullptr, path.string() + " has no " + kEntryPoint + " (a plugin of another build)"};
+    if (interface == nullptr || open == nullptr ||
+        std::string_view(interface()) != CORENOISE_MPI_INTERFACE) {
+      return {nullptr, path.string() + " is a plugin of another corenoise build (interface " +
+                           (interface != nullptr ? interface() : "unknown") + ", this one's " +
+                           CORENOISE_MPI_INTERFACE + ")"};
     }
     return {open, ""};
   }
-  return {nullptr, "this corenoise was built without " + family_title(family) + " (no " +
-                       plugin_file(family) + " in " + tried + ")"};
-}
-
-std::string remedy(MpiFamily family) {
-  return family == MpiFamily::mpich
-             ? "install MPICH's library (apt-get install libmpich12)"
-             : "install Open MPI's library (apt-get install libopenmpi3)";
+  return {nullptr,
+          "this corenoise was built without " + family_title(family) + " (no " +
+              plugin_file(family) + " in " + tried + "); rebuild it with " +
+              std::string(family_name(family)) + " in CORENOISE_MPI_FAMILIES (docs/operations.md)",
+          false};
 }
 
 }  // namespace
@@ -101,8 +113,7 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* 
   }
   if (launch.family) {
     throw MpiError("launched by " + family_title(*launch.family) + " (" + launch.evidence +
-                   "), but its plugin cannot be loaded: " + failures + "; " +
-                   remedy(*launch.family));
+                   "), but its plugin cannot be loaded: " + failures);
   }
   throw MpiError("no MPI library can be loaded: " + failures);
 }

@@ -53,13 +53,18 @@ void set_unflushed_ucx_disconnect(bool armed) {
 
 // Defined in the MPICH plugin, which comes before libucp in the search order
 // of the libraries loaded with it, so libmpich binds to this one.
-extern "C" void* ucp_disconnect_nb(void* ep) {
+extern "C" [[gnu::visibility("default")]] void* ucp_disconnect_nb(void* ep) {
   if (corenoise::g_unflushed_disconnect.load(std::memory_order_acquire)) {
     return nullptr;  // UCS_OK: done; ucp_worker_destroy releases the endpoint
   }
+  // UCX's own, from libucp itself: RTLD_NEXT would depend on where the
+  // dynamic linker happened to put this plugin and libucp in its lists.
   using Disconnect = void* (*)(void*);
-  static const auto ucx_disconnect =
-      reinterpret_cast<Disconnect>(dlsym(RTLD_NEXT, "ucp_disconnect_nb"));
+  static const auto ucx_disconnect = [] {
+    void* ucp = dlopen("libucp.so.0", RTLD_NOW | RTLD_NOLOAD);
+    return reinterpret_cast<Disconnect>(ucp != nullptr ? dlsym(ucp, "ucp_disconnect_nb")
+                                                       : dlsym(RTLD_NEXT, "ucp_disconnect_nb"));
+  }();
   // UCS_ERR_UNSUPPORTED (-22) as a status pointer, should libucp lack it.
   if (ucx_disconnect == nullptr) return reinterpret_cast<void*>(static_cast<intptr_t>(-22));
   return ucx_disconnect(ep);
