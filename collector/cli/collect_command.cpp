@@ -15,12 +15,12 @@
 #include <span>
 
 #include "collector/cli/cluster_command.h"
-#include "collector/cluster/cluster_reduction.h"
-#include "collector/report/cluster_report_json.h"
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "collector/report/html_report.h"
+#include "collector/cluster/cluster_reduction.h"
 #include "collector/mpi/mpi_environment.h"
+#include "collector/report/cluster_report_json.h"
+#include "collector/report/html_report.h"
 #include "collector/report/report_outputs.h"
 #include "collector/report/sweep_summary.h"
 #include "daemon/control_client.h"

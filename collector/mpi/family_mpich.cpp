@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "collector/mpi/mpi_family.h"
+#include "collector/mpi/family_hooks.h"
 #include "collector/mpi/mpich_ucx_finalize.h"
 
 namespace corenoise {

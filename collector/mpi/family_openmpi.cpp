@@ -1,7 +1,7 @@
 // Open MPI: its MPI_Finalize needs no way round.
 #include <mpi.h>
 
-#include "collector/mpi/mpi_family.h"
+#include "collector/mpi/family_hooks.h"
 
 namespace corenoise {
 

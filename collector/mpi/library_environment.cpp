@@ -14,17 +14,14 @@
 // rank. Strictly, the standard only allows that call under MULTIPLE; we accept
 // the deviation because it is the one way to end a hung job from inside, and
 // we back it with alarm() + _exit() in case MPI_Abort itself never returns.
-#include "collector/mpi/mpi_environment.h"
-#include "collector/mpi/mpi_family.h"
-
 #include <mpi.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -33,17 +30,19 @@
 #include <thread>
 #include <utility>
 
+#include "collector/mpi/family_hooks.h"
+#include "collector/mpi/mpi_environment.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
+namespace {
 
+// The communicators and windows, freed before MPI_Finalize.
 struct Comms {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm leaders = MPI_COMM_NULL;     // MPI_COMM_NULL on non-leaders
-  std::vector<MPI_Win> shared_windows;  // node_shared_memory's, freed before MPI_Finalize
+  std::vector<MPI_Win> shared_windows;  // node_shared_memory's
 };
-
-namespace {
 
 // Turns an MPI return code into an exception naming the call.
 void check(int rc, const char* call) {
@@ -163,10 +162,6 @@ void allreduce(MPI_Comm comm, std::span<T> values, MPI_Op op, std::uint64_t& byt
   bytes_sent += values.size_bytes();
 }
 
-}  // namespace
-
-namespace {
-
 class LibraryEnvironment final : public MpiEnvironment {
  public:
   LibraryEnvironment(int* argc, char*** argv);
@@ -211,8 +206,8 @@ class LibraryEnvironment final : public MpiEnvironment {
 
 }  // namespace
 
-
-LibraryEnvironment::LibraryEnvironment(int* argc, char*** argv) : comms_(std::make_unique<Comms>()) {
+LibraryEnvironment::LibraryEnvironment(int* argc, char*** argv)
+    : comms_(std::make_unique<Comms>()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) throw std::logic_error("MpiEnvironment: MPI is already initialized");
@@ -251,8 +246,8 @@ void LibraryEnvironment::init() {
 
   // key = world rank again: leader numbering follows world rank order, so
   // world rank 0 leads node 0.
-  check(MPI_Comm_split(MPI_COMM_WORLD, layout_.node_rank == 0 ? 0 : MPI_UNDEFINED, layout_.world_rank,
-                       &comms_->leaders),
+  check(MPI_Comm_split(MPI_COMM_WORLD, layout_.node_rank == 0 ? 0 : MPI_UNDEFINED,
+                       layout_.world_rank, &comms_->leaders),
         "MPI_Comm_split");
   int node[2] = {0, 1};  // {index, count}, known to leaders first
   if (comms_->leaders != MPI_COMM_NULL) {
@@ -292,10 +287,11 @@ void LibraryEnvironment::finalize(double seconds, int exit_code) {
     if (finished.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) {
       return;
     }
-    const std::string message =
-        "corenoise: MPI_Finalize did not return within " +
-        std::to_string(static_cast<int>(seconds)) + " s on rank " + std::to_string(layout_.world_rank) +
-        "; the work is done, exiting with status " + std::to_string(exit_code) + "\n";
+    const std::string message = "corenoise: MPI_Finalize did not return within " +
+                                std::to_string(static_cast<int>(seconds)) + " s on rank " +
+                                std::to_string(layout_.world_rank) +
+                                "; the work is done, exiting with status " +
+                                std::to_string(exit_code) + "\n";
     [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message.data(), message.size());
     _exit(exit_code);
   });
@@ -346,7 +342,8 @@ void LibraryEnvironment::broadcast_node(std::vector<std::byte>& blob) {
 std::vector<std::vector<std::byte>> LibraryEnvironment::gather_node_blobs(
     std::span<const std::byte> blob) {
   bytes_sent_ += sizeof(int) + blob.size();
-  return gather_blobs_to_first(comms_->node, layout_.node_rank == 0, layout_.node_size, blob, Wait::sleeping);
+  return gather_blobs_to_first(comms_->node, layout_.node_rank == 0, layout_.node_size, blob,
+                               Wait::sleeping);
 }
 
 std::span<std::byte> LibraryEnvironment::node_shared_memory(std::size_t bytes) {
@@ -417,7 +414,7 @@ void LibraryEnvironment::allreduce_max(std::span<std::uint64_t> values) {
 }
 
 void LibraryEnvironment::allreduce_records(std::span<std::byte> data, std::size_t record_size,
-                                       const RecordMerge& merge, bool commutative) {
+                                           const RecordMerge& merge, bool commutative) {
   require_leader("allreduce_records");
   if (record_size == 0 || data.size() % record_size != 0) {
     throw std::invalid_argument("allreduce_records: " + std::to_string(data.size()) +
@@ -462,10 +459,12 @@ std::vector<std::byte> LibraryEnvironment::gather_records(std::span<const std::b
   return all;
 }
 
-std::vector<std::vector<std::byte>> LibraryEnvironment::gather_blobs(std::span<const std::byte> blob) {
+std::vector<std::vector<std::byte>> LibraryEnvironment::gather_blobs(
+    std::span<const std::byte> blob) {
   require_leader("gather_blobs");
   bytes_sent_ += sizeof(int) + blob.size();
-  return gather_blobs_to_first(comms_->leaders, layout_.node_index == 0, layout_.node_count, blob, Wait::polling);
+  return gather_blobs_to_first(comms_->leaders, layout_.node_index == 0, layout_.node_count, blob,
+                               Wait::polling);
 }
 
 void LibraryEnvironment::broadcast(std::vector<std::byte>& blob) {

@@ -101,10 +101,11 @@ class [[gnu::visibility("default")]] MpiEnvironment {
 
   virtual void barrier_node() = 0;
   // The node leader's `blob` replaces `blob` on the node's other ranks.
-  virtual void broadcast_node(std::vector<std::byte>& blob) = 0;
+  virtual void broadcast_node(std::vector<std::byte> & blob) = 0;
   // The node leader gets one blob per node rank, in node-rank order (sizes
   // may differ); the other ranks get an empty vector.
-  virtual std::vector<std::vector<std::byte>> gather_node_blobs(std::span<const std::byte> blob) = 0;
+  virtual std::vector<std::vector<std::byte>> gather_node_blobs(
+      std::span<const std::byte> blob) = 0;
   // `bytes` of memory every rank of the node maps (MPI_Win_allocate_shared),
   // zeroed, aligned for any atomic (64 bytes where the ranks map it alike);
   // valid until the environment is destroyed.
@@ -144,7 +145,7 @@ class [[gnu::visibility("default")]] MpiEnvironment {
   virtual std::vector<std::vector<std::byte>> gather_blobs(std::span<const std::byte> blob) = 0;
 
   // Leader 0's `blob` replaces `blob` on every other leader.
-  virtual void broadcast(std::vector<std::byte>& blob) = 0;
+  virtual void broadcast(std::vector<std::byte> & blob) = 0;
 
   // --- Watchdog ---
 

@@ -38,16 +38,6 @@ bool slurm_started_this_task(const EnvironmentLookup& lookup, ProcessIds self) {
 
 }  // namespace
 
-std::string_view family_name(MpiFamily family) {
-  return family == MpiFamily::mpich ? "mpich" : "openmpi";
-}
-
-std::optional<MpiFamily> parse_family(std::string_view name) {
-  if (name == "mpich") return MpiFamily::mpich;
-  if (name == "openmpi") return MpiFamily::openmpi;
-  return std::nullopt;
-}
-
 Launch detect_launch(const EnvironmentLookup& lookup, ProcessIds self) {
   Launch launch;
   const bool slurm_task = slurm_started_this_task(lookup, self);
@@ -67,8 +57,7 @@ Launch detect_launch(const EnvironmentLookup& lookup, ProcessIds self) {
     launch.evidence = evidence(lookup, "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun");
     launch.ranks = integer_variable(lookup, "OMPI_COMM_WORLD_SIZE").value_or(0);
     launch.rank = integer_variable(lookup, "OMPI_COMM_WORLD_RANK").value_or(-1);
-  } else if (is_set(lookup, "PMIX_RANK") &&
-             (slurm_task || !is_set(lookup, "SLURM_TASK_PID"))) {
+  } else if (is_set(lookup, "PMIX_RANK") && (slurm_task || !is_set(lookup, "SLURM_TASK_PID"))) {
     launch.family = MpiFamily::openmpi;
     launch.evidence = evidence(lookup, "PMIX_RANK", "a PMIx launcher (srun --mpi=pmix, prterun)");
     launch.ranks = step_tasks;

@@ -29,14 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include "collector/mpi/mpi_family.h"
+
 namespace corenoise {
-
-enum class MpiFamily { mpich, openmpi };
-
-// "mpich", "openmpi": the plugin's and CORENOISE_MPI's spelling.
-std::string_view family_name(MpiFamily family);
-// The family a CORENOISE_MPI value names; nullopt for anything else.
-std::optional<MpiFamily> parse_family(std::string_view name);
 
 struct Launch {
   // nullopt: no launcher's variables (a singleton), so any family will do.

@@ -40,9 +40,8 @@ std::vector<std::filesystem::path> plugin_directories() {
 
 // What to install when the family's libmpi is what failed to load.
 std::string remedy(MpiFamily family) {
-  return family == MpiFamily::mpich
-             ? "install MPICH's library (apt-get install libmpich12)"
-             : "install Open MPI's library (apt-get install libopenmpi3)";
+  return family == MpiFamily::mpich ? "install MPICH's library (apt-get install libmpich12)"
+                                    : "install Open MPI's library (apt-get install libopenmpi3)";
 }
 
 struct Loaded {
@@ -102,12 +101,13 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* 
     }
     std::unique_ptr<MpiEnvironment> env(plugin.open(argc, argv));
     if (launch.ranks > 0 && env->world_size() != launch.ranks) {
-      throw MpiLaunchMismatch("the launcher started " + std::to_string(launch.ranks) + " ranks (" +
-                     launch.evidence + "), but " + env->library_version() + " sees a job of " +
-                     std::to_string(env->world_size()) +
-                     ": the launcher and the MPI library disagree. Launch with the family's own "
-                     "launcher (mpiexec.mpich, mpirun.openmpi, srun --mpi=pmi2 or --mpi=pmix), "
-                     "or unset CORENOISE_MPI");
+      throw MpiLaunchMismatch(
+          "the launcher started " + std::to_string(launch.ranks) + " ranks (" + launch.evidence +
+          "), but " + env->library_version() + " sees a job of " +
+          std::to_string(env->world_size()) +
+          ": the launcher and the MPI library disagree. Launch with the family's own "
+          "launcher (mpiexec.mpich, mpirun.openmpi, srun --mpi=pmi2 or --mpi=pmix), "
+          "or unset CORENOISE_MPI");
     }
     return env;
   }

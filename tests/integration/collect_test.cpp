@@ -128,9 +128,9 @@ TEST_P(CollectFamily, OneNodesDaemonIsPublishedBack) {
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
   const std::string out = dir.path() + "/cluster.json";
-  const auto r = run_command(kTimeout + GetParam().job(1, {"CORENOISE_SOCKET=" + dir.path() +
-                                                            "/ctl.sock"}) +
-                             kCorenoise + " collect --trigger --json " + out);
+  const auto r =
+      run_command(kTimeout + GetParam().job(1, {"CORENOISE_SOCKET=" + dir.path() + "/ctl.sock"}) +
+                  kCorenoise + " collect --trigger --json " + out);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << "\n"
                                                     << r.out << r.err << daemon.log();
   const json report = read_json(out);

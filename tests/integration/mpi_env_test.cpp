@@ -48,7 +48,6 @@ Job run_job(const std::string& command) {
   return job;
 }
 
-
 // Checks one job's lines against the layout and every helper's result.
 void expect_consistent(const Job& job, int world_size, int node_count,
                        const std::string& library_prefix) {
@@ -178,8 +177,7 @@ TEST_P(MpiEnvFakeNodes, FourRanksOnTwoFakeNodes) {
 }
 
 TEST_P(MpiEnv, WatchdogAbortsAJobWithAHungRank) {
-  const auto r =
-      run_command(kTimeout + launcher().job(2) + kCheck + " --hang-rank 1 --timeout 2");
+  const auto r = run_command(kTimeout + launcher().job(2) + kCheck + " --hang-rank 1 --timeout 2");
   // 124/137 would be `timeout` killing the job: the watchdog did not work.
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << r.err;
@@ -228,7 +226,8 @@ TEST(MpiEnvMpich, LibmpichBindsThePluginsUcxDisconnect) {
     if (line.find("binding file") == std::string::npos) continue;
     if (line.find("libmpich.so") == std::string::npos) continue;
     EXPECT_NE(line.find("libcorenoise-mpi-mpich.so"), std::string::npos) << line;
-    bound_to_plugin = bound_to_plugin || line.find("libcorenoise-mpi-mpich.so") != std::string::npos;
+    bound_to_plugin =
+        bound_to_plugin || line.find("libcorenoise-mpi-mpich.so") != std::string::npos;
   }
   EXPECT_TRUE(bound_to_plugin) << "libmpich never bound ucp_disconnect_nb";
 }

@@ -51,9 +51,7 @@ struct MpiLauncher {
     return program + " -bind-to core -n " + std::to_string(ranks) + " ";
   }
   // `ranks` ranks split into two fake nodes on this host (fakes_nodes only).
-  std::string two_node_job(int ranks) const {
-    return job(ranks, {"MPIR_CVAR_NUM_CLIQUES=2"});
-  }
+  std::string two_node_job(int ranks) const { return job(ranks, {"MPIR_CVAR_NUM_CLIQUES=2"}); }
 };
 
 inline std::vector<MpiLauncher> mpi_launchers() {

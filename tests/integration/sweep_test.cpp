@@ -372,8 +372,8 @@ TEST_F(OneFamilyInstalled, APluginWhoseLibraryIsMissingIsPassedOverOrNamed) {
 // before anything in it is called.
 TEST_F(OneFamilyInstalled, APluginOfAnotherBuildIsRefused) {
   add("libcorenoise-mpi-openmpi.so", STALE_PLUGIN);
-  const auto r = run_command(kTimeout + env() + "CORENOISE_MPI=openmpi " + kCorenoise + " sweep" +
-                             kQuick);
+  const auto r =
+      run_command(kTimeout + env() + "CORENOISE_MPI=openmpi " + kCorenoise + " sweep" + kQuick);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("is a plugin of another corenoise build (interface another-build"),
             std::string::npos)
@@ -381,8 +381,8 @@ TEST_F(OneFamilyInstalled, APluginOfAnotherBuildIsRefused) {
 }
 
 TEST_F(OneFamilyInstalled, ASingletonRunsOnTheFamilyThereIs) {
-  const auto r = run_command(kTimeout + env() + "LD_DEBUG=files " + kCorenoise + " sweep" +
-                             kQuick + " --quiet");
+  const auto r = run_command(kTimeout + env() + "LD_DEBUG=files " + kCorenoise + " sweep" + kQuick +
+                             " --quiet");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err.substr(0, 2000);
   EXPECT_NE(r.err.find("file=libmpi.so.40"), std::string::npos) << "Open MPI not loaded";
   EXPECT_EQ(r.err.find("file=libmpich.so"), std::string::npos) << "MPICH loaded";
@@ -412,10 +412,9 @@ int allowed_cpus() {
 // rank widens that to every CPU the node allows, and says so.
 TEST(Sweep, MpirunsDefaultBindingIsWidenedToTheWholeNode) {
   const std::string path = temp_path("mpirun-default.json");
-  const auto r = run_command(kTimeout +
-                             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
-                             MPIRUN_OPENMPI_BIN + " -n 1 " + kCorenoise + " sweep --full" + kQuick +
-                             " --json " + path);
+  const auto r = run_command(
+      kTimeout + "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+      MPIRUN_OPENMPI_BIN + " -n 1 " + kCorenoise + " sweep --full" + kQuick + " --json " + path);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
   EXPECT_NE(r.err.find("mpirun bound this rank to CPUs 0"), std::string::npos) << r.err;
   const json report = read_json(path);
@@ -431,8 +430,8 @@ TEST(Sweep, MpirunsDefaultBindingIsWidenedToTheWholeNode) {
 // probes what it allows and says that it does.
 TEST(Sweep, AChosenAffinityIsKeptAndSaidSo) {
   const std::string path = temp_path("taskset.json");
-  const auto r = run_command(kTimeout + "taskset -c 0 " + kCorenoise + " sweep" + kQuick +
-                             " --json " + path);
+  const auto r =
+      run_command(kTimeout + "taskset -c 0 " + kCorenoise + " sweep" + kQuick + " --json " + path);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
   EXPECT_NE(r.err.find("this rank may run on CPUs 0 of the"), std::string::npos) << r.err;
   EXPECT_EQ(read_json(path)["nodes"][0]["probed_cores"], 1) << r.err;

@@ -28,8 +28,8 @@ Launch detect(const Variables& variables) {
 }
 
 TEST(MpiLauncher, HydraIsMpich) {
-  const Launch launch = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}, {"PMI_FD", "9"},
-                                {"MPI_LOCALRANKID", "1"}});
+  const Launch launch =
+      detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}, {"PMI_FD", "9"}, {"MPI_LOCALRANKID", "1"}});
   ASSERT_TRUE(launch.family.has_value());
   EXPECT_EQ(*launch.family, MpiFamily::mpich);
   EXPECT_EQ(launch.ranks, 4);
@@ -39,14 +39,20 @@ TEST(MpiLauncher, HydraIsMpich) {
 }
 
 TEST(MpiLauncher, SlurmPmi2IsMpichAndOpenMpisMpirunIsOpenMpi) {
-  const Launch pmi2 = detect({{"PMI_FD", "5"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "2"},
-                              {"PMI_JOBID", "2.0"}, {"SLURM_STEP_NUM_TASKS", "2"},
-                              {"SLURM_PROCID", "0"}, {"SLURM_TASK_PID", "100"}});
+  const Launch pmi2 = detect({{"PMI_FD", "5"},
+                              {"PMI_RANK", "0"},
+                              {"PMI_SIZE", "2"},
+                              {"PMI_JOBID", "2.0"},
+                              {"SLURM_STEP_NUM_TASKS", "2"},
+                              {"SLURM_PROCID", "0"},
+                              {"SLURM_TASK_PID", "100"}});
   EXPECT_EQ(pmi2.family, MpiFamily::mpich);
   EXPECT_EQ(pmi2.ranks, 2);
 
-  const Launch mpirun = detect({{"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_RANK", "2"},
-                                {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"PMIX_RANK", "2"},
+  const Launch mpirun = detect({{"OMPI_COMM_WORLD_SIZE", "3"},
+                                {"OMPI_COMM_WORLD_RANK", "2"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                {"PMIX_RANK", "2"},
                                 {"PMIX_NAMESPACE", "prterun-1"}});
   EXPECT_EQ(mpirun.local_rank, 0);
   EXPECT_EQ(mpirun.family, MpiFamily::openmpi);
@@ -56,9 +62,12 @@ TEST(MpiLauncher, SlurmPmi2IsMpichAndOpenMpisMpirunIsOpenMpi) {
 }
 
 TEST(MpiLauncher, SlurmPmixIsOpenMpiSizedBySlurm) {
-  const Launch launch = detect({{"PMIX_RANK", "3"}, {"PMIX_NAMESPACE", "slurm.pmix.7.0"},
-                                {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_PROCID", "3"},
-                                {"SLURM_LOCALID", "1"}, {"SLURM_TASK_PID", "99"}});
+  const Launch launch = detect({{"PMIX_RANK", "3"},
+                                {"PMIX_NAMESPACE", "slurm.pmix.7.0"},
+                                {"SLURM_STEP_NUM_TASKS", "8"},
+                                {"SLURM_PROCID", "3"},
+                                {"SLURM_LOCALID", "1"},
+                                {"SLURM_TASK_PID", "99"}});
   EXPECT_EQ(launch.family, MpiFamily::openmpi);
   EXPECT_EQ(launch.ranks, 8);
   EXPECT_EQ(launch.rank, 3);
@@ -68,10 +77,15 @@ TEST(MpiLauncher, SlurmPmixIsOpenMpiSizedBySlurm) {
 // mpiexec.mpich inside `srun --mpi=pmix --pty bash`: the shell's PMIx and
 // Slurm variables reach every rank, hydra's fresh PMI_FD decides.
 TEST(MpiLauncher, HydraInsideAPmixStepIsMpich) {
-  const Launch launch = detect({{"PMI_FD", "7"}, {"PMI_RANK", "2"}, {"PMI_SIZE", "4"},
-                                {"MPI_LOCALRANKID", "2"}, {"PMIX_RANK", "0"},
-                                {"PMIX_NAMESPACE", "slurm.pmix.9.0"}, {"SLURM_STEP_NUM_TASKS", "1"},
-                                {"SLURM_LOCALID", "0"}, {"SLURM_TASK_PID", "4242"}});
+  const Launch launch = detect({{"PMI_FD", "7"},
+                                {"PMI_RANK", "2"},
+                                {"PMI_SIZE", "4"},
+                                {"MPI_LOCALRANKID", "2"},
+                                {"PMIX_RANK", "0"},
+                                {"PMIX_NAMESPACE", "slurm.pmix.9.0"},
+                                {"SLURM_STEP_NUM_TASKS", "1"},
+                                {"SLURM_LOCALID", "0"},
+                                {"SLURM_TASK_PID", "4242"}});
   EXPECT_EQ(launch.family, MpiFamily::mpich);
   EXPECT_EQ(launch.ranks, 4);
   EXPECT_EQ(launch.rank, 2);
@@ -81,8 +95,10 @@ TEST(MpiLauncher, HydraInsideAPmixStepIsMpich) {
 // A lone process in an interactive step: the outer step's PMIx rank and
 // size are not this process's launch.
 TEST(MpiLauncher, AnOuterStepsVariablesAreNotALaunch) {
-  const Launch launch = detect({{"PMIX_RANK", "0"}, {"SLURM_STEP_NUM_TASKS", "4"},
-                                {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
+  const Launch launch = detect({{"PMIX_RANK", "0"},
+                                {"SLURM_STEP_NUM_TASKS", "4"},
+                                {"SLURM_PROCID", "0"},
+                                {"SLURM_LOCALID", "0"},
                                 {"SLURM_TASK_PID", "4242"}});
   EXPECT_FALSE(launch.family.has_value());
   EXPECT_EQ(launch.ranks, 0);
