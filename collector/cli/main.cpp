@@ -22,12 +22,13 @@ pinned to each core tell which cores are slower than their peers and why
 
 Commands:
   probe       probe every core of this node once and print a verdict per core
-  sweep       probe every core of every node at once (under mpiexec, one rank
-              per node, or one per core with --rank-per-core) and rank the
-              worst cores and nodes
-  collect     reduce every node's corenoised results across nodes (under
-              mpiexec, one rank per node; --trigger runs a round everywhere
-              first) and publish the cluster reference back to each daemon
+  sweep       probe every core of every node at once (under an MPI launcher:
+              one rank per node, or one per core with --rank-per-core) and
+              rank the worst cores and nodes
+  collect     reduce every node's corenoised results across nodes (under an
+              MPI launcher, one rank per node; --trigger runs a round
+              everywhere first) and publish the cluster reference back to
+              each daemon
   selftest    inject known noise on one CPU, probe, and check that corenoise
               finds it there and nothing elsewhere (run after installing)
   inject      run known interference on given CPUs for a given time: a

@@ -1,5 +1,5 @@
 // Cross-node statistics in a form MPI can reduce. Pure: no MPI, no I/O, no
-// clock. The MPI layer (mpi_env) moves these buffers; everything it needs to
+// clock. The MPI layer (collector/mpi/) moves these buffers; everything it needs to
 // know is which MPI operation reduces which buffer:
 //
 //   buffer                                   type        MPI op

@@ -12,6 +12,10 @@
 namespace corenoise {
 namespace {
 
+// How each launcher binds a rank per core, for messages.
+const std::string kBindRanks =
+    "mpiexec.mpich -bind-to core, mpirun.openmpi --bind-to core, srun --cpu-bind=cores";
+
 using nlohmann::json;
 
 std::vector<std::byte> to_bytes(const json& j) {
@@ -40,8 +44,8 @@ unsigned choose_rank_cpu(const std::vector<ProcessingUnit>& pus, int node_rank) 
   if (node_rank < 0 || static_cast<std::size_t>(node_rank) >= first_of_core.size()) {
     throw std::invalid_argument("unbound rank " + std::to_string(node_rank) + " of a node with " +
                                 std::to_string(first_of_core.size()) +
-                                " cores: run at most one rank per core, or bind ranks "
-                                "(mpiexec -bind-to core)");
+                                " cores: run at most one rank per core, or bind ranks (" +
+                                kBindRanks + ")");
   }
   return first_of_core[static_cast<std::size_t>(node_rank)]->cpu;
 }
@@ -74,7 +78,7 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
     if (!fresh) {
       problem_ = "ranks " + std::to_string(other->second) + " and " + std::to_string(rank) +
                  " of the node would both probe CPU " + std::to_string(cpu) +
-                 " (bound to the same core?): run one rank per core (mpiexec -bind-to core)";
+                 " (bound to the same core?): run one rank per core (" + kBindRanks + ")";
       return;
     }
     cpus_.push_back(cpu);

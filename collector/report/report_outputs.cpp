@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "collector/report/cluster_report_json.h"
-#include "collector/cli/command_line.h"
 #include "collector/report/html_report.h"
 
 namespace corenoise {
@@ -17,7 +16,7 @@ ReportOutputs::PendingFile::PendingFile(const std::string& path, const std::stri
       temporary_(path + ".tmp." + std::to_string(::getpid())),
       option_(option),
       stream_(temporary_) {
-  if (!stream_) throw UsageError(option_ + ": cannot write '" + path_ + "'");
+  if (!stream_) throw std::runtime_error(option_ + ": cannot write '" + path_ + "'");
 }
 
 ReportOutputs::PendingFile::~PendingFile() {

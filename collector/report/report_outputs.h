@@ -18,7 +18,7 @@ namespace corenoise {
 
 class ReportOutputs {
  public:
-  // `json_path` "-" means stdout. Throws UsageError naming a path that
+  // `json_path` "-" means stdout. Throws std::runtime_error naming a path that
   // cannot be written.
   ReportOutputs(std::optional<std::string> json_path, std::optional<std::string> html_path);
 

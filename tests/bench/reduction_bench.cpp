@@ -6,7 +6,7 @@
 // (MpiEnvironment::bytes_sent() delta), min and max over the leaders.
 //
 // Run with one fake node per rank so that every rank is a leader:
-//   mpiexec -n N -genv MPIR_CVAR_NUM_CLIQUES N reduction_bench [REPS]
+//   mpiexec.mpich -n N -genv MPIR_CVAR_NUM_CLIQUES N collector/reduction_bench [REPS]
 // A benchmark: it never fails on a timing. See docs/performance.md.
 #include <algorithm>
 #include <chrono>

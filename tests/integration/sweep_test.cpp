@@ -1,5 +1,5 @@
-// `corenoise sweep` under a real process manager: as a singleton and with
-// `mpiexec -n 2` and MPIR_CVAR_NUM_CLIQUES=2 (two fake "nodes" on this one
+// `corenoise sweep` under a real process manager: as a singleton, under each
+// MPI family's launcher, and with `mpiexec.mpich -n 2` and MPIR_CVAR_NUM_CLIQUES=2 (two fake "nodes" on this one
 // host). Both fake nodes probe the same physical CPUs, so only the report's
 // structure is checked, never its figures; `timeout` only stops a hung job
 // from hanging the suite. No timing assertions.

@@ -1,7 +1,7 @@
 // The story's scenario, end to end (docs/scenario.md): `corenoise inject`
 // puts a SCHED_FIFO thread busy 3 ms in every 10 ms on CPU 1, then
 // `corenoise sweep --rank-per-core` and bsp_step_app run, both as
-// `mpiexec -n 2 -bind-to core` jobs. The sweep must rank CPU 1 worst, and its
+// `mpiexec.mpich -n 2 -bind-to core` jobs. The sweep must rank CPU 1 worst, and its
 // barrier-wait prediction, scaled to the app's own step, must match the wait
 // the app measured within 25 %.
 //

@@ -1,4 +1,4 @@
-// The HTML page of a sweep (collector/html_report.*): structure checks on the
+// The HTML page of a sweep (collector/report/html_report.*): structure checks on the
 // rendered string, and the page as a real browser parses it (headless
 // Chromium) — the cells an administrator looks at must survive parsing.
 #include "collector/report/html_report.h"
