@@ -155,6 +155,11 @@ TEST_P(MpiEnv, SingletonWithoutALauncherIsOneRankOnOneNode) {
   expect(run_job("env CORENOISE_MPI=" + launcher().family + " " + kCheck), 1, 1);
 }
 
+// No launcher and no CORENOISE_MPI: the loader's first choice, MPICH.
+TEST(MpiEnvDefault, ASingletonWithNoChoiceRunsOnMpich) {
+  expect_consistent(run_job("env -u CORENOISE_MPI " + kCheck), 1, 1, "MPICH Version:");
+}
+
 TEST_P(MpiEnv, OneRank) { expect(run(1), 1, 1); }
 
 TEST_P(MpiEnv, TwoRanksOnOneHostAreOneNode) { expect(run(2), 2, 1); }
@@ -212,6 +217,17 @@ TEST_P(MpiEnv, ALibraryOfTheOtherFamilyIsCaughtDisagreeing) {
       << r.err;
 }
 #endif
+
+// A rank hung on one node ends the job on every node.
+TEST_P(MpiEnvFakeNodes, WatchdogAbortsAJobWithAHungRankOnAnotherNode) {
+  const auto r =
+      run_command(kTimeout + launcher().two_node_job(2) + kCheck + " --hang-rank 1 --timeout 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << r.err;
+  EXPECT_NE(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("did not finish within 2 s on rank "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << "no rank should have finished: " << r.out;
+}
 
 // MPICH's finalize deadlock on UCX (collector/mpi/mpich_ucx_finalize.h) is
 // avoided only if libmpich binds ucp_disconnect_nb to the plugin's, not

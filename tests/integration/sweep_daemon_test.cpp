@@ -1,12 +1,14 @@
 // `corenoise sweep` on a node where corenoised runs: the daemon's rounds
 // would be noise in the sweep's, so the sweep pauses it (with an expiry)
-// and resumes it afterwards; a pause the operator set is left alone.
+// and resumes it afterwards; a pause the operator set is left alone. Under
+// each MPI family's launcher.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "daemon_process.h"
+#include "mpi_launchers.h"
 #include "process.h"
 
 namespace corenoise {
@@ -26,12 +28,17 @@ std::vector<std::string> quiet_daemon(const TempDir& dir) {
       "--state-dir", dir.path(),  "--interval", "3600"};
 }
 
-TEST(SweepWithDaemon, PausesTheDaemonForTheSweepAndResumesIt) {
+class SweepWithDaemon : public ::testing::TestWithParam<testing::MpiLauncher> {
+ protected:
+  std::string sweep() const { return kTimeout + GetParam().job(1) + kCorenoise + " sweep"; }
+};
+
+TEST_P(SweepWithDaemon, PausesTheDaemonForTheSweepAndResumesIt) {
   TempDir dir;
   DaemonProcess daemon(quiet_daemon(dir));
   ASSERT_GT(daemon.port(), 0) << daemon.log();
-  const auto r = run_command(kTimeout + kCorenoise + " sweep --quiet --timeout 100 --socket " +
-                             dir.path() + "/ctl.sock" + kQuick);
+  const auto r =
+      run_command(sweep() + " --quiet --timeout 100 --socket " + dir.path() + "/ctl.sock" + kQuick);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
   EXPECT_EQ(r.err.find("could not pause"), std::string::npos) << r.err;
   // Paused with the sweep's timeout + 60 s as expiry, then resumed (">resumed": the
@@ -45,18 +52,21 @@ TEST(SweepWithDaemon, PausesTheDaemonForTheSweepAndResumesIt) {
   EXPECT_EQ(status.out.find("paused"), std::string::npos) << status.out;
 }
 
-TEST(SweepWithDaemon, LeavesAnOperatorsPauseAlone) {
+TEST_P(SweepWithDaemon, LeavesAnOperatorsPauseAlone) {
   TempDir dir;
   DaemonProcess daemon(quiet_daemon(dir));
   ASSERT_GT(daemon.port(), 0) << daemon.log();
   const std::string socket = " --socket " + dir.path() + "/ctl.sock";
   ASSERT_EQ(run_command(kCorenoise + " pause" + socket).exit_code, 0) << daemon.log();
-  const auto r = run_command(kTimeout + kCorenoise + " sweep --quiet" + socket + kQuick);
+  const auto r = run_command(sweep() + " --quiet" + socket + kQuick);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
   const auto status = run_command(kCorenoise + " status" + socket);
   EXPECT_NE(status.out.find("paused"), std::string::npos) << status.out;
   EXPECT_EQ(daemon.log().find(">resumed"), std::string::npos) << daemon.log();
 }
+
+INSTANTIATE_TEST_SUITE_P(Family, SweepWithDaemon, ::testing::ValuesIn(testing::mpi_launchers()),
+                         testing::launcher_name);
 
 }  // namespace
 }  // namespace corenoise
