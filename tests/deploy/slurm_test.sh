@@ -381,7 +381,7 @@ case_PrologPauseExpiry() {
 case_ScriptsPassShellcheck() {
   command -v shellcheck >/dev/null || fail "shellcheck is missing (apt-get install shellcheck)"
   local -a files=("$slurm"/corenoise-{healthcheck,prolog,epilog,slurm.sh,slurm-cpus.sh,slurm.default}
-    "$here/slurm_test.sh" "$fixtures/lib.sh" "$fixtures"/*-corenoise
+    "$here/slurm_test.sh" "$fixtures/lib.sh" "$fixtures/daemon.sh" "$fixtures"/*-corenoise
     "$fixtures"/bin/*)
   shellcheck -x "${files[@]}" || fail "shellcheck found problems"
 }

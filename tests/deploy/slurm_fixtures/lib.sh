@@ -88,32 +88,12 @@ unhealthy_of() {
          | "cpu \(.cpu) \(.state)"' "$1"
 }
 
-# start_daemon OPTIONS...: a real corenoised on $CORENOISE_SOCKET, waited for
-# until it answers. No round comes by itself for an hour; an empty --sys-root
-# keeps thermal throttle counters of bare metal out of the forced verdicts.
-start_daemon() {
-  "$real_corenoised" --config /dev/null --listen 127.0.0.1:0 --socket "$CORENOISE_SOCKET" \
-    --state-dir "$tmp" --sys-root "$tmp/sys" --interval 3600 "${quick[@]}" "$@" \
-    2>"$tmp/corenoised.log" &
-  daemon_pid=$!
-  local i rc
-  for ((i = 0; i < 100; i++)); do
-    rc=0
-    "$real_corenoise" status >/dev/null 2>&1 || rc=$?
-    [[ $rc -ne 1 ]] && return 0
-    kill -0 "$daemon_pid" 2>/dev/null || fail "corenoised exited at start-up"
-    sleep 0.1
-  done
-  fail "corenoised did not answer within 10 s"
-}
+# shellcheck source=daemon.sh
+. "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
 
-stop_daemon() {
-  if [[ -n ${daemon_pid:-} ]]; then
-    kill "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-    daemon_pid=''
-  fi
-}
+# start_daemon OPTIONS...: the test's corenoised, quick; no round comes by
+# itself for an hour.
+start_daemon() { start_corenoised --interval 3600 "${quick[@]}" "$@"; }
 
 # paused: corenoised's "paused" field, true or false.
 paused() {
