@@ -28,6 +28,8 @@ daemon_pid=''
 trap 'stop_daemon; rm -rf -- "$tmp"' EXIT
 # shellcheck source=slurm_fixtures/lib.sh
 . "$fixtures/lib.sh"
+# shellcheck source=slurm_fixtures/daemon.sh
+. "$fixtures/daemon.sh"
 setup_environment
 
 always_ok=(--throttled-clock-ratio 100 --noisy-excess-noise 1 --slow-ratio 100 --contended-stream-ratio 100)
@@ -381,7 +383,7 @@ case_PrologPauseExpiry() {
 case_ScriptsPassShellcheck() {
   command -v shellcheck >/dev/null || fail "shellcheck is missing (apt-get install shellcheck)"
   local -a files=("$slurm"/corenoise-{healthcheck,prolog,epilog,slurm.sh,slurm-cpus.sh,slurm.default}
-    "$here/slurm_test.sh" "$fixtures/lib.sh" "$fixtures/daemon.sh" "$fixtures"/*-corenoise
+    "$here/slurm_test.sh" "$fixtures/lib.sh" "$fixtures"/*-corenoise
     "$fixtures"/bin/*)
   shellcheck -x "${files[@]}" || fail "shellcheck found problems"
 }

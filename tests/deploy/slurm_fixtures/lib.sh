@@ -88,11 +88,8 @@ unhealthy_of() {
          | "cpu \(.cpu) \(.state)"' "$1"
 }
 
-# shellcheck source=daemon.sh
-. "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
-
-# start_daemon OPTIONS...: the test's corenoised, quick; no round comes by
-# itself for an hour.
+# start_daemon OPTIONS...: the test's corenoised (daemon.sh, which the test
+# sources beside this file), quick; no round comes by itself for an hour.
 start_daemon() { start_corenoised --interval 3600 "${quick[@]}" "$@"; }
 
 # paused: corenoised's "paused" field, true or false.
