@@ -77,8 +77,8 @@ TEST(ManPages, RoffIsEscaped) {
   EXPECT_EQ(roff_text("see `x --y`", false), "see \\(gax \\-\\-y\\(ga");
   EXPECT_EQ(roff_term("--listen HOST:PORT"), "\\fB\\%\\-\\-listen\\fR \\fIHOST:PORT\\fR");
   EXPECT_EQ(roff_term("[--OPTION VALUE]..."), "[\\fB\\%\\-\\-OPTION\\fR \\fIVALUE\\fR]...");
-  EXPECT_EQ(roff_term("mpiexec -ppn 1 state-dir"),
-            "\\fB\\%mpiexec\\fR \\fB\\%\\-ppn\\fR 1 \\fB\\%state\\-dir\\fR");
+  EXPECT_EQ(roff_term("mpiexec.mpich -ppn 1 state-dir"),
+            "\\fB\\%mpiexec.mpich\\fR \\fB\\%\\-ppn\\fR 1 \\fB\\%state\\-dir\\fR");
 }
 
 TEST(ManPages, SectionsFollowTheHelp) {
