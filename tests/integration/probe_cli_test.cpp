@@ -158,15 +158,25 @@ TEST(ProbeCli, QuietPrintsOnlyTheSummary) {
 
 // The acceptance test of the detour probe: a SCHED_FIFO thread busy 1 ms
 // out of every 10 ms on CPU 1 makes CPU 1 noisy, with about 10 % of its time
-// lost, and leaves CPU 0 alone.
+// lost, within two rounds, and leaves CPU 0 alone.
 TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
   BackgroundProcess injector(
       {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms", "10", "--seconds", "60"});
   const std::string ready = injector.wait_line();
   ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
-  const auto r = run_command(kCorenoise + " probe --cpus 0,1 --json -");
-  ASSERT_EQ(r.exit_code, 2) << r.err;
+  // Found and confirmed in its first round or its second (the goal of
+  // docs/validation.md): on this busy host 2 single rounds in 40 missed it,
+  // one re-measuring 7.1 points (a bound under the 5-point threshold), one
+  // with 6.8 % of host noise on CPU 0 raising the floor. Each miss is printed
+  // with its figures.
+  testing::CommandResult r;
+  for (int round = 1; round <= 2; ++round) {
+    r = run_command(kCorenoise + " probe --cpus 0,1 --json -");
+    if (r.exit_code == 2) break;
+    std::cerr << "round " << round << " missed the injection: " << r.err << r.out << "\n";
+  }
+  ASSERT_EQ(r.exit_code, 2) << r.err << r.out;
   const json doc = json::parse(r.out);
   const json& cpu0 = doc["cpus"][0];
   const json& cpu1 = doc["cpus"][1];
