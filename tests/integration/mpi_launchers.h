@@ -22,18 +22,24 @@ struct MpiLauncher {
   // has no such knob (two nodes need two hosts: tests/tools/netns_sweep.sh).
   bool fakes_nodes = false;
 
+  // The launcher as root may run it: Open MPI's mpirun refuses root unless
+  // both variables are set.
+  std::string launcher() const {
+    if (family == "openmpi") {
+      return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + program;
+    }
+    return program;
+  }
   // A job of `ranks` ranks on this host, every rank given `env` (" NAME=VALUE"
   // pairs as a list), up to the program to run.
   std::string job(int ranks, const std::vector<std::string>& env = {}) const {
-    std::string command;
+    std::string command = launcher();
     if (family == "openmpi") {
-      // Root is refused unless both are set; no binding, as hydra's default,
-      // and more ranks than cores allowed (this machine has 2).
-      command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + program +
-                " --oversubscribe --bind-to none";
+      // No binding, as hydra's default, and more ranks than cores allowed
+      // (this machine has 2).
+      command += " --oversubscribe --bind-to none";
       for (const auto& pair : env) command += " -x " + pair;
     } else {
-      command = program;
       for (const auto& pair : env) {
         const auto eq = pair.find('=');
         command += " -genv " + pair.substr(0, eq) + " " + pair.substr(eq + 1);
@@ -44,11 +50,8 @@ struct MpiLauncher {
   // The same, every rank bound to a core of its own, as an application is
   // launched (and as Open MPI's mpirun binds by default).
   std::string bound_job(int ranks) const {
-    if (family == "openmpi") {
-      return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + program +
-             " --bind-to core -n " + std::to_string(ranks) + " ";
-    }
-    return program + " -bind-to core -n " + std::to_string(ranks) + " ";
+    const char* bind = family == "openmpi" ? " --bind-to core" : " -bind-to core";
+    return launcher() + bind + " -n " + std::to_string(ranks) + " ";
   }
   // `ranks` ranks split into two fake nodes on this host (fakes_nodes only).
   std::string two_node_job(int ranks) const { return job(ranks, {"MPIR_CVAR_NUM_CLIQUES=2"}); }

@@ -1,6 +1,6 @@
 // `corenoise sweep` under a real process manager: as a singleton, under each
-// MPI family's launcher, and with `mpiexec.mpich -n 2` and MPIR_CVAR_NUM_CLIQUES=2 (two fake "nodes" on this one
-// host). Both fake nodes probe the same physical CPUs, so only the report's
+// MPI family's launcher, and with `mpiexec.mpich -n 2` and MPIR_CVAR_NUM_CLIQUES=2 (two fake
+// "nodes" on this one host). Both fake nodes probe the same physical CPUs, so only the report's
 // structure is checked, never its figures; `timeout` only stops a hung job
 // from hanging the suite. No timing assertions.
 #include <gtest/gtest.h>
@@ -416,9 +416,11 @@ int allowed_cpus() {
 // rank widens that to every CPU the node allows, and says so.
 TEST(Sweep, MpirunsDefaultBindingIsWidenedToTheWholeNode) {
   const std::string path = temp_path("mpirun-default.json");
-  const auto r = run_command(
-      kTimeout + "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
-      MPIRUN_OPENMPI_BIN + " -n 1 " + kCorenoise + " sweep --full" + kQuick + " --json " + path);
+  // The launcher alone, without the suite's --bind-to none: mpirun's default.
+  const testing::MpiLauncher openmpi = testing::mpi_launchers().back();
+  ASSERT_EQ(openmpi.family, "openmpi");
+  const auto r = run_command(kTimeout + openmpi.launcher() + " -n 1 " + kCorenoise +
+                             " sweep --full" + kQuick + " --json " + path);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.exit_code << r.err;
   EXPECT_NE(r.err.find("mpirun bound this rank to CPUs 0"), std::string::npos) << r.err;
   const json report = read_json(path);
