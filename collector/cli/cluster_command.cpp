@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <span>
-#include <string_view>
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
@@ -22,11 +20,7 @@ int run_cluster_command(const ClusterCommand& command, const std::vector<std::st
   // --help needs no MPI: only the launcher's rank 0 (or a lone process)
   // prints it, whatever CORENOISE_MPI says.
   if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    const char* rank = nullptr;
-    for (const char* name : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-      if (rank == nullptr) rank = std::getenv(name);
-    }
-    if (rank == nullptr || std::string_view(rank) == "0") command.print_usage(std::cout);
+    if (announced_rank() <= 0) command.print_usage(std::cout);
     return kExitHealthy;
   }
   Launch launch;

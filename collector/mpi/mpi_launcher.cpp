@@ -102,4 +102,12 @@ Launch detect_launch() {
                        ProcessIds{static_cast<long>(getpid()), static_cast<long>(getppid())});
 }
 
+int announced_rank() {
+  const EnvironmentLookup lookup = [](const char* name) { return std::getenv(name); };
+  for (const char* name : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (is_set(lookup, name)) return integer_variable(lookup, name).value_or(-1);
+  }
+  return -1;
+}
+
 }  // namespace corenoise

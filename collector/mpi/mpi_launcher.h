@@ -64,4 +64,9 @@ Launch detect_launch(const EnvironmentLookup& lookup, ProcessIds self);
 // The same for this process's environment.
 Launch detect_launch();
 
+// This process's rank as any launcher announced it (PMI_RANK,
+// OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID), -1 if none: who speaks
+// before MPI is open (--help), whatever CORENOISE_MPI says.
+int announced_rank();
+
 }  // namespace corenoise
