@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -80,6 +81,12 @@ nlohmann::json ControlClient::request(const ControlRequest& request) const {
 nlohmann::json ControlClient::request(const ControlRequest& request,
                                       std::chrono::milliseconds timeout) const {
   return this->request(to_json(request), timeout);
+}
+
+nlohmann::json ControlClient::report_job(const JobRequest& report,
+                                         std::chrono::milliseconds timeout) const {
+  return ControlClient(socket_path_, std::min(connect_timeout_, timeout))
+      .request(ControlRequest{report}, timeout);
 }
 
 nlohmann::json ControlClient::request(const nlohmann::json& request,

@@ -34,6 +34,14 @@ class ControlClient {
   // parser would refuse). `timeout` covers sending and the reply.
   nlohmann::json request(const nlohmann::json& request, std::chrono::milliseconds timeout) const;
 
+  // A job's report, as `corenoise job` sends it from MPI_Finalize: waits at
+  // most `timeout` to connect (at most this client's connect timeout) and
+  // `timeout` for the reply, so an absent or stuck daemon costs the job
+  // that and no more. Returns and throws as request(); a job must catch
+  // the exception. The job's user can connect only where the socket lets
+  // it (socket-mode 0666, or the control group): docs/control.md.
+  nlohmann::json report_job(const JobRequest& report, std::chrono::milliseconds timeout) const;
+
   const std::string& socket_path() const { return socket_path_; }
 
  private:

@@ -7,8 +7,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "daemon/job_causes.h"
 #include "probe/settings.h"
 
 namespace corenoise {
@@ -39,6 +41,23 @@ struct PublishRequest {
   std::vector<ClusterSlowdown> slowdowns;
 };
 
+// What one CPU of this node lost while a job ran, as `corenoise job`
+// measured it at the job's end.
+struct JobCpuLoss {
+  unsigned cpu = 0;               // OS index
+  JobLostSeconds lost_seconds{};  // by cause; each 0 <= x <= the job's elapsed_seconds
+};
+
+// A job's report to one node (the protocol checks every bound of
+// docs/control.md; the handler checks the CPUs are this node's).
+struct JobRequest {
+  std::string job_id;  // 1 to 128 printable ASCII characters; for the log and `status` only
+  double ended_unix_seconds = 0;
+  double elapsed_seconds = 1;    // wall time of the job, > 0
+  unsigned ranks = 1;            // ranks of the whole job, >= 1
+  std::vector<JobCpuLoss> cpus;  // each cpu at most once
+};
+
 class ControlHandler {
  public:
   virtual ~ControlHandler() = default;
@@ -51,6 +70,9 @@ class ControlHandler {
   virtual void run(const RunRequest& request, Reply reply) = 0;
   virtual nlohmann::json publish(const PublishRequest& request) = 0;
   virtual void calibrate(Reply reply) = 0;
+  // Not restricted to root or the control group: the job's own ranks send
+  // it, as the job's user. It may only add to the job counters.
+  virtual nlohmann::json job(const JobRequest& request) = 0;
 };
 
 }  // namespace corenoise

@@ -1,9 +1,12 @@
 #include "daemon/control_protocol.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <set>
+#include <span>
 #include <tuple>
 
 namespace corenoise {
@@ -51,9 +54,11 @@ std::string type_word(const json& value) {
                       std::string(expected) + ", got " + echo(got));
 }
 
-// Every field of `object` must be one of `allowed` (plus "command" at top level).
+// Every field of `object` must be one of `allowed` (plus "command" at top
+// level); `kind` names what a key is in the message ("field", "cause").
 void check_fields(std::string_view command, const json& object,
-                  std::initializer_list<std::string_view> allowed, std::string_view where = "") {
+                  std::span<const std::string_view> allowed, std::string_view where = "",
+                  std::string_view kind = "field") {
   for (const auto& [key, value] : object.items()) {
     if (where.empty() && key == "command") continue;
     bool known = false;
@@ -62,9 +67,40 @@ void check_fields(std::string_view command, const json& object,
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
     throw ProtocolError(
-        std::string(command) + ": unknown field '" + std::string(where) + key + "'" +
-        (list.empty() ? std::string(" (it takes no fields)") : " (expected " + list + ")"));
+        std::string(command) + ": unknown " + std::string(kind) + " '" + std::string(where) + key +
+        "'" + (list.empty() ? std::string(" (it takes no fields)") : " (expected " + list + ")"));
   }
+}
+
+void check_fields(std::string_view command, const json& object,
+                  std::initializer_list<std::string_view> allowed, std::string_view where = "") {
+  check_fields(command, object, std::span(allowed.begin(), allowed.size()), where);
+}
+
+// Throws "COMMAND: missing field 'WHERE.NAME'" for the first of `required`
+// that `object` lacks.
+void check_required(std::string_view command, const json& object,
+                    std::initializer_list<const char*> required, const std::string& where = "") {
+  for (const char* name : required) {
+    if (!object.contains(name)) {
+      throw ProtocolError(std::string(command) + ": missing field '" + where + name + "'");
+    }
+  }
+}
+
+// An integer >= minimum that fits an unsigned. 3.0 is accepted as 3 (some
+// encoders write every number as a double); 3.5 and -1 are not.
+unsigned whole_number(std::string_view command, const std::string& field, const json& value,
+                      unsigned minimum) {
+  const bool integral =
+      value.is_number_unsigned() ||
+      (value.is_number_float() && std::isfinite(value.get<double>()) && value.get<double>() >= 0 &&
+       std::floor(value.get<double>()) == value.get<double>());
+  if (!integral || value.get<double>() > std::numeric_limits<unsigned>::max() ||
+      value.get<double>() < minimum) {
+    fail(command, field, "an integer >= " + std::to_string(minimum), value);
+  }
+  return static_cast<unsigned>(value.get<double>());
 }
 
 double finite_number(std::string_view command, std::string_view field, const json& value,
@@ -131,11 +167,7 @@ RunRequest parse_run(const json& r) {
 PublishRequest parse_publish(const json& r) {
   check_fields("publish", r, {"published_unix_seconds", "reference", "slowdowns"});
   PublishRequest publish;
-  for (const char* required : {"published_unix_seconds", "reference", "slowdowns"}) {
-    if (!r.contains(required)) {
-      throw ProtocolError(std::string("publish: missing field '") + required + "'");
-    }
-  }
+  check_required("publish", r, {"published_unix_seconds", "reference", "slowdowns"});
   publish.published_unix_seconds =
       finite_number("publish", "published_unix_seconds", r["published_unix_seconds"], false);
   if (!r["reference"].is_object()) fail("publish", "reference", "an object", r["reference"]);
@@ -149,23 +181,9 @@ PublishRequest parse_publish(const json& r) {
     const json& entry = list[i];
     if (!entry.is_object()) fail("publish", at, "an object", entry);
     check_fields("publish", entry, {"cpu", "probe", "mode", "ratio"}, at + ".");
-    for (const char* required : {"cpu", "probe", "mode", "ratio"}) {
-      if (!entry.contains(required)) {
-        throw ProtocolError("publish: missing field '" + at + "." + required + "'");
-      }
-    }
+    check_required("publish", entry, {"cpu", "probe", "mode", "ratio"}, at + ".");
     ClusterSlowdown s;
-    const json& cpu = entry["cpu"];
-    // A CPU index is an integer; 3.0 is accepted as 3 (some encoders write
-    // every number as a double), 3.5 and -1 are not.
-    const bool integral =
-        (cpu.is_number_unsigned()) ||
-        (cpu.is_number_float() && std::isfinite(cpu.get<double>()) && cpu.get<double>() >= 0 &&
-         std::floor(cpu.get<double>()) == cpu.get<double>());
-    if (!integral || cpu.get<double>() > std::numeric_limits<unsigned>::max()) {
-      fail("publish", at + ".cpu", "an integer >= 0", cpu);
-    }
-    s.cpu = static_cast<unsigned>(cpu.get<double>());
+    s.cpu = whole_number("publish", at + ".cpu", entry["cpu"], 0);
     s.probe = enum_value("publish", at + ".probe", entry["probe"], kAllRatioProbes);
     s.mode = enum_value("publish", at + ".mode", entry["mode"], kAllModes);
     s.ratio = finite_number("publish", at + ".ratio", entry["ratio"], true);
@@ -176,6 +194,83 @@ PublishRequest parse_publish(const json& r) {
     publish.slowdowns.push_back(s);
   }
   return publish;
+}
+
+// The cause names, as check_fields takes them.
+constexpr auto kJobCauseNames = [] {
+  std::array<std::string_view, kJobCauseCount> names{};
+  for (std::size_t i = 0; i < kJobCauseCount; ++i) names[i] = to_string(kJobCauses[i]);
+  return names;
+}();
+
+// Any local user may send a job report (docs/control.md, Permissions), so
+// this is where what one report can add is bounded: every amount finite,
+// no cause costing a CPU more than the job's wall time, a bounded wall time
+// and a bounded number of CPUs, each once.
+JobRequest parse_job(const json& r) {
+  check_fields("job", r, {"job_id", "ended_unix_seconds", "elapsed_seconds", "ranks", "cpus"});
+  check_required("job", r, {"job_id", "ended_unix_seconds", "elapsed_seconds", "ranks", "cpus"});
+  JobRequest job;
+
+  // Printable ASCII only: the id goes into the daemon's log and `status`,
+  // where a control character or a terminal escape must not.
+  const json& id = r["job_id"];
+  const std::string id_expected =
+      "a string of 1 to " + std::to_string(kMaxJobIdChars) + " printable ASCII characters";
+  if (!id.is_string()) fail("job", "job_id", id_expected, id);
+  const auto& text = id.get_ref<const std::string&>();
+  const bool printable =
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (text.empty() || text.size() > kMaxJobIdChars || !printable) {
+    fail("job", "job_id", id_expected, id);
+  }
+  job.job_id = text;
+
+  job.ended_unix_seconds =
+      finite_number("job", "ended_unix_seconds", r["ended_unix_seconds"], false);
+  const json& elapsed = r["elapsed_seconds"];
+  if (!elapsed.is_number() || !(elapsed.get<double>() > 0) ||
+      !(elapsed.get<double>() <= kMaxJobElapsedSeconds)) {
+    fail("job", "elapsed_seconds",
+         "a number > 0 and <= " + std::to_string(static_cast<long long>(kMaxJobElapsedSeconds)),
+         elapsed);
+  }
+  job.elapsed_seconds = elapsed.get<double>();
+  job.ranks = whole_number("job", "ranks", r["ranks"], 1);
+
+  const json& list = r["cpus"];
+  if (!list.is_array()) fail("job", "cpus", "an array", list);
+  if (list.size() > kMaxJobCpus) {
+    throw ProtocolError("job: 'cpus' has " + std::to_string(list.size()) + " entries (at most " +
+                        std::to_string(kMaxJobCpus) + ")");
+  }
+  const std::string lost_expected = "a number >= 0 and <= elapsed_seconds (" + echo(elapsed) + ")";
+  job.cpus.reserve(list.size());
+  std::set<unsigned> seen;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = "cpus[" + std::to_string(i) + "]";
+    const json& entry = list[i];
+    if (!entry.is_object()) fail("job", at, "an object", entry);
+    check_fields("job", entry, {"cpu", "lost_seconds"}, at + ".");
+    check_required("job", entry, {"cpu", "lost_seconds"}, at + ".");
+    JobCpuLoss loss;
+    loss.cpu = whole_number("job", at + ".cpu", entry["cpu"], 0);
+    const json& lost = entry["lost_seconds"];
+    if (!lost.is_object()) fail("job", at + ".lost_seconds", "an object", lost);
+    check_fields("job", lost, kJobCauseNames, at + ".lost_seconds.", "cause");
+    for (const auto& [name, value] : lost.items()) {
+      const double x = value.is_number() ? value.get<double>() : -1;
+      if (!value.is_number() || !(x >= 0) || !(x <= job.elapsed_seconds)) {
+        fail("job", at + ".lost_seconds." + name, lost_expected, value);
+      }
+      loss.lost_seconds[index_of(*job_cause_named(name))] = x;  // named: check_fields passed
+    }
+    if (!seen.insert(loss.cpu).second) {
+      throw ProtocolError("job: '" + at + "' repeats cpu " + std::to_string(loss.cpu));
+    }
+    job.cpus.push_back(loss);
+  }
+  return job;
 }
 
 // Strips nlohmann's "[json.exception.parse_error.101] " prefix: the client
@@ -245,6 +340,7 @@ ControlRequest request_from_json(const json& request) {
       check_fields("calibrate", request, {});
       return CalibrateRequest{};
     }
+    if (command == "job") return parse_job(request);
   } catch (const ProtocolError&) {
     throw;
   } catch (const json::exception& e) {
@@ -253,7 +349,7 @@ ControlRequest request_from_json(const json& request) {
     throw ProtocolError(command + ": " + plain_message(e));
   }
   throw ProtocolError("unknown command " + echo(*found) +
-                      " (expected status, results, pause, resume, run, publish or calibrate)");
+                      " (expected status, results, pause, resume, run, publish, calibrate or job)");
 }
 
 json to_json(const ControlRequest& request) {
@@ -288,20 +384,39 @@ json to_json(const ControlRequest& request) {
                       {"ratio", finite(s.ratio, "ratio")}});
     }
     out["slowdowns"] = std::move(list);
+  } else if (const auto* job = std::get_if<JobRequest>(&request)) {
+    out["job_id"] = job->job_id;
+    out["ended_unix_seconds"] = finite(job->ended_unix_seconds, "ended");
+    out["elapsed_seconds"] = finite(job->elapsed_seconds, "elapsed");
+    out["ranks"] = job->ranks;
+    json cpus = json::array();
+    for (const JobCpuLoss& c : job->cpus) {
+      // A cause that cost nothing is left out (the parser reads it as 0):
+      // most CPUs lose to one or two causes, and a report for a big node
+      // must stay within the daemon's 1 MiB line.
+      json lost = json::object();
+      for (JobCause cause : kJobCauses) {
+        const double x = c.lost_seconds[index_of(cause)];
+        if (x != 0) lost[std::string(to_string(cause))] = finite(x, "lost_seconds");
+      }
+      cpus.push_back({{"cpu", c.cpu}, {"lost_seconds", std::move(lost)}});
+    }
+    out["cpus"] = std::move(cpus);
   }
   return out;
 }
 
 std::string_view command_name(const ControlRequest& request) {
-  constexpr std::string_view kNames[] = {"status", "results", "pause",    "resume",
-                                         "run",    "publish", "calibrate"};
+  constexpr std::string_view kNames[] = {"status", "results", "pause",     "resume",
+                                         "run",    "publish", "calibrate", "job"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlRequest>);
   return kNames[request.index()];
 }
 
-bool is_mutating(const ControlRequest& request) {
+bool needs_privilege(const ControlRequest& request) {
   return !std::holds_alternative<StatusRequest>(request) &&
-         !std::holds_alternative<ResultsRequest>(request);
+         !std::holds_alternative<ResultsRequest>(request) &&
+         !std::holds_alternative<JobRequest>(request);
 }
 
 json ok_reply(json fields) {

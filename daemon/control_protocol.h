@@ -30,7 +30,15 @@ struct ResumeRequest {};
 struct CalibrateRequest {};
 
 using ControlRequest = std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest,
-                                    RunRequest, PublishRequest, CalibrateRequest>;
+                                    RunRequest, PublishRequest, CalibrateRequest, JobRequest>;
+
+// Bounds of a `job` report. Any local user may send one, so each bounds
+// what a report can add: no cause costs a CPU more than the job's wall
+// time, and no job is reported as longer than ~116 days. 4096 CPUs is
+// more than any node has today.
+inline constexpr std::size_t kMaxJobCpus = 4096;
+inline constexpr std::size_t kMaxJobIdChars = 128;
+inline constexpr double kMaxJobElapsedSeconds = 1e7;
 
 // A request line the daemon refuses; what() is the message for the client,
 // naming the command, the field and what was expected.
@@ -64,8 +72,10 @@ nlohmann::json to_json(const ControlRequest& request);
 // "status", "pause", ... as on the wire.
 std::string_view command_name(const ControlRequest& request);
 // True for pause, resume, run, publish and calibrate: the commands only root
-// or the control group may send.
-bool is_mutating(const ControlRequest& request);
+// or the control group may send. False for status and results, which only
+// read, and for job, which the job's own ranks send as the job's user and
+// which can only add bounded amounts to the job counters.
+bool needs_privilege(const ControlRequest& request);
 
 // Replies. A handler's reply fields become {"ok":true, ...fields}; a reply
 // that already has "ok" is passed through, so a handler can refuse

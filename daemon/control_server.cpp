@@ -248,7 +248,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       return;
     }
     const std::string name(command_name(request));
-    if (is_mutating(request) && !permitted()) {
+    if (needs_privilege(request) && !permitted()) {
       std::string message = "permission denied: '" + name + "' needs root";
       if (state_->options.group) message += " or group " + *state_->options.group;
       send(error_reply(message));
@@ -269,6 +269,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
               send(ok_reply(handler.resume()));
             } else if constexpr (std::is_same_v<T, PublishRequest>) {
               send(ok_reply(handler.publish(r)));
+            } else if constexpr (std::is_same_v<T, JobRequest>) {
+              send(ok_reply(handler.job(r)));
             } else if constexpr (std::is_same_v<T, RunRequest>) {
               busy_ = true;
               handler.run(r, make_reply());

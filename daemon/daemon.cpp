@@ -9,6 +9,7 @@
 #include "daemon/exporter.h"
 #include "daemon/log.h"
 #include "daemon/sys_counters.h"
+#include "probe/cpu_list.h"
 #include "probe/pinning.h"
 #include "probe/report_json.h"
 #include "probe/wall_clock.h"
@@ -487,6 +488,7 @@ void Daemon::publish_snapshot() {
   snapshot->cluster_slowdown = cluster_slowdown_;
   snapshot->cluster_published_unix_seconds = cluster_published_;
   snapshot->sys = last_sys_;
+  snapshot->jobs = job_totals_;
   snapshot->paused = paused_;
   snapshot->paused_until_unix_seconds = paused_until_;
   snapshot->started_unix_seconds = started_unix_seconds_;
@@ -540,6 +542,12 @@ json Daemon::status() {
       {"cpus", snapshot->report.pus.size()}};
   if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
   if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
+  json jobs = {{"reports", job_totals_.reports}};
+  if (job_totals_.last_ended_unix_seconds) {
+    jobs["last_job_id"] = last_job_id_;
+    jobs["last_ended_unix_seconds"] = *job_totals_.last_ended_unix_seconds;
+  }
+  reply["jobs"] = std::move(jobs);
   if (cluster_published_) {
     reply["cluster"] = {{"published_unix_seconds", *cluster_published_},
                         {"reference", cluster_reference_}};
@@ -603,6 +611,30 @@ json Daemon::publish(const PublishRequest& request) {
   cluster_reference_ = request.reference;
   publish_snapshot();
   return {{"ok", true}, {"slowdowns", request.slowdowns.size()}};
+}
+
+json Daemon::job(const JobRequest& request) {
+  // All or nothing: a report naming a CPU this node lacks was meant for
+  // another node, and none of it counts. This also bounds the series a
+  // report can create to the node's own CPUs.
+  for (const JobCpuLoss& loss : request.cpus) {
+    if (topology_.find(loss.cpu) == nullptr) {
+      std::vector<unsigned> cpus;
+      for (const auto& pu : topology_.pus()) cpus.push_back(pu.cpu);
+      return {{"ok", false},
+              {"error", "job: cpu " + std::to_string(loss.cpu) +
+                            " is not a CPU of this node (it has " + format_cpu_list(cpus) + ")"}};
+    }
+  }
+  const double lost = job_totals_.add(request);
+  last_job_id_ = request.job_id;
+  publish_snapshot();
+  // Debug, not info: any local user may send reports, and one line per job
+  // on every node is the metrics' job, not the log's.
+  log_debug("job '" + request.job_id + "' (" + std::to_string(request.ranks) + " ranks, " +
+            std::to_string(request.elapsed_seconds) + " s) lost " + std::to_string(lost) +
+            " CPU-seconds on " + std::to_string(request.cpus.size()) + " CPUs of this node");
+  return {{"ok", true}, {"cpus", request.cpus.size()}};
 }
 
 void Daemon::calibrate(Reply reply) {

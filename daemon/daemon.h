@@ -51,6 +51,7 @@ class Daemon : public ControlHandler {
   void run(const RunRequest& request, Reply reply) override;
   nlohmann::json publish(const PublishRequest& request) override;
   void calibrate(Reply reply) override;
+  nlohmann::json job(const JobRequest& request) override;
 
  private:
   // A round asked for by the schedule, `run` or `calibrate`.
@@ -136,6 +137,8 @@ class Daemon : public ControlHandler {
   std::map<ProbeKey, double> cluster_slowdown_;
   std::optional<double> cluster_published_;
   nlohmann::json cluster_reference_;
+  JobTotals job_totals_;
+  std::string last_job_id_;  // of the latest job report, for `status`
   double started_unix_seconds_ = 0;
 };
 

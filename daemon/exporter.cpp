@@ -68,6 +68,9 @@ enum Family : std::size_t {
   kDetourSecondsTotal,
   kThermalThrottleTotal,
   kCpufreqHertz,
+  kJobReportsTotal,
+  kJobLastReportTimestamp,
+  kJobLostSecondsTotal,
   kFamilyCount,
 };
 
@@ -141,6 +144,13 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
     {"corenoise_cpufreq_hertz", MetricType::Gauge,
      "cpufreq frequency of this CPU when scraped (type=current) and its maximum (type=max), in "
      "hertz."},
+    {"corenoise_job_reports_total", MetricType::Counter,
+     "Job reports (corenoise job, at the end of an MPI job) accepted since corenoised started."},
+    {"corenoise_job_last_report_timestamp_seconds", MetricType::Gauge,
+     "When the job of the latest accepted report ended, in seconds since the Unix epoch."},
+    {"corenoise_job_lost_seconds_total", MetricType::Counter,
+     "Time this CPU lost to this cause while jobs ran, as the jobs measured it, summed over every "
+     "job reported since corenoised started, in seconds."},
 };
 
 using Labels = std::initializer_list<std::pair<const char*, std::string_view>>;
@@ -268,6 +278,27 @@ void add_sys(Builder& b, const Snapshot& s) {
   }
 }
 
+// What jobs reported. They ran whatever the probes measured, so a CPU the
+// last round skipped still shows what its jobs lost.
+void add_jobs(Builder& b, const JobTotals& jobs) {
+  // Served from the start, at 0: one series, and increase() then counts
+  // the first report too.
+  b.add(kJobReportsTotal, {}, static_cast<double>(jobs.reports));
+  b.add(kJobLastReportTimestamp, {}, jobs.last_ended_unix_seconds);
+  // A CPU's series appear with the first report that names it, not for
+  // every CPU at start: many nodes never run an instrumented job, and seven
+  // causes for each of 512 PUs would add ~250 KB of zeros to every scrape.
+  // All seven at once, zeros included, so a cause that first costs the CPU
+  // something in a later job rises from a sample Prometheus already has.
+  for (const auto& [cpu, lost] : jobs.lost_seconds) {
+    const std::string label = std::to_string(cpu);
+    for (JobCause cause : kJobCauses) {
+      b.add(kJobLostSecondsTotal, {{"cpu", label}, {"cause", to_string(cause)}},
+            lost[index_of(cause)]);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
@@ -390,6 +421,7 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
     b.add(kDetourSecondsTotal, {{"cpu", label}}, totals.detour_seconds);
   }
   add_sys(b, s);
+  add_jobs(b, s.jobs);
   return std::move(b).take();
 }
 

@@ -1,8 +1,8 @@
 // What the daemon knows after its latest rounds, as one immutable value.
-// The event loop builds a new Snapshot after every round (or pause, or
-// publication) and swaps it in; the exporter's threads render whichever
-// snapshot is current at scrape time, without locks on the probe path and
-// without doing any work beyond rendering.
+// The event loop builds a new Snapshot after every round (or pause,
+// publication or job report) and swaps it in; the exporter's threads render
+// whichever snapshot is current at scrape time, without locks on the probe
+// path and without doing any work beyond rendering.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/job_totals.h"
 #include "daemon/persistence.h"
 #include "probe/report.h"
 
@@ -63,6 +64,7 @@ struct Snapshot {
   std::map<ProbeKey, double> cluster_slowdown;
   std::optional<double> cluster_published_unix_seconds;
   std::map<unsigned, CpuSysInfo> sys;  // by cpu; absent where /sys has nothing
+  JobTotals jobs;                      // what jobs reported since start
   bool paused = false;
   std::optional<double> paused_until_unix_seconds;  // nullopt while paused: until resumed
   double started_unix_seconds = 0;

@@ -34,11 +34,14 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program;
 # slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
-# prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps).
+# prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps);
+# python3-mpi4py python3-numpy: `corenoise job`'s ground truth runs the
+# story's Python script (mpi4py under Open MPI, numpy in place of JAX).
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev wrk faketime strace
-  slurmctld slurmd slurm-client munge)
+  slurmctld slurmd slurm-client munge
+  python3-mpi4py python3-numpy)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

@@ -8,6 +8,7 @@
 #include "collector/cli/daemon_commands.h"
 #include "collector/cli/exit_codes.h"
 #include "collector/cli/inject_command.h"
+#include "collector/cli/job_command.h"
 #include "collector/cli/probe_command.h"
 #include "collector/cli/selftest_command.h"
 #include "collector/cli/sweep_command.h"
@@ -29,6 +30,10 @@ Commands:
               MPI launcher, one rank per node; --trigger runs a round
               everywhere first) and publish the cluster reference back to
               each daemon
+  job         run an MPI program's ranks (under its launcher: corenoise job
+              -- PROGRAM) and report why they waited: the late ranks, their
+              CPUs and the cause in seconds (its own threads, other
+              processes, interrupts, steal, page faults, clock, more work)
   selftest    inject known noise on one CPU, probe, and check that corenoise
               finds it there and nothing elsewhere (run after installing)
   inject      run known interference on given CPUs for a given time: a
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
   if (command == "collect") return corenoise::run_collect_command(rest);
   if (command == "selftest") return corenoise::run_selftest_command(rest);
   if (command == "inject") return corenoise::run_inject_command(rest);
+  if (command == "job") return corenoise::run_job_command(rest);
   if (corenoise::is_daemon_command(command)) return corenoise::run_daemon_command(command, rest);
   std::cerr << "corenoise: unknown command '" << command << "' (see corenoise --help)\n";
   return corenoise::kExitFailure;

@@ -23,10 +23,6 @@ std::string plugin_file(MpiFamily family) {
   return "libcorenoise-mpi-" + std::string(family_name(family)) + ".so";
 }
 
-std::string family_title(MpiFamily family) {
-  return family == MpiFamily::mpich ? "MPICH" : "Open MPI";
-}
-
 std::vector<std::filesystem::path> plugin_directories() {
   if (const char* dir = std::getenv("CORENOISE_MPI_PLUGIN_DIR"); dir != nullptr && *dir != '\0') {
     return {dir};
@@ -54,13 +50,8 @@ struct Loaded {
 // (MPI libraries are not made to be unloaded).
 Loaded load_plugin(MpiFamily family) {
   std::string tried;
-  for (const auto& dir : plugin_directories()) {
-    const auto path = (dir / plugin_file(family)).lexically_normal();
-    std::error_code error;
-    if (!std::filesystem::exists(path, error)) {
-      tried += (tried.empty() ? "" : ", ") + path.parent_path().string();
-      continue;
-    }
+  if (const auto found = find_family_library(plugin_file(family), &tried)) {
+    const std::filesystem::path& path = *found;
     // RTLD_GLOBAL: Open MPI's own components, dlopen'd by libmpi, expect
     // libmpi's symbols in the global scope.
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
@@ -83,6 +74,20 @@ Loaded load_plugin(MpiFamily family) {
 }
 
 }  // namespace
+
+std::string family_title(MpiFamily family) {
+  return family == MpiFamily::mpich ? "MPICH" : "Open MPI";
+}
+
+std::optional<std::filesystem::path> find_family_library(const std::string& file, std::string* tried) {
+  for (const auto& dir : plugin_directories()) {
+    const auto path = (dir / file).lexically_normal();
+    std::error_code error;
+    if (std::filesystem::exists(path, error)) return path;
+    if (tried != nullptr) *tried += (tried->empty() ? "" : ", ") + path.parent_path().string();
+  }
+  return std::nullopt;
+}
 
 std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* argc,
                                                      char*** argv) {

@@ -11,7 +11,10 @@
 // executable's own directory (the build tree).
 #pragma once
 
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "collector/mpi/mpi_environment.h"
 #include "collector/mpi/mpi_launcher.h"
@@ -28,5 +31,13 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(const Launch& launch, int* 
 
 // The same, for the launch this process's environment describes.
 std::unique_ptr<MpiEnvironment> open_mpi_environment(int* argc = nullptr, char*** argv = nullptr);
+
+// Where a per-family library of this build (`file`, e.g.
+// libcorenoise-job-openmpi.so) is, searched as the plugins are; nullopt if
+// in none of the directories, which `*tried` then lists.
+std::optional<std::filesystem::path> find_family_library(const std::string& file, std::string* tried);
+
+// "MPICH", "Open MPI": the family as messages name it.
+std::string family_title(MpiFamily family);
 
 }  // namespace corenoise

@@ -93,7 +93,14 @@ json to_json(const ClusterReport& report) {
   for (const auto& w : report.worst) worst.push_back(worst_json(w));
   json quantiles = json::array();
   for (const auto& q : report.quantiles) quantiles.push_back(quantiles_json(q));
+  json settings = to_json(settings_only)["settings"];
+  // The ISA the user asked for (--isa), null for "the widest the CPU has":
+  // settings.isa above is a node report's, the one a node ran, which a
+  // cluster report does not hold.
+  settings["isa_requested"] =
+      report.settings.isa ? json(to_string(*report.settings.isa)) : json(nullptr);
   json out = {
+      {"schema", "corenoise-sweep/1"},
       {"version", report.version},
       {"started_unix_seconds", number(report.started_unix_seconds)},
       {"duration_seconds", number(report.duration_seconds)},
@@ -101,7 +108,7 @@ json to_json(const ClusterReport& report) {
       {"node_count", report.node_count},
       {"core_count", report.core_count},
       {"healthy", report.healthy},
-      {"settings", to_json(settings_only)["settings"]},
+      {"settings", settings},
       {"nodes", nodes},
       {"worst", worst},
       {"cluster", {{"quantiles", quantiles}}},

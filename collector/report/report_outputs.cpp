@@ -1,7 +1,5 @@
 #include "collector/report/report_outputs.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -10,26 +8,6 @@
 #include "collector/report/html_report.h"
 
 namespace corenoise {
-
-ReportOutputs::PendingFile::PendingFile(const std::string& path, const std::string& option)
-    : path_(path),
-      temporary_(path + ".tmp." + std::to_string(::getpid())),
-      option_(option),
-      stream_(temporary_) {
-  if (!stream_) throw std::runtime_error(option_ + ": cannot write '" + path_ + "'");
-}
-
-ReportOutputs::PendingFile::~PendingFile() {
-  if (!committed_) std::remove(temporary_.c_str());
-}
-
-void ReportOutputs::PendingFile::commit() {
-  stream_.close();
-  if (!stream_ || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    throw std::runtime_error(option_ + ": error writing '" + path_ + "'");
-  }
-  committed_ = true;
-}
 
 ReportOutputs::ReportOutputs(std::optional<std::string> json_path,
                              std::optional<std::string> html_path)

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "collector/cluster/cluster_report.h"
+#include "collector/report/pending_file.h"
 
 namespace corenoise {
 
@@ -30,20 +31,6 @@ class ReportOutputs {
  private:
   std::optional<std::string> json_path_;
   std::optional<std::string> html_path_;
-  // A file written under a temporary name and renamed into place by
-  // commit(); removed if never committed.
-  class PendingFile {
-   public:
-    PendingFile(const std::string& path, const std::string& option);
-    ~PendingFile();
-    std::ofstream& stream() { return stream_; }
-    void commit();
-
-   private:
-    std::string path_, temporary_, option_;
-    std::ofstream stream_;
-    bool committed_ = false;
-  };
   std::unique_ptr<PendingFile> json_file_;
   std::unique_ptr<PendingFile> html_file_;
 };

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "control_socket.h"
 #include "daemon_process.h"
 #include "probe/topology.h"
 #include "process.h"
@@ -22,6 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::BackgroundProcess;
+using testing::ControlSocket;
 using testing::DaemonProcess;
 using testing::free_tcp_port;
 using testing::http_get;
@@ -242,6 +244,94 @@ TEST(Daemon, ControlSocketCommandsAndPermissions) {
   EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
   status = json::parse(run_command(ctl(dir, "status --json")).out);
   EXPECT_EQ(status["paused"], false);
+}
+
+// A `job` request as `corenoise job` sends it at the end of a job.
+std::string job_request(const std::string& id, double elapsed, const json& cpus) {
+  return json({{"command", "job"},
+               {"job_id", id},
+               {"ended_unix_seconds", 1795962900.5},
+               {"elapsed_seconds", elapsed},
+               {"ranks", 2},
+               {"cpus", cpus}})
+      .dump();
+}
+
+// What jobs report becomes counters on /metrics: two reports summed by CPU
+// and cause, a report naming a CPU the node lacks refused whole, `status`
+// counting them, and promtool content with the result. Sent as root here;
+// DaemonPrivileges.AnyLocalUserMayReportAJob sends one as nobody.
+TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
+  TempDir dir;
+  DaemonProcess daemon(round_a_second_args(dir, {"--interval", "3600"}));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  ASSERT_TRUE(daemon.wait_for_log("control socket at")) << daemon.log();
+  std::string text = http_get(port, "/metrics").second;
+  EXPECT_EQ(metric_value(text, "corenoise_job_reports_total"), 0.0) << text;
+  EXPECT_EQ(text.find("corenoise_job_lost_seconds_total{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("corenoise_job_last_report_timestamp_seconds "), std::string::npos) << text;
+
+  // The last CPU of the node as well as the first, where it has two.
+  const std::string last = std::to_string(native_pus() - 1);
+  json first_cpus = {{{"cpu", 0}, {"lost_seconds", {{"own-threads", 0.5}, {"more-work", 1}}}}};
+  if (native_pus() > 1) {
+    first_cpus.push_back({{"cpu", native_pus() - 1}, {"lost_seconds", {{"steal", 0.25}}}});
+  }
+  ControlSocket client(testing::socket_path(dir));
+  EXPECT_EQ(client.request(job_request("slurm-1", 10, first_cpus)),
+            json({{"ok", true}, {"cpus", first_cpus.size()}}));
+  const json second_cpus = {
+      {{"cpu", 0}, {"lost_seconds", {{"own-threads", 0.25}, {"interrupts", 0.125}}}}};
+  EXPECT_EQ(client.request(job_request("slurm-2", 4, second_cpus)),
+            json({{"ok", true}, {"cpus", 1}}));
+  // Not this node's CPU: refused, naming it, and none of the report counted.
+  const unsigned absent = static_cast<unsigned>(native_pus()) + 1000;
+  const json refused =
+      client.request(job_request("slurm-3", 4,
+                                 {{{"cpu", 0}, {"lost_seconds", {{"steal", 3}}}},
+                                  {{"cpu", absent}, {"lost_seconds", json::object()}}}));
+  EXPECT_EQ(refused["ok"], false) << refused.dump();
+  EXPECT_NE(refused.value("error", "")
+                .find("job: cpu " + std::to_string(absent) + " is not a CPU of this node"),
+            std::string::npos)
+      << refused.dump();
+  // And a report the protocol refuses leaves the connection usable.
+  EXPECT_EQ(
+      client.request(job_request("slurm-4", 1, {{{"cpu", 0}, {"lost_seconds", {{"steal", 2}}}}}))
+          .value("error", ""),
+      "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= elapsed_seconds "
+      "(1.0), got 2");
+
+  text = http_get(port, "/metrics").second;
+  const auto lost = [&](const std::string& cpu, const std::string& cause) {
+    return metric_value(
+        text, "corenoise_job_lost_seconds_total{cpu=\"" + cpu + "\",cause=\"" + cause + "\"}");
+  };
+  EXPECT_EQ(metric_value(text, "corenoise_job_reports_total"), 2.0) << text;
+  EXPECT_EQ(metric_value(text, "corenoise_job_last_report_timestamp_seconds"), 1795962900.5);
+  EXPECT_EQ(lost("0", "own-threads"), 0.75) << text;
+  EXPECT_EQ(lost("0", "interrupts"), 0.125);
+  EXPECT_EQ(lost("0", "more-work"), 1.0);
+  EXPECT_EQ(lost("0", "steal"), 0.0) << "the refused report counted";
+  EXPECT_EQ(lost("0", "page-faults"), 0.0);
+  if (native_pus() > 1) {
+    EXPECT_EQ(lost(last, "steal"), 0.25);
+    EXPECT_EQ(lost(last, "own-threads"), 0.0);
+  }
+  if (native_pus() > 2) EXPECT_FALSE(lost("1", "steal")) << "cpu 1 was in no report";
+
+  const json status = client.request(R"({"command":"status"})");
+  EXPECT_EQ(
+      status["jobs"],
+      json({{"reports", 2}, {"last_job_id", "slurm-2"}, {"last_ended_unix_seconds", 1795962900.5}}))
+      << status.dump();
+
+  const std::string file = dir.path() + "/scrape.txt";
+  std::ofstream(file) << text;
+  const auto check = run_command("promtool check metrics < " + file);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out + check.err, "") << "promtool found problems";
 }
 
 TEST(Daemon, BadConfigurationStopsStartupNamingFileAndLine) {

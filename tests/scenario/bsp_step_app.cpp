@@ -22,6 +22,7 @@
 // Exit status: 0 done, 1 bad arguments or an error.
 #include <mpi.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -53,13 +54,20 @@ struct Options {
   int warmup_steps = 5;
   std::string json_path;
   bool per_step = false;  // every step's times in the JSON, per rank
+  // For `corenoise job`'s tests of a job that loses a rank: this rank
+  // kills itself (SIGKILL, as the OOM killer would) at the start of step
+  // kill_at_step; or skips MPI_Finalize and exits 0.
+  int kill_rank = -1;
+  int kill_at_step = 0;
+  int skip_finalize_rank = -1;
 };
 
 [[noreturn]] void usage(int rank, const std::string& why) {
   if (rank == 0) {
     std::fprintf(stderr,
                  "bsp_step_app: %s\nusage: bsp_step_app [--steps N] [--step-products K] "
-                 "[--matmul-size n] [--warmup-steps W] [--json FILE [--per-step]]\n",
+                 "[--matmul-size n] [--warmup-steps W] [--json FILE [--per-step]]\n"
+                 "       [--kill-rank R --kill-at-step S] [--skip-finalize-rank R]\n",
                  why.c_str());
   }
   MPI_Finalize();
@@ -94,6 +102,12 @@ Options parse(int argc, char** argv, int rank) {
       o.warmup_steps = positive(0);
     } else if (arg == "--json") {
       o.json_path = value;
+    } else if (arg == "--kill-rank") {
+      o.kill_rank = positive(0);
+    } else if (arg == "--kill-at-step") {
+      o.kill_at_step = positive(0);
+    } else if (arg == "--skip-finalize-rank") {
+      o.skip_finalize_rank = positive(0);
     } else {
       usage(rank, "unknown option " + arg);
     }
@@ -273,6 +287,7 @@ int run(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   const auto job_start = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
+    if (rank == o.kill_rank && step == o.kill_at_step) ::raise(SIGKILL);
     const auto t0 = std::chrono::steady_clock::now();
     kernel.run();
     const auto t1 = std::chrono::steady_clock::now();
@@ -303,6 +318,7 @@ int run(int argc, char** argv) {
   MPI_Gather(barrier.data(), o.steps, MPI_DOUBLE, all_barrier.data(), o.steps, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
   if (rank == 0) report(o, kernel, ranks, all, all_compute, all_barrier, wall_seconds);
+  if (rank == o.skip_finalize_rank) std::_Exit(0);
   return 0;
 }
 

@@ -90,6 +90,154 @@ TEST(ControlProtocol, ParsesPublish) {
                   .slowdowns.empty());
 }
 
+// A valid job report with `cpus` as given.
+std::string job_line(const std::string& cpus, const std::string& elapsed = "12.5") {
+  return R"({"command":"job","job_id":"slurm-1234","ended_unix_seconds":1795963000.5,)"
+         R"("elapsed_seconds":)" +
+         elapsed + R"(,"ranks":4,"cpus":)" + cpus + "}";
+}
+
+TEST(ControlProtocol, ParsesJob) {
+  const auto job = std::get<JobRequest>(parse_request(job_line(
+      R"([{"cpu":3,"lost_seconds":{"own-threads":0.12,"other-processes":0.0,"interrupts":0.01,)"
+      R"("steal":0.0,"page-faults":0.0,"slower-clock":0.0,"more-work":0.3}},)"
+      R"({"cpu":5.0,"lost_seconds":{"steal":12.5}},)"
+      R"({"cpu":0,"lost_seconds":{}}])")));
+  EXPECT_EQ(job.job_id, "slurm-1234");
+  EXPECT_EQ(job.ended_unix_seconds, 1795963000.5);
+  EXPECT_EQ(job.elapsed_seconds, 12.5);
+  EXPECT_EQ(job.ranks, 4u);
+  ASSERT_EQ(job.cpus.size(), 3u);
+  EXPECT_EQ(job.cpus[0].cpu, 3u);
+  EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::own_threads)], 0.12);
+  EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::interrupts)], 0.01);
+  EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::more_work)], 0.3);
+  EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::steal)], 0.0);
+  // A cause may be omitted (0), and may be the whole wall time.
+  EXPECT_EQ(job.cpus[1].cpu, 5u);
+  EXPECT_EQ(job.cpus[1].lost_seconds[index_of(JobCause::steal)], 12.5);
+  EXPECT_EQ(job.cpus[1].lost_seconds[index_of(JobCause::own_threads)], 0.0);
+  EXPECT_EQ(job.cpus[2].lost_seconds, JobLostSeconds{});
+  // No CPUs, the longest id, the longest job: all valid.
+  EXPECT_TRUE(std::get<JobRequest>(parse_request(job_line("[]"))).cpus.empty());
+  const std::string id(kMaxJobIdChars, '~');
+  EXPECT_EQ(std::get<JobRequest>(
+                parse_request(R"({"command":"job","job_id":")" + id +
+                              R"(","ended_unix_seconds":0,"elapsed_seconds":1e7,"ranks":1,)"
+                              R"("cpus":[]})"))
+                .job_id,
+            id);
+  // The vocabulary, spelt once (job_causes.h).
+  std::vector<std::string> names;
+  for (JobCause cause : kJobCauses) names.emplace_back(to_string(cause));
+  EXPECT_EQ(names, (std::vector<std::string>{"own-threads", "other-processes", "interrupts",
+                                             "steal", "page-faults", "slower-clock", "more-work"}));
+  for (JobCause cause : kJobCauses) EXPECT_EQ(job_cause_named(to_string(cause)), cause);
+  EXPECT_FALSE(job_cause_named("Steal"));
+}
+
+TEST(ControlProtocol, RefusesBadJobsNamingTheField) {
+  const std::string all =
+      R"("job_id":"j","ended_unix_seconds":1,"elapsed_seconds":10,"ranks":1,"cpus":[])";
+  EXPECT_REFUSED(R"({"command":"job",)" + all + R"(,"user":"alice"})",
+                 "job: unknown field 'user' (expected job_id, ended_unix_seconds, "
+                 "elapsed_seconds, ranks, cpus)");
+  for (const char* field : {"job_id", "ended_unix_seconds", "elapsed_seconds", "ranks", "cpus"}) {
+    json request = json::parse(R"({"command":"job",)" + all + "}");
+    request.erase(field);
+    EXPECT_REFUSED(request.dump(), std::string("job: missing field '") + field + "'");
+  }
+  auto with = [&](const std::string& field, const std::string& value) {
+    json request = json::parse(R"({"command":"job",)" + all + "}");
+    request[field] = json::parse(value);
+    return request.dump();
+  };
+  const std::string id_expected = "job: 'job_id' must be a string of 1 to 128 printable ASCII";
+  EXPECT_REFUSED(with("job_id", "1234"), id_expected + " characters, got 1234");
+  EXPECT_REFUSED(with("job_id", R"("")"), id_expected);
+  EXPECT_REFUSED(with("job_id", "\"" + std::string(kMaxJobIdChars + 1, 'x') + "\""), id_expected);
+  EXPECT_REFUSED(with("job_id", R"("a\nb")"), id_expected);
+  EXPECT_REFUSED(with("job_id", R"("a\u001b[2Jb")"), id_expected);
+  EXPECT_REFUSED(with("job_id", R"("caf\u00e9")"), id_expected);
+  EXPECT_REFUSED(with("ended_unix_seconds", "-1"),
+                 "job: 'ended_unix_seconds' must be a number >= 0, got -1");
+  EXPECT_REFUSED(with("ended_unix_seconds", R"("now")"), "'ended_unix_seconds' must be");
+  EXPECT_REFUSED(with("elapsed_seconds", "0"),
+                 "job: 'elapsed_seconds' must be a number > 0 and <= 10000000, got 0");
+  EXPECT_REFUSED(with("elapsed_seconds", "-3"), "'elapsed_seconds' must be a number > 0");
+  EXPECT_REFUSED(with("elapsed_seconds", "1.0000001e7"),
+                 "'elapsed_seconds' must be a number > 0 and <= 10000000");
+  EXPECT_REFUSED(with("elapsed_seconds", "null"), "'elapsed_seconds' must be");
+  EXPECT_REFUSED(R"({"command":"job","job_id":"j","ended_unix_seconds":1,"elapsed_seconds":1e999,)"
+                 R"("ranks":1,"cpus":[]})",
+                 "number overflow");
+  EXPECT_REFUSED(with("ranks", "0"), "job: 'ranks' must be an integer >= 1, got 0");
+  EXPECT_REFUSED(with("ranks", "2.5"), "job: 'ranks' must be an integer >= 1, got 2.5");
+  EXPECT_REFUSED(with("ranks", "-4"), "'ranks' must be an integer >= 1");
+  EXPECT_REFUSED(with("ranks", "99999999999"), "'ranks' must be an integer >= 1");
+  EXPECT_REFUSED(with("cpus", "{}"), "job: 'cpus' must be an array, got {}");
+  json many = json::array();
+  for (std::size_t cpu = 0; cpu <= kMaxJobCpus; ++cpu) {
+    many.push_back({{"cpu", cpu}, {"lost_seconds", json::object()}});
+  }
+  EXPECT_REFUSED(with("cpus", many.dump()), "job: 'cpus' has 4097 entries (at most 4096)");
+  many.erase(many.size() - 1);
+  EXPECT_EQ(error_of(with("cpus", many.dump())), "");
+
+  EXPECT_REFUSED(job_line("[7]"), "job: 'cpus[0]' must be an object, got 7");
+  EXPECT_REFUSED(job_line(R"([{"cpu":1,"lost_seconds":{},"node":"n1"}])"),
+                 "job: unknown field 'cpus[0].node' (expected cpu, lost_seconds)");
+  EXPECT_REFUSED(job_line(R"([{"lost_seconds":{}}])"), "job: missing field 'cpus[0].cpu'");
+  EXPECT_REFUSED(job_line(R"([{"cpu":1}])"), "job: missing field 'cpus[0].lost_seconds'");
+  EXPECT_REFUSED(job_line(R"([{"cpu":-1,"lost_seconds":{}}])"),
+                 "job: 'cpus[0].cpu' must be an integer >= 0, got -1");
+  EXPECT_REFUSED(job_line(R"([{"cpu":1.5,"lost_seconds":{}}])"),
+                 "job: 'cpus[0].cpu' must be an integer >= 0, got 1.5");
+  EXPECT_REFUSED(job_line(R"([{"cpu":"3","lost_seconds":{}}])"),
+                 "job: 'cpus[0].cpu' must be an integer >= 0, got \"3\"");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{}},{"cpu":3.0,"lost_seconds":{}}])"),
+                 "job: 'cpus[1]' repeats cpu 3");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":[0.1]}])"),
+                 "job: 'cpus[0].lost_seconds' must be an object, got [0.1]");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{"gpu":0.1}}])"),
+                 "job: unknown cause 'cpus[0].lost_seconds.gpu' (expected own-threads, "
+                 "other-processes, interrupts, steal, page-faults, slower-clock, more-work)");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{"own_threads":0.1}}])"),
+                 "job: unknown cause 'cpus[0].lost_seconds.own_threads'");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{"steal":-0.1}}])"),
+                 "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= "
+                 "elapsed_seconds (12.5), got -0.1");
+  // A cause cannot have cost a CPU more than the job's wall time.
+  EXPECT_REFUSED(
+      job_line(R"([{"cpu":3,"lost_seconds":{}},{"cpu":4,"lost_seconds":{"more-work":13}}])"),
+      "job: 'cpus[1].lost_seconds.more-work' must be a number >= 0 and <= "
+      "elapsed_seconds (12.5), got 13");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{"interrupts":"0.1"}}])"),
+                 "'cpus[0].lost_seconds.interrupts' must be a number >= 0");
+  EXPECT_REFUSED(job_line(R"([{"cpu":3,"lost_seconds":{"interrupts":null}}])"),
+                 "'cpus[0].lost_seconds.interrupts' must be a number >= 0");
+}
+
+// The largest report the protocol takes, as to_json writes it with times
+// to the microsecond, fits corenoised's 1 MiB request line (docs/control.md).
+TEST(ControlProtocol, TheLargestJobReportFitsTheDaemonsLine) {
+  JobRequest job;
+  job.job_id = std::string(kMaxJobIdChars, 'x');
+  job.ended_unix_seconds = 1795963000.123456;
+  job.elapsed_seconds = 9999999.5;
+  job.ranks = 4096;
+  for (unsigned cpu = 0; cpu < kMaxJobCpus; ++cpu) {
+    JobCpuLoss loss;
+    loss.cpu = cpu + 100000;
+    for (double& x : loss.lost_seconds) x = 1234.567891;
+    job.cpus.push_back(loss);
+  }
+  const std::string line = encode_line(to_json(job));
+  EXPECT_LT(line.size(), std::size_t{1} << 20);
+  EXPECT_EQ(std::get<JobRequest>(parse_request(line.substr(0, line.size() - 1))).cpus.size(),
+            kMaxJobCpus);
+}
+
 TEST(ControlProtocol, RefusesMalformedLines) {
   EXPECT_REFUSED("", "malformed request");
   EXPECT_REFUSED("{bad", "malformed request");
@@ -188,17 +336,20 @@ TEST(ControlProtocol, RefusesBadPublications) {
                  "publish: 'slowdowns[1]' repeats cpu 3 matmul isolated");
 }
 
-TEST(ControlProtocol, NamesAndMutation) {
+TEST(ControlProtocol, NamesAndPrivilege) {
   EXPECT_EQ(command_name(StatusRequest{}), "status");
   EXPECT_EQ(command_name(CalibrateRequest{}), "calibrate");
   EXPECT_EQ(command_name(PublishRequest{}), "publish");
-  EXPECT_FALSE(is_mutating(StatusRequest{}));
-  EXPECT_FALSE(is_mutating(ResultsRequest{}));
-  EXPECT_TRUE(is_mutating(PauseRequest{}));
-  EXPECT_TRUE(is_mutating(ResumeRequest{}));
-  EXPECT_TRUE(is_mutating(RunRequest{}));
-  EXPECT_TRUE(is_mutating(PublishRequest{}));
-  EXPECT_TRUE(is_mutating(CalibrateRequest{}));
+  EXPECT_EQ(command_name(JobRequest{}), "job");
+  EXPECT_FALSE(needs_privilege(StatusRequest{}));
+  EXPECT_FALSE(needs_privilege(ResultsRequest{}));
+  EXPECT_TRUE(needs_privilege(PauseRequest{}));
+  EXPECT_TRUE(needs_privilege(ResumeRequest{}));
+  EXPECT_TRUE(needs_privilege(RunRequest{}));
+  EXPECT_TRUE(needs_privilege(PublishRequest{}));
+  EXPECT_TRUE(needs_privilege(CalibrateRequest{}));
+  // Sent by the job's own ranks, as the job's user.
+  EXPECT_FALSE(needs_privilege(JobRequest{}));
 }
 
 TEST(ControlProtocol, Replies) {
@@ -252,13 +403,29 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
       RunRequest{1795963026.25, {Mode::concurrent}, false},
       RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
       PublishRequest{10, json({{"nodes", 3}}), {{5, RatioProbe::expected, Mode::concurrent, 1.5}}},
-      CalibrateRequest{}};
+      CalibrateRequest{},
+      JobRequest{
+          "slurm-1234",
+          1795963000.5,
+          12.5,
+          4,
+          {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {12.5, 12.5, 0, 1e-9, 0, 2, 3}}}}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));
     const ControlRequest back = parse_request(std::string_view(line).substr(0, line.size() - 1));
     EXPECT_EQ(back.index(), request.index()) << line;
     EXPECT_EQ(to_json(back), to_json(request)) << line;
   }
+  // A cause that cost nothing is left out of the line, and read back as 0.
+  const json job = to_json(JobRequest{"j", 1, 2, 1, {{3, {0.5, 0, 0, 0, 0, 0, 0}}, {4, {}}}});
+  EXPECT_EQ(job, json::parse(R"({"command":"job","job_id":"j","ended_unix_seconds":1.0,)"
+                             R"("elapsed_seconds":2.0,"ranks":1,"cpus":[)"
+                             R"({"cpu":3,"lost_seconds":{"own-threads":0.5}},)"
+                             R"({"cpu":4,"lost_seconds":{}}]})"));
+  JobRequest nan_job;
+  nan_job.cpus = {{0, {}}};
+  nan_job.cpus[0].lost_seconds[index_of(JobCause::steal)] = std::nan("");
+  EXPECT_THROW(to_json(nan_job), std::invalid_argument);
   EXPECT_THROW(to_json(RunRequest{std::nullopt, {}, true}), std::invalid_argument);
   EXPECT_THROW(to_json(RunRequest{std::nullopt, {Mode::concurrent, Mode::isolated}, true}),
                std::invalid_argument);
@@ -287,11 +454,15 @@ TEST(ControlProtocol, RandomizedInputsNeverCrash) {
                                     json::array(),
                                     json::object(),
                                     json::array({1, "a"})};
-  const std::vector<std::string> commands = {"status", "results", "pause",     "resume",
-                                             "run",    "publish", "calibrate", "nope"};
-  const std::vector<std::string> fields = {
-      "seconds",   "at_unix_seconds",        "mode", "wait", "reference",
-      "slowdowns", "published_unix_seconds", "cpu",  "x"};
+  const std::vector<std::string> commands = {"status",  "results",   "pause", "resume", "run",
+                                             "publish", "calibrate", "job",   "nope"};
+  const std::vector<std::string> fields = {"seconds",   "at_unix_seconds",
+                                           "mode",      "wait",
+                                           "reference", "slowdowns",
+                                           "cpu",       "x",
+                                           "job_id",    "published_unix_seconds",
+                                           "ranks",     "elapsed_seconds",
+                                           "cpus",      "ended_unix_seconds"};
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {
     std::string line;
@@ -316,6 +487,22 @@ TEST(ControlProtocol, RandomizedInputsNeverCrash) {
           value = json::array({entry});
         }
         request[fields[pick(fields.size())]] = value;
+      }
+      // A job report that is whole, then broken in one place, half the time.
+      if (request.value("command", "") == "job" && pick(2) == 0) {
+        json lost = {
+            {"steal", pick(2) ? json(0.5) : values[pick(values.size())]},
+            {pick(2) ? "more-work" : "x", pick(2) ? json(1) : values[pick(values.size())]}};
+        json job = {
+            {"command", "job"},
+            {"job_id", pick(4) ? json("j-1") : values[pick(values.size())]},
+            {"ended_unix_seconds", pick(4) ? json(1e9) : values[pick(values.size())]},
+            {"elapsed_seconds", pick(4) ? json(2) : values[pick(values.size())]},
+            {"ranks", pick(4) ? json(4) : values[pick(values.size())]},
+            {"cpus", json::array({{{"cpu", pick(2) ? json(pick(3)) : values[pick(values.size())]},
+                                   {"lost_seconds", lost}},
+                                  {{"cpu", pick(3)}, {"lost_seconds", json::object()}}})}};
+        request = std::move(job);
       }
       line = request.dump();
       if (i % 7 == 0 && !line.empty()) line.erase(pick(line.size()), 1);  // break it

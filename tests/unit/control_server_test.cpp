@@ -81,15 +81,23 @@ class FakeHandler : public ControlHandler {
     return {{"slowdowns", request.slowdowns.size()}};
   }
   void calibrate(Reply reply) override { reply({{"calibrated_cpus", 4}}); }  // synchronous
+  json job(const JobRequest& request) override {
+    std::lock_guard lock(mutex_);
+    ++job_calls;
+    last_job = request;
+    return {{"cpus", request.cpus.size()}};
+  }
 
   std::mutex mutex_;
   int status_calls = 0;
   int run_calls = 0;
+  int job_calls = 0;
   bool paused = false;
   bool throw_on_status = false;
   bool hold_run = false;
   std::optional<PauseRequest> last_pause;
   std::optional<RunRequest> last_run;
+  std::optional<JobRequest> last_job;
   Reply held;
 
  private:
@@ -248,6 +256,33 @@ TEST_F(ControlServerTest, AnswersStatusResultsPauseResumeAndPublish) {
     publish.slowdowns = {{0, RatioProbe::matmul, Mode::isolated, 1.1}};
     EXPECT_EQ(c.request(publish), json({{"ok", true}, {"slowdowns", 1}}));
   }
+}
+
+// What `corenoise job` sends at the end of a job, through the client's own
+// call, arrives whole; a bad report is refused before the handler.
+TEST_F(ControlServerTest, AJobReportReachesTheHandler) {
+  start_server();
+  const ControlClient c = client();
+  JobRequest report;
+  report.job_id = "slurm-1234";
+  report.ended_unix_seconds = 1795963000.5;
+  report.elapsed_seconds = 12.5;
+  report.ranks = 4;
+  report.cpus = {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {5, {}}};
+  EXPECT_EQ(c.report_job(report, 2s), json({{"ok", true}, {"cpus", 2}}));
+  {
+    std::lock_guard lock(handler_.mutex_);
+    ASSERT_TRUE(handler_.last_job);
+    EXPECT_EQ(to_json(*handler_.last_job), to_json(report));
+  }
+  report.cpus[0].lost_seconds[index_of(JobCause::steal)] = 13;  // more than the job's wall time
+  const json refused = c.report_job(report, 2s);
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_EQ(refused["error"],
+            "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= elapsed_seconds "
+            "(12.5), got 13.0");
+  std::lock_guard lock(handler_.mutex_);
+  EXPECT_EQ(handler_.job_calls, 1);
 }
 
 TEST_F(ControlServerTest, RunWithWaitRepliesWhenTheRoundIsDone) {
@@ -661,17 +696,23 @@ TEST_F(ControlServerTest, AnUnprivilegedPeerMayReadButNotMutate) {
   ControlServerOptions options;
   options.socket_mode = 0666;
   start_server(options);
-  const auto replies = requests_as(path_, kNobody, kNogroup,
-                                   {R"({"command":"status"})", R"({"command":"pause"})",
-                                    R"({"command":"run"})", R"({"command":"results"})"});
-  ASSERT_EQ(replies.size(), 4u);
+  const auto replies = requests_as(
+      path_, kNobody, kNogroup,
+      {R"({"command":"status"})", R"({"command":"pause"})", R"({"command":"run"})",
+       R"({"command":"results"})",
+       R"({"command":"job","job_id":"j","ended_unix_seconds":1,"elapsed_seconds":2,"ranks":1,)"
+       R"("cpus":[{"cpu":0,"lost_seconds":{"steal":1}}]})"});
+  ASSERT_EQ(replies.size(), 5u);
   EXPECT_EQ(replies[0]["ok"], true);
   EXPECT_EQ(replies[1], json({{"ok", false}, {"error", "permission denied: 'pause' needs root"}}));
   EXPECT_EQ(replies[2]["error"], "permission denied: 'run' needs root");
   EXPECT_EQ(replies[3]["ok"], true);
+  // A job's ranks run as the job's user: job is not a privileged command.
+  EXPECT_EQ(replies[4], json({{"ok", true}, {"cpus", 1}}));
   std::lock_guard lock(handler_.mutex_);
   EXPECT_FALSE(handler_.paused);
   EXPECT_EQ(handler_.run_calls, 0);
+  EXPECT_EQ(handler_.job_calls, 1);
 }
 
 TEST_F(ControlServerTest, TheControlGroupMayMutate) {

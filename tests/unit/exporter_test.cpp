@@ -244,6 +244,7 @@ Snapshot full_snapshot() {
   s.sys[0] = {11, 22, 2.5e9, 3.5e9};
   s.sys[1] = {11, 22, 2.4e9, 3.5e9};  // same core and package as cpu 0: not counted again
   s.sys[2] = {33, 22, std::nullopt, 3.5e9};
+  s.jobs.add(JobRequest{"job-1", 1700000400, 10, 2, {{0, {0.5, 0, 0.25, 0, 0, 0, 1}}}});
   return s;
 }
 
@@ -448,6 +449,53 @@ TEST(ExporterTest, AbsentFiguresAreAbsent) {
   }
 }
 
+// Two jobs' reports, summed: a CPU's seven causes appear together with the
+// first report that names it (zeros included) and only then; the skipped
+// CPU 3 shows what its jobs lost, since jobs run whatever the probes did.
+TEST(ExporterTest, JobLossesAfterTwoReports) {
+  Snapshot s = full_snapshot();
+  s.jobs = {};
+  s.jobs.add(JobRequest{"slurm-1",
+                        1700000500,
+                        20,
+                        4,
+                        {{1, {0.5, 0.25, 0, 0, 0, 0, 2}}, {3, {0, 0, 0, 1.5, 0, 0, 0}}}});
+  s.jobs.add(
+      JobRequest{"slurm-2", 1700000450.5, 8, 2, {{1, {0.25, 0, 0.125, 0, 0, 0, 1}}, {2, {}}}});
+  Served served(std::move(s));
+  const Exposition e = served.scrape();
+  EXPECT_EQ(e.types.at("corenoise_job_lost_seconds_total"), "counter");
+  EXPECT_EQ(e.types.at("corenoise_job_reports_total"), "counter");
+  EXPECT_EQ(e.types.at("corenoise_job_last_report_timestamp_seconds"), "gauge");
+  EXPECT_EQ(e.value("corenoise_job_reports_total"), 2.0);
+  // The latest report's end, though the first ended later.
+  EXPECT_EQ(e.value("corenoise_job_last_report_timestamp_seconds"), 1700000450.5);
+
+  const auto lost = [&](const char* cpu, const char* cause) {
+    return e.value("corenoise_job_lost_seconds_total", {{"cpu", cpu}, {"cause", cause}});
+  };
+  EXPECT_EQ(lost("1", "own-threads"), 0.75);
+  EXPECT_EQ(lost("1", "other-processes"), 0.25);
+  EXPECT_EQ(lost("1", "interrupts"), 0.125);
+  EXPECT_EQ(lost("1", "more-work"), 3.0);
+  EXPECT_EQ(lost("1", "steal"), 0.0);
+  EXPECT_EQ(lost("3", "steal"), 1.5);
+  EXPECT_EQ(lost("2", "slower-clock"), 0.0);
+  EXPECT_FALSE(lost("0", "own-threads")) << "cpu 0 was in no report";
+
+  // Seven series for each CPU a report named (1, 2, 3), in CPU order, one per cause.
+  std::vector<std::pair<std::string, std::string>> series;
+  for (const Sample& x : e.find("corenoise_job_lost_seconds_total")) {
+    series.emplace_back(x.labels.at("cpu"), x.labels.at("cause"));
+    EXPECT_EQ(x.labels.size(), 2u);
+  }
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (const char* cpu : {"1", "2", "3"}) {
+    for (JobCause cause : kJobCauses) expected.emplace_back(cpu, to_string(cause));
+  }
+  EXPECT_EQ(series, expected);
+}
+
 TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
   Snapshot s;
   s.version = "1.0";
@@ -459,8 +507,12 @@ TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
   for (const Sample& sample : e.samples) {
     if (sample.name.rfind("corenoise_", 0) == 0) names.insert(sample.name);
   }
+  // The count of job reports is there from the start, at 0, so that
+  // increase() counts the first report.
   EXPECT_EQ(names, (std::set<std::string>{"corenoise_build_info", "corenoise_start_time_seconds",
-                                          "corenoise_paused", "corenoise_cpu_info"}));
+                                          "corenoise_paused", "corenoise_cpu_info",
+                                          "corenoise_job_reports_total"}));
+  EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);
   EXPECT_EQ(e.value("corenoise_paused"), 0.0);
   EXPECT_EQ(e.find("corenoise_cpu_info").size(), 4u);
 }

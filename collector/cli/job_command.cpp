@@ -1,0 +1,235 @@
+#include "collector/cli/job_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "collector/cli/command_line.h"
+#include "collector/cli/exit_codes.h"
+#include "collector/job/job_options.h"
+#include "collector/job/job_output.h"
+#include "collector/job/spill_report.h"
+#include "collector/mpi/mpi_launcher.h"
+#include "collector/mpi/mpi_library.h"
+#include "collector/report/pending_file.h"
+#include "daemon/control_protocol.h"
+#include "probe/settings.h"
+
+namespace corenoise {
+namespace {
+
+constexpr const char* kUsage = R"(Usage: corenoise job [OPTIONS] -- PROGRAM [ARGS...]
+       corenoise job --report DIR [--json FILE] [--html FILE]
+
+Measures an MPI job from inside: why its ranks wait. Start it as every rank
+in place of the program, under the launcher and binding the job uses:
+  mpirun.openmpi -n 4 --bind-to core corenoise job --json job.json -- python3 app.py
+  mpiexec.mpich -n 4 -bind-to core corenoise job -- ./app
+  srun --mpi=pmix --cpu-bind=cores corenoise job --html job.html -- ./app
+It loads the in-job library of the launcher's MPI family (LD_PRELOAD) and
+execs the program, so no extra process sits in the job. The library
+records every blocking MPI call (collectives, waits, receives) of the
+thread that called MPI_Init, and samples /proc, the CPUs and the clock at
+a cadence that keeps its cost near 0.05 % of the job.
+
+At MPI_Finalize the ranks' figures are reduced: the wait at each call
+site, the ranks whose lateness made the others wait (the waiting they
+caused), and each late rank's excess compute time in seconds by cause:
+own-threads, other-processes, interrupts, steal, page-faults,
+slower-clock, more-work. Rank 0 prints a summary on stderr with the
+worst ranks, their host, CPU and cause, and the fix for each cause;
+every node's corenoised (where one runs) receives its CPUs' lost time.
+docs/job.md explains the figures and how far to trust them.
+
+A job killed before MPI_Finalize (scancel, a time limit, a launcher
+killing every rank when one dies) leaves each rank's figures in a spill
+file, kept in FILE.ranks/ beside the --json (else --html) file or in
+--spill DIR; --report DIR builds the report from them afterwards.
+
+Exit status: the program's own; 1 for bad input or a missing library
+(before the program starts), 127 when the program cannot be run. With
+--report: 0, or 1 when DIR holds no spill file.
+
+Options:
+  --json FILE               write the report as JSON (docs/job.md)
+  --html FILE               write the report as a self-contained web page
+  --socket PATH             the node's corenoised control socket (default:
+                            $CORENOISE_SOCKET, else /run/corenoise/ctl.sock;
+                            skipped where absent)
+  --no-daemon               neither ask corenoised for verdicts nor send it
+                            the job's lost time
+  --finalize-timeout S      how long MPI_Finalize waits for every rank's
+                            figures before reporting without the missing
+                            ones (default: 30)
+  --budget PERCENT          share of the job's time the sampling may take,
+                            0.0001 to 10 (default: 0.05)
+  --spill DIR               where each rank keeps its figures while it runs
+                            (default: FILE.ranks beside --json or --html;
+                            none without either)
+  --no-spill                keep no spill files
+  --report DIR              no program: the report of a job that ended
+                            before MPI_Finalize, from its spill files
+  --quiet                   no summary on stderr (the files are written)
+  --help                    this text
+)";
+
+std::string absolute(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
+  return text;
+}
+
+// A file rank 0 will write at the job's end: checked now, so that a bad
+// path fails before the job runs instead of after.
+void check_writable(const std::string& path, const std::string& option) {
+  PendingFile probe(path, option);  // removed again: never committed
+}
+
+// `--report DIR`: the report of a job killed before MPI_Finalize.
+int report_from_spill_dir(const JobLaunch& launch) {
+  std::string problems;
+  const auto ranks = read_spill_dir(launch.report_dir, &problems);
+  if (!problems.empty()) std::cerr << "corenoise job: " << problems << '\n';
+  if (ranks.empty()) {
+    throw std::runtime_error("no spill file (rank-N.spill) in " + launch.report_dir);
+  }
+  const SpillReport spilled = report_from_spills(ranks);
+  std::string warnings;
+  const JobOptions options = job_options_from(
+      [&launch](const char* name) -> const char* {
+        auto it = launch.environment.find(name);
+        return it == launch.environment.end() ? nullptr : it->second.c_str();
+      },
+      &warnings);
+  write_job_outputs(spilled.facts, spilled.records, options);
+  return kExitHealthy;
+}
+
+}  // namespace
+
+JobLaunch parse_job_options(const std::vector<std::string>& args) {
+  std::vector<std::string> own, program;
+  bool in_program = false;
+  for (const auto& arg : args) {
+    if (in_program) {
+      program.push_back(arg);
+    } else if (arg == "--") {
+      in_program = true;
+    } else {
+      own.push_back(arg);
+    }
+  }
+  const ParsedArgs parsed =
+      parse_args(own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report"},
+                 {"no-daemon", "no-spill", "quiet", "help"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("'" + parsed.positional.front() + "' before '--': the program comes after '--'");
+  }
+  JobLaunch launch;
+  launch.program = program;
+  auto& env = launch.environment;
+  const char* socket = std::getenv("CORENOISE_SOCKET");
+  env["CORENOISE_JOB_SOCKET"] = socket != nullptr && *socket != '\0' ? socket : kDefaultControlSocket;
+  for (const auto& [name, value] : parsed.options) {
+    try {
+      if (name == "json") {
+        env["CORENOISE_JOB_JSON"] = absolute(value);
+      } else if (name == "html") {
+        env["CORENOISE_JOB_HTML"] = absolute(value);
+      } else if (name == "socket") {
+        env["CORENOISE_JOB_SOCKET"] = absolute(value);
+      } else if (name == "no-daemon") {
+        env["CORENOISE_JOB_SOCKET"] = "";
+      } else if (name == "finalize-timeout") {
+        env["CORENOISE_JOB_FINALIZE_TIMEOUT"] = std::to_string(parse_real_value(value, 0.1, 3600, "seconds"));
+      } else if (name == "budget") {
+        env["CORENOISE_JOB_BUDGET"] = std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
+      } else if (name == "quiet") {
+        env["CORENOISE_JOB_QUIET"] = "1";
+      } else if (name == "spill") {
+        env["CORENOISE_JOB_SPILL"] = absolute(value);
+      } else if (name == "report") {
+        launch.report_dir = absolute(value);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--" + name + ": " + e.what());
+    }
+  }
+  if (parsed.has("no-daemon") && parsed.has("socket")) throw UsageError("--socket and --no-daemon contradict");
+  if (parsed.has("no-spill") && parsed.has("spill")) throw UsageError("--spill and --no-spill contradict");
+  if (!launch.report_dir.empty()) {
+    if (!program.empty()) throw UsageError("--report DIR runs no program: leave out '-- " + program.front() + "'");
+    return launch;
+  }
+  if (program.empty()) throw UsageError("no program: corenoise job [OPTIONS] -- PROGRAM [ARGS...]");
+  if (!parsed.has("spill") && !parsed.has("no-spill")) {
+    for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
+      if (auto it = env.find(output); it != env.end()) {
+        env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
+        break;
+      }
+    }
+  }
+  env["CORENOISE_JOB_PROGRAM"] = joined(program);
+  return launch;
+}
+
+int run_job_command(const std::vector<std::string>& args) {
+  return run_local_command(
+      "job", args, [](std::ostream& out) { out << kUsage; },
+      [&]() -> int {
+        JobLaunch launch = parse_job_options(args);
+        if (!launch.report_dir.empty()) return report_from_spill_dir(launch);
+        Launch mpi;
+        try {
+          mpi = detect_launch();
+        } catch (const std::invalid_argument& e) {
+          throw std::runtime_error(e.what());
+        }
+        if (!mpi.family) {
+          throw std::runtime_error(
+              "no MPI launcher started this process (none of PMI_FD, PMI_PORT, OMPI_COMM_WORLD_SIZE, "
+              "PMIX_RANK, PMI_RANK is set): start it as every rank with mpiexec.mpich, mpirun.openmpi "
+              "or srun --mpi=..., or set CORENOISE_MPI=mpich|openmpi for a program run alone");
+        }
+        const std::string family(family_name(*mpi.family));
+        const std::string file = "libcorenoise-job-" + family + ".so";
+        std::string tried;
+        const auto library = find_family_library(file, &tried);
+        if (!library) {
+          throw std::runtime_error("this corenoise was built without " + family_title(*mpi.family) +
+                                   " (no " + file + " in " + tried + "); rebuild it with " + family +
+                                   " in CORENOISE_MPI_FAMILIES (docs/operations.md)");
+        }
+        // Only rank 0 writes; it checks before the job starts.
+        if (mpi.rank <= 0) {
+          for (const char* name : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
+            if (auto it = launch.environment.find(name); it != launch.environment.end()) {
+              check_writable(it->second, name == std::string("CORENOISE_JOB_JSON") ? "--json" : "--html");
+            }
+          }
+        }
+        launch.environment["CORENOISE_JOB_FAMILY"] = family;
+        const char* preload = std::getenv("LD_PRELOAD");
+        launch.environment["LD_PRELOAD"] =
+            library->string() + (preload != nullptr && *preload != '\0' ? std::string(":") + preload : "");
+        for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
+        std::vector<char*> argv;
+        for (auto& word : launch.program) argv.push_back(word.data());
+        argv.push_back(nullptr);
+        ::execvp(argv[0], argv.data());
+        std::cerr << "corenoise job: cannot run '" << launch.program.front() << "': " << std::strerror(errno)
+                  << '\n';
+        return 127;
+      });
+}
+
+}  // namespace corenoise

@@ -1,0 +1,92 @@
+#include "collector/job/job_daemon.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "daemon/control_client.h"
+
+namespace corenoise {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::chrono::milliseconds kTimeout{1000};
+}
+
+json verdicts_from_results(const json& results, double now_unix_seconds) {
+  if (!results.is_object() || !results.contains("cpus") || !results["cpus"].is_array()) return nullptr;
+  double finished = 0;
+  if (results.contains("rounds") && results["rounds"].is_array() && !results["rounds"].empty()) {
+    const json& last = results["rounds"].back();
+    finished = last.value("started_unix_seconds", 0.0) + last.value("duration_seconds", 0.0);
+  }
+  json verdicts = json::object();
+  for (const json& cpu : results["cpus"]) {
+    if (!cpu.is_object() || !cpu.contains("cpu") || !cpu["cpu"].is_number_integer()) continue;
+    json verdict = {{"state", cpu.value("state", std::string("unknown"))},
+                    {"cause", cpu.value("cause", std::string())}};
+    if (finished > 0) verdict["age_seconds"] = std::max(0.0, now_unix_seconds - finished);
+    verdicts[std::to_string(cpu["cpu"].get<int>())] = verdict;
+  }
+  return verdicts.empty() ? json(nullptr) : verdicts;
+}
+
+json daemon_verdicts(const std::string& socket_path) {
+  if (socket_path.empty() || !std::filesystem::exists(socket_path)) return nullptr;
+  try {
+    const json reply = ControlClient(socket_path, kTimeout).request(json{{"command", "results"}}, kTimeout);
+    if (!reply.value("ok", false)) return nullptr;
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    // The reply is {"ok": true, ...the results document's fields}.
+    return verdicts_from_results(reply.contains("result") ? reply["result"] : reply, now);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds, int ranks,
+                 const std::vector<CpuLoss>& loss) {
+  json cpus = json::array();
+  for (const CpuLoss& cpu : loss) {
+    json lost = json::object();
+    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+      // Bounded by the job's wall time, as the daemon requires, and to the
+      // microsecond: full 17-digit numbers for 4,096 CPUs would pass the
+      // daemon's 1 MiB line limit.
+      const double seconds = std::round(std::min(cpu.seconds[i], elapsed_seconds) * 1e6) / 1e6;
+      if (seconds > 0) lost[std::string(to_string(kJobCauses[i]))] = seconds;
+    }
+    cpus.push_back({{"cpu", cpu.cpu}, {"lost_seconds", lost}});
+  }
+  return {{"command", "job"},       {"job_id", job_id}, {"ended_unix_seconds", ended_unix_seconds},
+          {"elapsed_seconds", elapsed_seconds}, {"ranks", ranks},   {"cpus", cpus}};
+}
+
+std::string send_job_loss(const std::string& socket_path, const json& request) {
+  if (socket_path.empty()) return "no socket";
+  if (!std::filesystem::exists(socket_path)) return "no corenoised at " + socket_path;
+  try {
+    const json reply = ControlClient(socket_path, kTimeout).request(request, kTimeout);
+    if (reply.value("ok", false)) return "";
+    return reply.value("error", std::string("refused"));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string job_id(long rank0_pid) {
+  for (const char* name : {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') {
+      // The daemon takes 1 to 128 printable ASCII characters.
+      std::string id;
+      for (const char* c = value; *c != '\0' && id.size() < 128; ++c) id += (*c >= 0x20 && *c < 0x7f) ? *c : '_';
+      return id;
+    }
+  }
+  return "pid-" + std::to_string(rank0_pid);
+}
+
+}  // namespace corenoise

@@ -1,0 +1,327 @@
+// MPI_Finalize's side of `corenoise job`: every rank's step waits reduced
+// into lateness and delay cost, every rank's record sent to rank 0, the
+// reference rank sent back, each node's per-CPU loss summed on its first
+// rank and handed to the node's corenoised, and rank 0's report.
+//
+// Nothing here may hang a job that was going to end: every exchange is
+// non-blocking and abandoned at one deadline (the finalize timeout) if a
+// rank never comes (it died, it exited without MPI_Finalize). Records go to
+// rank 0 point to point, so a report says which ranks were missing and
+// holds all that the others sent.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "collector/job/job_daemon.h"
+#include "collector/job/job_mpi.h"
+#include "collector/job/job_output.h"
+#include "collector/job/job_report.h"
+#include "collector/job/step_math.h"
+
+namespace corenoise {
+namespace {
+
+constexpr int kRecordTag = 7411;  // on the library's own communicator
+
+// Polls `request` until it completes or `deadline` passes. A collective
+// cannot be cancelled; one left pending is abandoned with the job.
+bool complete(MPI_Request& request, double deadline) {
+  for (;;) {
+    int done = 0;
+    PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return true;
+    if (monotonic_seconds() > deadline) return false;
+    ::usleep(200);
+  }
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// "libname.so+0x1a2b (symbol)" for a return address.
+std::string site_name(std::uintptr_t address) {
+  if (address == 0) return "other sites";
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(address), &info) == 0 || info.dli_fname == nullptr) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "0x%zx", static_cast<std::size_t>(address));
+    return text;
+  }
+  char offset[32];
+  std::snprintf(offset, sizeof(offset), "+0x%zx",
+                static_cast<std::size_t>(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
+  std::string name = std::filesystem::path(info.dli_fname).filename().string();
+  if (name.empty()) name = "program";
+  name += offset;
+  if (info.dli_sname != nullptr) name += std::string(" (") + info.dli_sname + ")";
+  return name;
+}
+
+struct StepResult {
+  bool complete = false;
+  double wait_caused = 0;
+  std::vector<float> lateness;
+  long steps_per_column = 1;
+  std::string problem;
+};
+
+// The step waits of every rank, reduced (step_math.h).
+StepResult reduce_steps(const JobProcess& p, double deadline) {
+  StepResult result;
+  const StepWaits& waits = p.session->recorder().step_waits();
+  long shape[2] = {static_cast<long>(waits.bins().size()), static_cast<long>(waits.steps_per_bin())};
+  long low[2] = {0, 0}, high[2] = {0, 0};
+  MPI_Request requests[2];
+  PMPI_Iallreduce(shape, low, 2, MPI_LONG, MPI_MIN, p.comm, &requests[0]);
+  PMPI_Iallreduce(shape, high, 2, MPI_LONG, MPI_MAX, p.comm, &requests[1]);
+  if (!complete(requests[0], deadline) || !complete(requests[1], deadline)) {
+    result.problem = "not every rank reached MPI_Finalize";
+    return result;
+  }
+  if (low[0] != high[0] || low[1] != high[1]) {
+    result.problem = "the ranks made different numbers of collective calls over the whole job (" +
+                     std::to_string(low[0] * low[1]) + " to " + std::to_string(high[0] * high[1]) +
+                     " steps); lateness is not compared";
+    result.complete = true;
+    return result;
+  }
+  const std::size_t n = static_cast<std::size_t>(low[0]);
+  struct ValueRank {
+    double value;
+    int rank;
+  };
+  std::vector<ValueRank> mine(n), minimum(n);
+  std::vector<double> sum(n), maximum(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = {waits.bins()[i], p.rank};
+  MPI_Request reductions[3];
+  PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT, MPI_MINLOC, p.comm,
+                  &reductions[0]);
+  PMPI_Iallreduce(waits.bins().data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, p.comm,
+                  &reductions[1]);
+  PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, p.comm,
+                  &reductions[2]);
+  for (auto& request : reductions) {
+    if (!complete(request, deadline)) {
+      result.problem = "not every rank reached MPI_Finalize";
+      return result;
+    }
+  }
+  result.complete = true;
+  std::vector<double> low_values(n);
+  std::vector<int> low_ranks(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    low_values[i] = minimum[i].value;
+    low_ranks[i] = minimum[i].rank;
+  }
+  result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, sum);
+  result.lateness = lateness_columns(waits.bins(), maximum, low[1], &result.steps_per_column);
+  return result;
+}
+
+RankRecord own_record(const JobProcess& p, const StepResult& steps) {
+  const JobSession& s = *p.session;
+  RankRecord r;
+  r.rank = p.rank;
+  r.host = host_name();
+  r.cpus = s.cpus();
+  r.pid = static_cast<long>(::getpid());
+  r.measures = s.measures();
+  r.measures.wait_caused_seconds = steps.wait_caused;
+  for (const OwnThread& t : s.sampler().threads()) {
+    if (r.threads.size() == 5) break;
+    r.threads.push_back({t.name, t.seconds_on_rank_cpus});
+  }
+  for (const CallSite& site : s.recorder().call_sites()) {
+    r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site.return_address),
+                       static_cast<double>(site.calls), site.wait_seconds, site.wait_max_seconds});
+  }
+  return r;
+}
+
+// On the node's first rank: what else ran on the node's CPUs, and what
+// its corenoised last said about them.
+void add_node_view(const JobProcess& p, RankRecord& record, double deadline) {
+  long pid = record.pid;
+  int node_size = 1;
+  PMPI_Comm_size(p.node, &node_size);
+  std::vector<long> pids(p.node_rank == 0 ? node_size : 0);
+  MPI_Request request;
+  PMPI_Igather(&pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, p.node, &request);
+  if (!complete(request, deadline) || p.node_rank != 0) return;
+  const auto now = scan_tasks(p.session->options().proc_root);
+  for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
+    record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
+  }
+  record.node_daemon = daemon_verdicts(p.session->options().socket_path);
+}
+
+// Every rank's loss, by cause, summed per CPU on the node's first rank,
+// which hands it to the node's corenoised.
+void report_node_loss(const JobProcess& p, const RankRecord& record, const RankAttribution& mine,
+                      double deadline) {
+  const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
+  const std::size_t cpus = configured > 0 ? static_cast<std::size_t>(configured) : 1;
+  std::vector<double> loss(cpus * kJobCauseCount, 0.0), node(p.node_rank == 0 ? loss.size() : 0);
+  for (unsigned cpu : record.cpus) {
+    if (cpu >= cpus) continue;
+    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+      loss[cpu * kJobCauseCount + i] = mine.causes[i] / static_cast<double>(record.cpus.size());
+    }
+  }
+  MPI_Request request;
+  PMPI_Ireduce(loss.data(), node.data(), static_cast<int>(loss.size()), MPI_DOUBLE, MPI_SUM, 0, p.node, &request);
+  if (!complete(request, deadline) || p.node_rank != 0) return;
+  const std::string& socket = p.session->options().socket_path;
+  if (socket.empty() || !std::filesystem::exists(socket)) return;
+  std::vector<CpuLoss> per_cpu;
+  for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+    CpuLoss entry{static_cast<unsigned>(cpu), {}};
+    bool any = false;
+    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+      entry.seconds[i] = node[cpu * kJobCauseCount + i];
+      any = any || entry.seconds[i] > 0;
+    }
+    if (any) per_cpu.push_back(entry);
+  }
+  int node_size = 1;
+  PMPI_Comm_size(p.node, &node_size);
+  const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
+  const std::string error = send_job_loss(
+      socket, job_request(job_id(record.pid), now_unix, std::max(record.measures.elapsed_seconds, 1e-3),
+                          node_size, per_cpu));
+  if (!error.empty()) {
+    std::fprintf(stderr, "corenoise job: %s: corenoised did not take the job's loss: %s\n",
+                 record.host.c_str(), error.c_str());
+  }
+}
+
+}  // namespace
+
+bool finish_job(JobProcess& p) {
+  JobSession& session = *p.session;
+  session.close();
+  const JobOptions& options = session.options();
+  const double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
+
+  const StepResult steps = reduce_steps(p, deadline);
+  RankRecord record = own_record(p, steps);
+  add_node_view(p, record, deadline);
+  nlohmann::json wire = to_wire(record);
+  wire["lateness"] = steps.lateness;
+
+  std::vector<RankRecord> records;
+  std::vector<std::vector<float>> lateness;
+  std::vector<int> missing;
+  if (p.rank != 0) {
+    const std::string text = wire.dump();
+    MPI_Request request;
+    PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, p.comm, &request);
+    complete(request, deadline);
+  } else {
+    std::vector<bool> received(static_cast<std::size_t>(p.size), false);
+    std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
+    wires[0] = std::move(wire);
+    received[0] = true;
+    int count = 1;
+    std::string buffer;
+    while (count < p.size && monotonic_seconds() <= deadline) {
+      int flag = 0;
+      MPI_Status status;
+      PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
+      if (flag == 0) {
+        ::usleep(200);
+        continue;
+      }
+      int length = 0;
+      PMPI_Get_count(&status, MPI_CHAR, &length);
+      buffer.resize(static_cast<std::size_t>(length));
+      PMPI_Recv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm, MPI_STATUS_IGNORE);
+      const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
+      if (received[source]) continue;
+      wires[source] = nlohmann::json::parse(buffer, nullptr, false);
+      received[source] = !wires[source].is_discarded();
+      count += received[source] ? 1 : 0;
+    }
+    for (int rank = 0; rank < p.size; ++rank) {
+      const auto i = static_cast<std::size_t>(rank);
+      if (!received[i]) {
+        missing.push_back(rank);
+        continue;
+      }
+      try {
+        records.push_back(record_from_wire(wires[i]));
+        lateness.push_back(wires[i].value("lateness", std::vector<float>{}));
+      } catch (const std::exception&) {
+        missing.push_back(rank);
+      }
+    }
+  }
+
+  // The reference rank and the naming threshold, from rank 0 to all, so
+  // that every rank attributes its own loss the way the report does.
+  std::vector<double> reference(kRankMeasureCount + 1, 0.0);
+  if (p.rank == 0) {
+    std::vector<RankMeasures> measures;
+    for (const auto& r : records) measures.push_back(r.measures);
+    const RankMeasures ref = reference_rank(measures);
+    std::copy_n(as_array(ref), kRankMeasureCount, reference.begin());
+    reference.back() = cause_threshold(measures, ref);
+  }
+  MPI_Request request;
+  PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, p.comm, &request);
+  const bool reduced = complete(request, deadline) && steps.complete && missing.empty();
+  if (reduced) {
+    RankMeasures ref;
+    std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
+    const RankAttribution mine = attribute(record.measures, ref, reference.back());
+    report_node_loss(p, record, mine, deadline);
+  }
+  // Rank 0 has every figure: the spill files are no longer needed. If it
+  // has not, they stay for `corenoise job --report`.
+  SpillWriter* spill = session.spill();
+  if (spill != nullptr && reduced) spill->remove();
+
+  if (p.rank != 0) return reduced;
+  JobFacts facts;
+  facts.version = CORENOISE_VERSION;
+  facts.program = options.program;
+  facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
+  facts.started_unix_seconds = session.started_unix_seconds();
+  facts.ranks_total = p.size;
+  facts.steps = static_cast<int>(record.measures.steps);
+  facts.steps_per_column = steps.steps_per_column;
+  facts.clock_source = std::string(session.clock_source());
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 20) list += ", ...";
+    facts.incomplete_reason = std::to_string(missing.size()) + " of " + std::to_string(p.size) +
+                              " ranks did not report within " +
+                              std::to_string(static_cast<int>(options.finalize_timeout_seconds)) +
+                              " s of MPI_Finalize (ranks " + list + ")";
+  } else if (!steps.problem.empty()) {
+    facts.incomplete_reason = steps.problem;
+  }
+  if (!facts.incomplete_reason.empty() && spill != nullptr) {
+    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
+                               " (corenoise job --report " + options.spill_dir + ")";
+  }
+  const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
+    return row.size() == lateness.front().size();
+  });
+  if (rows_agree && !lateness.empty() && !lateness.front().empty()) facts.lateness = std::move(lateness);
+  write_job_outputs(facts, records, options);
+  // Empty once every rank removed its file; else it stays, with the files.
+  if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
+  return reduced;
+}
+
+}  // namespace corenoise

@@ -1,0 +1,74 @@
+// One rank's measurement, from MPI_Init's return to MPI_Finalize: the
+// interval recorder on every blocking call, and at the sampling cadence
+// the /proc sampler and the clock. MPI-free (pmpi_wrappers.cpp and
+// job_reduction.cpp, compiled per family, hold the MPI side), so tests
+// drive a session without MPI.
+//
+// The cadence keeps the overhead budget: after each sample the next is due
+// after (the sample's measured CPU cost / budget), between 10 ms and 2 s,
+// so a node whose /proc/stat is slow to read is sampled less often rather
+// than slowed down.
+//
+// Not thread-safe: only the thread that called MPI_Init records; the
+// wrappers let calls from other threads pass unrecorded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/job/clock_sampler.h"
+#include "collector/job/interval_recorder.h"
+#include "collector/job/job_options.h"
+#include "collector/job/proc_sampler.h"
+#include "collector/job/rank_measures.h"
+#include "collector/job/spill_file.h"
+
+namespace corenoise {
+
+double monotonic_seconds();
+double thread_cpu_seconds();
+
+// The calling thread's CPUs (its affinity).
+std::vector<unsigned> affinity_cpus();
+
+class JobSession {
+ public:
+  explicit JobSession(JobOptions options);
+
+  void enter();
+  void exit(MpiCall call, std::uintptr_t return_address, bool step);
+  // The last window, at MPI_Finalize; the measures are final after it.
+  void close();
+  // Keeps the figures in `spill` as they are recorded (spill_file.h).
+  void attach_spill(std::unique_ptr<SpillWriter> spill);
+  SpillWriter* spill() { return spill_.get(); }
+
+  RankMeasures measures() const;
+  const IntervalRecorder& recorder() const { return recorder_; }
+  const ProcSampler& sampler() const { return sampler_; }
+  const JobOptions& options() const { return options_; }
+  const std::vector<unsigned>& cpus() const { return cpus_; }
+  double started_unix_seconds() const { return started_unix_; }
+  std::string_view clock_source() const { return clock_.source(); }
+
+ private:
+  void sample(double now);
+
+  JobOptions options_;
+  std::vector<unsigned> cpus_;
+  double started_ = 0;
+  double started_unix_ = 0;
+  IntervalRecorder recorder_;
+  ProcSampler sampler_;
+  ClockSampler clock_;
+  double fault_cost_seconds_ = 0;  // of one minor fault, measured at start
+  double next_sample_ = 0;
+  double last_sample_ = 0;
+  RankMeasures windows_;  // the OS-level sums over the windows so far
+  double ended_ = 0;
+  std::unique_ptr<SpillWriter> spill_;
+};
+
+}  // namespace corenoise

@@ -1,0 +1,100 @@
+#include "collector/job/spill_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace corenoise {
+namespace {
+
+constexpr char kMagic[8] = {'c', 'n', 'j', 'o', 'b', 0, 0, 1};
+
+void copy_text(char* out, std::size_t size, const std::string& text) {
+  const std::size_t n = std::min(size - 1, text.size());
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+}  // namespace
+
+SpillWriter::SpillWriter(const std::string& dir, int rank, int size, const std::string& family,
+                         const std::string& program, const std::vector<unsigned>& cpus,
+                         double started_unix_seconds, std::size_t bin_capacity) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);  // every rank races to; EEXIST is fine
+  path_ = (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".spill")).string();
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
+  bytes_ = sizeof(SpillHeader) + bin_capacity * sizeof(double);
+  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {
+    ::close(fd_);
+    throw std::runtime_error("cannot size " + path_ + ": " + std::strerror(errno));
+  }
+  map_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (map_ == MAP_FAILED) {
+    ::close(fd_);
+    throw std::runtime_error("cannot map " + path_ + ": " + std::strerror(errno));
+  }
+  header_ = static_cast<SpillHeader*>(map_);
+  bins_ = reinterpret_cast<double*>(static_cast<char*>(map_) + sizeof(SpillHeader));
+  std::memcpy(header_->magic, kMagic, sizeof(kMagic));
+  header_->header_bytes = sizeof(SpillHeader);
+  header_->bin_capacity = static_cast<std::uint32_t>(bin_capacity);
+  header_->rank = rank;
+  header_->size = size;
+  header_->pid = ::getpid();
+  char host[64] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  copy_text(header_->host, sizeof(header_->host), host);
+  copy_text(header_->family, sizeof(header_->family), family);
+  copy_text(header_->program, sizeof(header_->program), program);
+  for (unsigned cpu : cpus) {
+    if (cpu < 1024) header_->cpu_mask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
+  }
+  header_->started_unix_seconds = started_unix_seconds;
+}
+
+SpillWriter::~SpillWriter() {
+  if (map_ != nullptr && map_ != MAP_FAILED) ::munmap(map_, bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SpillWriter::update(const RankMeasures& measures, double now_unix_seconds) {
+  std::memcpy(header_->measures, as_array(measures), sizeof(header_->measures));
+  header_->updated_unix_seconds = now_unix_seconds;
+}
+
+void SpillWriter::remove() { ::unlink(path_.c_str()); }
+
+std::optional<SpilledRank> read_spill(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  SpilledRank rank;
+  if (!in.read(reinterpret_cast<char*>(&rank.header), sizeof(SpillHeader)) ||
+      std::memcmp(rank.header.magic, kMagic, sizeof(kMagic)) != 0 ||
+      rank.header.header_bytes != sizeof(SpillHeader)) {
+    if (error != nullptr) *error = path + " is not a spill file of this corenoise";
+    return std::nullopt;
+  }
+  const std::uint64_t bins = std::min<std::uint64_t>(rank.header.step_counts[2], rank.header.bin_capacity);
+  rank.bins.resize(bins);
+  if (!in.read(reinterpret_cast<char*>(rank.bins.data()), static_cast<std::streamsize>(bins * sizeof(double)))) {
+    if (error != nullptr) *error = path + " is truncated";
+    return std::nullopt;
+  }
+  rank.header.host[sizeof(rank.header.host) - 1] = '\0';
+  rank.header.family[sizeof(rank.header.family) - 1] = '\0';
+  rank.header.program[sizeof(rank.header.program) - 1] = '\0';
+  for (unsigned cpu = 0; cpu < 1024; ++cpu) {
+    if (rank.header.cpu_mask[cpu / 64] & (std::uint64_t{1} << (cpu % 64))) rank.cpus.push_back(cpu);
+  }
+  return rank;
+}
+
+}  // namespace corenoise

@@ -1,0 +1,256 @@
+// collector/job/attribution.h: the job's reference rank, why one rank was
+// late, and the smallest cause worth naming. Values are binary fractions,
+// so that the arithmetic is exact.
+#include "collector/job/attribution.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace corenoise {
+namespace {
+
+double cause(const RankAttribution& a, JobCause c) { return a.causes[index_of(c)]; }
+
+// A clean rank: 8 s computing, 7.5 s of it on its CPU, at 2 GHz.
+RankMeasures clean() {
+  RankMeasures m;
+  m.elapsed_seconds = 20;
+  m.compute_seconds = 8;
+  m.compute_cpu_seconds = 7.5;
+  m.wait_seconds = 12;
+  m.own_threads_seconds = 0.25;
+  m.other_processes_seconds = 0.25;
+  m.interrupt_seconds = 0.125;
+  m.steal_seconds = 0;
+  m.fault_seconds = 0.0625;
+  m.clock_hz = 2e9;
+  m.off_cpu_seconds = off_cpu(m);
+  return m;
+}
+
+void expect_only(const RankAttribution& a, JobCause expected, double seconds) {
+  for (JobCause c : kJobCauses) {
+    EXPECT_DOUBLE_EQ(cause(a, c), c == expected ? seconds : 0.0) << to_string(c);
+  }
+}
+
+TEST(ReferenceRankTest, LowerMedianOfEachFieldUpperMedianOfTheClock) {
+  std::vector<RankMeasures> ranks(4);
+  const double compute[] = {4, 1, 3, 2};
+  const double wait[] = {10, 40, 30, 20};
+  const double clock[] = {1e9, 4e9, 2e9, 3e9};
+  for (int i = 0; i < 4; ++i) {
+    ranks[i].compute_seconds = compute[i];
+    ranks[i].wait_seconds = wait[i];
+    ranks[i].clock_hz = clock[i];
+    ranks[i].own_threads_seconds = i == 1 ? 5.0 : 0.0;  // one noisy rank does not move it
+  }
+  const RankMeasures ref = reference_rank(ranks);
+  EXPECT_DOUBLE_EQ(ref.compute_seconds, 2);   // of 1 2 3 4
+  EXPECT_DOUBLE_EQ(ref.wait_seconds, 20);     // of 10 20 30 40: each field on its own
+  EXPECT_DOUBLE_EQ(ref.clock_hz, 3e9);        // of 1 2 3 4 GHz: the faster middle
+  EXPECT_DOUBLE_EQ(ref.own_threads_seconds, 0);
+}
+
+TEST(ReferenceRankTest, TwoRanksGiveTheCleanOne) {
+  RankMeasures slow = clean(), fast = clean();
+  slow.compute_seconds = 10;
+  slow.compute_cpu_seconds = 9;
+  slow.own_threads_seconds = 2;
+  slow.clock_hz = 1.5e9;
+  const std::vector<RankMeasures> ranks = {slow, fast};
+  const RankMeasures ref = reference_rank(ranks);
+  EXPECT_DOUBLE_EQ(ref.compute_seconds, 8);
+  EXPECT_DOUBLE_EQ(ref.compute_cpu_seconds, 7.5);
+  EXPECT_DOUBLE_EQ(ref.own_threads_seconds, 0.25);
+  EXPECT_DOUBLE_EQ(ref.clock_hz, 2e9);
+  // In the other order too.
+  const std::vector<RankMeasures> swapped = {fast, slow};
+  EXPECT_DOUBLE_EQ(reference_rank(swapped).compute_seconds, 8);
+  EXPECT_DOUBLE_EQ(reference_rank(swapped).clock_hz, 2e9);
+}
+
+TEST(ReferenceRankTest, OddCountsAndNone) {
+  std::vector<RankMeasures> ranks(3);
+  ranks[0].compute_seconds = 1;
+  ranks[1].compute_seconds = 3;
+  ranks[2].compute_seconds = 2;
+  ranks[0].clock_hz = 1e9;
+  ranks[1].clock_hz = 3e9;
+  ranks[2].clock_hz = 2e9;
+  EXPECT_DOUBLE_EQ(reference_rank(ranks).compute_seconds, 2);
+  EXPECT_DOUBLE_EQ(reference_rank(ranks).clock_hz, 2e9);
+  const std::vector<RankMeasures> one = {clean()};
+  EXPECT_DOUBLE_EQ(reference_rank(one).compute_seconds, 8);
+  const RankMeasures none = reference_rank({});
+  for (std::size_t i = 0; i < kRankMeasureCount; ++i) EXPECT_EQ(as_array(none)[i], 0.0);
+}
+
+TEST(AttributeTest, TheReferenceItselfHasNoCause) {
+  const RankAttribution a = attribute(clean(), clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(a.excess_seconds, 0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  for (double s : a.causes) EXPECT_DOUBLE_EQ(s, 0);
+  EXPECT_FALSE(a.main_cause);
+}
+
+TEST(AttributeTest, OwnThreadsTakeTheOffCpuExcess) {
+  // One more second computing, the same CPU time: 1 s off its CPU, while
+  // its own threads ran 2 s more on its CPUs than the reference's.
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;
+  rank.own_threads_seconds = 2.25;
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(a.excess_seconds, 1);
+  expect_only(a, JobCause::own_threads, 1.0);  // at most the off-CPU excess
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  ASSERT_TRUE(a.main_cause);
+  EXPECT_EQ(*a.main_cause, JobCause::own_threads);
+}
+
+TEST(AttributeTest, TakersShareTheOffCpuExcessInProportion) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;                // off-CPU excess 1 s
+  rank.own_threads_seconds = 0.25 + 1.5;   // 1.5 s over the reference
+  rank.other_processes_seconds = 0.25 + 0.5;  // 0.5 s over
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  // 2 s taken of 1 s: each gets half of its excess.
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::own_threads), 0.75);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::other_processes), 0.25);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::interrupts), 0);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  EXPECT_EQ(a.main_cause, JobCause::own_threads);
+}
+
+TEST(AttributeTest, TakersUnderTheExcessLeaveTheRestUnexplained) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;               // off-CPU excess 1 s
+  rank.interrupt_seconds = 0.125 + 0.25;  // 0.25 s over
+  rank.steal_seconds = 0.125;             // 0.125 s over
+  rank.own_threads_seconds = 0;           // under the reference: no share
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::interrupts), 0.25);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::steal), 0.125);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::own_threads), 0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0.625);
+  EXPECT_EQ(a.main_cause, JobCause::interrupts);
+}
+
+TEST(AttributeTest, OffCpuWithNoTakerIsUnexplained) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;  // blocked 1 s more (I/O, a lock), nothing ran instead
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  for (double s : a.causes) EXPECT_DOUBLE_EQ(s, 0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 1.0);
+  EXPECT_FALSE(a.main_cause);  // unexplained is not a cause
+}
+
+TEST(AttributeTest, MoreCpuTimeAtTheSameClockIsMoreWork) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;
+  rank.compute_cpu_seconds = 8.5;  // all of the second on its CPU
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  expect_only(a, JobCause::more_work, 1.0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  // A faster clock than the reference's is not a cause either.
+  rank.clock_hz = 3e9;
+  expect_only(attribute(rank, clean(), 1e-3), JobCause::more_work, 1.0);
+}
+
+TEST(AttributeTest, PageFaultsComeFirstOnTheCpu) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;
+  rank.compute_cpu_seconds = 8.5;
+  rank.fault_seconds = 0.0625 + 0.25;
+  RankAttribution a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::page_faults), 0.25);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0.75);
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  // Never more than the on-CPU excess.
+  rank.fault_seconds = 4;
+  a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::page_faults), 1.0);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0);
+}
+
+TEST(AttributeTest, ALowerClockIsSlowerClockOfItsCpuTime) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 9;
+  rank.compute_cpu_seconds = 8.5;  // 1 s more on its CPU
+  rank.clock_hz = 1.875e9;         // 15/16 of the reference's
+  RankAttribution a = attribute(rank, clean(), 1e-3);
+  // R × (1 - clock/ref) = 8.5 × 1/16; the rest is more work.
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::slower_clock), 8.5 / 16);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 1.0 - 8.5 / 16);
+  EXPECT_EQ(a.main_cause, JobCause::slower_clock);
+  // Much slower: capped at the on-CPU excess.
+  rank.clock_hz = 1e9;
+  a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::slower_clock), 1.0);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0);
+  // No clock measured: nothing is put on the clock.
+  rank.clock_hz = 0;
+  expect_only(attribute(rank, clean(), 1e-3), JobCause::more_work, 1.0);
+}
+
+TEST(AttributeTest, NoMainCauseUnderTheThreshold) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 8 + 0.0009765625;  // 2^-10 s more, all on its CPU
+  rank.compute_cpu_seconds = 7.5 + 0.0009765625;
+  RankAttribution a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0.0009765625);
+  EXPECT_FALSE(a.main_cause);
+  a = attribute(rank, clean(), 0.0009765625);  // reaching it is enough
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+}
+
+TEST(AttributeTest, AFasterRankHasNegativeExcessAndNoCause) {
+  RankMeasures rank = clean();
+  rank.compute_seconds = 7;
+  rank.compute_cpu_seconds = 6.5;
+  const RankAttribution a = attribute(rank, clean(), 1e-3);
+  EXPECT_DOUBLE_EQ(a.excess_seconds, -1);
+  for (double s : a.causes) EXPECT_DOUBLE_EQ(s, 0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  EXPECT_FALSE(a.main_cause);
+}
+
+std::vector<RankMeasures> computing(const std::vector<double>& seconds) {
+  std::vector<RankMeasures> ranks;
+  for (double s : seconds) {
+    RankMeasures m;
+    m.compute_seconds = s;
+    ranks.push_back(m);
+  }
+  return ranks;
+}
+
+TEST(CauseThresholdTest, OneMillisecondFloor) {
+  const auto ranks = computing({0.01, 0.01, 0.02});
+  EXPECT_DOUBLE_EQ(cause_threshold(ranks, reference_rank(ranks)), 1e-3);  // 2 % would be 0.2 ms
+}
+
+TEST(CauseThresholdTest, TwoPercentOfTheReferenceCompute) {
+  const auto ranks = computing({100, 100, 300, 50});
+  const RankMeasures ref = reference_rank(ranks);  // 100 s
+  EXPECT_DOUBLE_EQ(cause_threshold(ranks, ref), 2.0);
+  // The spread does not count under 8 ranks: 7 ranks of 1..7 s.
+  const auto seven = computing({1, 2, 3, 4, 5, 6, 7});
+  EXPECT_DOUBLE_EQ(cause_threshold(seven, reference_rank(seven)), 0.02 * 4);
+}
+
+TEST(CauseThresholdTest, FiveRobustDeviationsFromEightRanks) {
+  // 1..8 s: the median 5 (the upper middle), deviations 4 3 2 1 0 1 2 3,
+  // whose median is 2.
+  const auto eight = computing({1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_DOUBLE_EQ(cause_threshold(eight, reference_rank(eight)), 5 * 1.4826 * 2);
+  // Without spread, the 2 % term is left.
+  const auto same = computing({10, 10, 10, 10, 10, 10, 10, 10.5});
+  EXPECT_DOUBLE_EQ(cause_threshold(same, reference_rank(same)), 0.2);
+}
+
+}  // namespace
+}  // namespace corenoise

@@ -1,0 +1,155 @@
+// collector/job/job_daemon.h: the daemon's verdicts from its `results`
+// document, and the `job` request as the daemon's own parser reads it.
+#include "collector/job/job_daemon.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "daemon/control_protocol.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+
+// The shape of `corenoise probe --json` (the daemon's `results`): per-CPU
+// verdicts and the rounds, the last one latest.
+const json kResults = json::parse(R"({
+  "cpus": [
+    {"cpu": 0, "state": "ok", "cause": ""},
+    {"cpu": 1, "state": "noisy", "cause": "runnable tasks beside the probe"}
+  ],
+  "rounds": [
+    {"started_unix_seconds": 90, "duration_seconds": 2},
+    {"started_unix_seconds": 100, "duration_seconds": 2}
+  ]
+})");
+
+TEST(VerdictsFromResultsTest, PerCpuVerdictsWithTheirAge) {
+  const json verdicts = verdicts_from_results(kResults, 110);
+  const json expected = {
+      {"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 8.0}}},
+      {"1", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}, {"age_seconds", 8.0}}},
+  };
+  EXPECT_EQ(verdicts, expected) << verdicts.dump();
+  // A clock behind the daemon's: an age of 0, never negative.
+  EXPECT_DOUBLE_EQ(verdicts_from_results(kResults, 50)["1"]["age_seconds"].get<double>(), 0.0);
+}
+
+TEST(VerdictsFromResultsTest, WithoutRoundsThereIsNoAge) {
+  json results = kResults;
+  results.erase("rounds");
+  const json verdicts = verdicts_from_results(results, 110);
+  ASSERT_TRUE(verdicts.is_object());
+  EXPECT_EQ(verdicts["1"], json({{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}));
+  results["rounds"] = json::array();
+  EXPECT_FALSE(verdicts_from_results(results, 110)["0"].contains("age_seconds"));
+}
+
+TEST(VerdictsFromResultsTest, MalformedDocumentsAreNull) {
+  EXPECT_TRUE(verdicts_from_results(json(), 1).is_null());
+  EXPECT_TRUE(verdicts_from_results(json::array(), 1).is_null());
+  EXPECT_TRUE(verdicts_from_results(json{{"cpus", "all"}}, 1).is_null());
+  EXPECT_TRUE(verdicts_from_results(json{{"cpus", json::array()}}, 1).is_null());
+  // Entries without an integer cpu are skipped; a missing state is "unknown".
+  const json odd = {{"cpus", {json{{"cpu", "3"}, {"state", "ok"}}, json{{"state", "ok"}}, json(7),
+                              json{{"cpu", 4}}}}};
+  const json verdicts = verdicts_from_results(odd, 1);
+  EXPECT_EQ(verdicts, json({{"4", {{"state", "unknown"}, {"cause", ""}}}})) << verdicts.dump();
+}
+
+std::vector<CpuLoss> node_loss() {
+  CpuLoss cpu2{2, {}};
+  cpu2.seconds[index_of(JobCause::own_threads)] = 1.5;
+  cpu2.seconds[index_of(JobCause::interrupts)] = 0.25;
+  CpuLoss cpu3{3, {}};
+  cpu3.seconds[index_of(JobCause::other_processes)] = 50;  // more than the job lasted
+  return {cpu2, cpu3};
+}
+
+TEST(JobRequestTest, TheDaemonsParserAcceptsIt) {
+  const json request = job_request("slurm-4242", 1700000100.5, 20, 4, node_loss());
+  // Its shape (docs/control.md, `job`).
+  EXPECT_EQ(request["command"], "job");
+  EXPECT_EQ(request["job_id"], "slurm-4242");
+  EXPECT_EQ(request["ranks"], 4);
+  ASSERT_EQ(request["cpus"].size(), 2u);
+  // Causes with nothing lost are left out; none exceeds the job's wall time.
+  EXPECT_EQ(request["cpus"][0], json({{"cpu", 2}, {"lost_seconds", {{"own-threads", 1.5}, {"interrupts", 0.25}}}}));
+  EXPECT_EQ(request["cpus"][1], json({{"cpu", 3}, {"lost_seconds", {{"other-processes", 20.0}}}}));
+
+  // And as the daemon reads it, from the line the library sends
+  // (send_job_loss: ControlClient writes encode_line(request)).
+  std::string line = encode_line(request);
+  ASSERT_EQ(line.back(), '\n');
+  line.pop_back();
+  const ControlRequest parsed = parse_request(line);
+  ASSERT_TRUE(std::holds_alternative<JobRequest>(parsed));
+  const JobRequest& job = std::get<JobRequest>(parsed);
+  EXPECT_EQ(job.job_id, "slurm-4242");
+  EXPECT_DOUBLE_EQ(job.ended_unix_seconds, 1700000100.5);
+  EXPECT_DOUBLE_EQ(job.elapsed_seconds, 20);
+  EXPECT_EQ(job.ranks, 4u);
+  ASSERT_EQ(job.cpus.size(), 2u);
+  EXPECT_EQ(job.cpus[0].cpu, 2u);
+  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::own_threads)], 1.5);
+  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::interrupts)], 0.25);
+  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::steal)], 0);
+  EXPECT_EQ(job.cpus[1].cpu, 3u);
+  EXPECT_DOUBLE_EQ(job.cpus[1].lost_seconds[index_of(JobCause::other_processes)], 20);
+  // request_from_json reads the same document, as parsed from that line.
+  // (Not job_request()'s object itself: its "ranks" is a signed integer,
+  // which the daemon's whole_number() refuses unless it came from text.)
+  EXPECT_TRUE(std::holds_alternative<JobRequest>(request_from_json(json::parse(line))));
+  EXPECT_EQ(command_name(parsed), "job");
+  EXPECT_FALSE(needs_privilege(parsed));  // the job's own user sends it
+}
+
+TEST(JobRequestTest, ANodeWithoutLossIsStillAValidReport) {
+  const json request = job_request("pid-77", 1700000000, 0.5, 1, {});
+  EXPECT_EQ(request["cpus"], json::array());
+  const JobRequest job = std::get<JobRequest>(parse_request(request.dump()));
+  EXPECT_TRUE(job.cpus.empty());
+  EXPECT_EQ(job.ranks, 1u);
+}
+
+// The job's id from the launcher, else rank 0's pid; unset and restored
+// around the test.
+class JobIdTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kNames[] = {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
+                                           "PMI_JOBID"};
+  void SetUp() override {
+    for (const char* name : kNames) {
+      const char* value = ::getenv(name);
+      saved_.push_back(value == nullptr ? std::nullopt : std::optional<std::string>(value));
+      ::unsetenv(name);
+    }
+  }
+  void TearDown() override {
+    for (std::size_t i = 0; i < saved_.size(); ++i) {
+      if (saved_[i]) ::setenv(kNames[i], saved_[i]->c_str(), 1);
+      else ::unsetenv(kNames[i]);
+    }
+  }
+  std::vector<std::optional<std::string>> saved_;
+};
+
+TEST_F(JobIdTest, LauncherIdFirstElseThePid) {
+  EXPECT_EQ(job_id(4321), "pid-4321");
+  ::setenv("PMI_JOBID", "pmi-7", 1);
+  EXPECT_EQ(job_id(4321), "pmi-7");
+  ::setenv("SLURM_JOB_ID", "123456", 1);
+  EXPECT_EQ(job_id(4321), "123456");  // Slurm's before the others
+  ::setenv("SLURM_JOB_ID", "", 1);
+  EXPECT_EQ(job_id(4321), "pmi-7");  // an empty one is none
+  ::setenv("SLURM_JOB_ID", std::string(300, 'x').c_str(), 1);
+  EXPECT_EQ(job_id(4321), std::string(kMaxJobIdChars, 'x'));  // what the daemon accepts
+}
+
+}  // namespace
+}  // namespace corenoise
