@@ -46,7 +46,7 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks);
 RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
                           double min_seconds);
 
-// The smallest cause worth naming in this job: 1 ms, 2 % of the
+// The smallest cause worth naming in this job: 1 ms, 5 % of the
 // reference's compute time, and — with enough ranks to estimate it (8) —
 // five robust standard deviations (1.4826 × MAD) of the ranks' compute
 // times plus off-CPU time in calls: at 3,840 ranks the slowest clean rank is about 3.5 deviations

@@ -24,9 +24,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "control_socket.h"
 #include "json_file.h"
 #include "mpi_launchers.h"
 #include "process.h"
+#include "quick_daemon.h"
 
 namespace corenoise {
 namespace {
@@ -64,13 +66,14 @@ struct JobRun {
   json report;
 };
 
-JobRun run_story(const std::string& story_args, const std::string& name) {
+// `daemon`: the job command's daemon option (--no-daemon, or --socket PATH).
+JobRun run_story(const std::string& story_args, const std::string& name,
+                 const std::string& daemon = "--no-daemon") {
   const std::string path = temp_path(name + ".json");
   JobRun run;
   run.result = run_command("timeout -k 5 120 env " + kOneThread + kOpenMpi.bound_job(2) +
-                           " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise +
-                           " job --no-daemon --json " + path + " -- " + kPython + " " + kStory +
-                           " " + story_args);
+                           " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise + " job " + daemon +
+                           " --json " + path + " -- " + kPython + " " + kStory + " " + story_args);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.report = read_json(path);
   std::remove(path.c_str());
@@ -126,6 +129,37 @@ TEST(JobStory, AnotherProcessOnOneRanksCoreIsNamedByCommand) {
 TEST(JobStory, LargerMatricesOnOneRankAreMoreWork) {
   const JobRun run = run_story("--steps 150 --larger 1:1.6", "more-work");
   expect_rank_one(run, "more-work");
+}
+
+// With a real corenoised on the node: the report joins its latest verdicts
+// for the ranks' CPUs, and the daemon receives the node's per-CPU loss and
+// exports it. The daemon is paused during the job, as the Slurm prolog
+// does, so that its probes do not disturb the job.
+TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
+  testing::TempDir dir;
+  testing::DaemonProcess daemon(testing::daemon_args(dir));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  for (int i = 0; i < 200 && testing::rounds(port) < 1; ++i) usleep(100000);
+  ASSERT_GE(testing::rounds(port), 1) << daemon.log();
+  testing::ControlSocket control(testing::socket_path(dir));
+  ASSERT_EQ(control.request(R"({"command":"pause","seconds":600})")["ok"], true);
+
+  const JobRun run = run_story("--steps 150 --own-threads 1:2", "daemon", "--socket " + testing::socket_path(dir));
+  expect_rank_one(run, "own-threads");
+  for (int rank : {0, 1}) {
+    const json& entry = rank_entry(run.report, rank);
+    ASSERT_TRUE(entry["daemon"].is_object()) << entry.dump(1);
+    EXPECT_TRUE(entry["daemon"][std::to_string(rank)].contains("state")) << entry["daemon"];
+  }
+  const std::string metrics = testing::http_get(port, "/metrics").second;
+  EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_reports_total"), 1.0) << metrics;
+  const auto lost = testing::metric_value(metrics, "corenoise_job_lost_seconds_total{cpu=\"1\",cause=\"own-threads\"}");
+  ASSERT_TRUE(lost.has_value()) << metrics;
+  EXPECT_NEAR(*lost, rank_entry(run.report, 1)["causes"]["own-threads"].get<double>(), 1e-3);
+  EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_lost_seconds_total{cpu=\"0\",cause=\"own-threads\"}")
+                .value_or(0.0),
+            0.0);
 }
 
 // The C++ application under MPICH, with a real-time thread of another

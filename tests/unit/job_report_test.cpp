@@ -123,8 +123,8 @@ TEST(JobReportTest, TopLevelFields) {
   EXPECT_DOUBLE_EQ(report["wait_seconds"].get<double>(), 12 + 12 + 11 + 12);
   EXPECT_DOUBLE_EQ(report["compute_seconds"].get<double>(), 8 + 8 + 9 + 8.5);
   EXPECT_DOUBLE_EQ(report["wait_caused_seconds"].get<double>(), 4);
-  // 4 ranks: 2 % of the reference's 8 s.
-  EXPECT_DOUBLE_EQ(report["cause_threshold_seconds"].get<double>(), 0.02 * 8);
+  // 4 ranks: 5 % of the reference's 8 s.
+  EXPECT_DOUBLE_EQ(report["cause_threshold_seconds"].get<double>(), 0.05 * 8);
   EXPECT_EQ(report["clock_source"], "perf_event");
   EXPECT_EQ(report["lateness"]["steps_per_column"], 25);
   EXPECT_EQ(report["lateness"]["columns"], 2);
