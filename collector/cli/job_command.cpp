@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -183,8 +184,12 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
 }
 
 int run_job_command(const std::vector<std::string>& args) {
+  // --help is corenoise's only before "--": `corenoise job -- ./app --help`
+  // runs the app's.
+  const auto end = std::find(args.begin(), args.end(), "--");
+  const std::vector<std::string> own(args.begin(), end);
   return run_local_command(
-      "job", args, [](std::ostream& out) { out << kUsage; },
+      "job", own, [](std::ostream& out) { out << kUsage; },
       [&]() -> int {
         JobLaunch launch = parse_job_options(args);
         if (!launch.report_dir.empty()) return report_from_spill_dir(launch);

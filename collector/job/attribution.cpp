@@ -103,8 +103,11 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
 
   // Only a rank that lost more than the reference is late: one faster
   // overall that arrived last at a few steps has nothing to explain.
+  // Nor is a cause named that explains less than what nothing explains (a
+  // rank blocked on I/O with a little of its own threads' time).
   const auto largest = std::max_element(causes.begin(), causes.end());
-  if (*largest >= min_seconds && result.excess_seconds >= min_seconds) {
+  if (*largest >= min_seconds && result.excess_seconds >= min_seconds &&
+      *largest >= result.unexplained_seconds) {
     result.main_cause = static_cast<JobCause>(largest - causes.begin());
   }
   return result;

@@ -40,7 +40,7 @@ ClockSampler::ClockSampler() {
     ::close(cycles_fd_);
     cycles_fd_ = -1;
   }
-  if (cycles_fd_ < 0) tsc_hertz();  // calibrate now, not inside a step
+  tsc_hertz();  // calibrate now (30 ms), not inside a step: both sources use it
   sample();
 }
 

@@ -49,6 +49,7 @@ void IntervalRecorder::enter(double now, double thread_cpu) {
   interval_start_ = now;
   interval_start_cpu_ = thread_cpu;
   excluded_ = 0;
+  excluded_cpu_ = 0;
   in_call_ = true;
 }
 
@@ -56,7 +57,7 @@ void IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
                             std::uintptr_t return_address, bool step) {
   const double wait = std::max(0.0, now - interval_start_ - excluded_);
   // The call's time on the CPU; the rest the thread was kept off it.
-  const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_, 0.0, wait);
+  const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
   totals_.wait_seconds += wait;
   totals_.wait_cpu_seconds += on_cpu;
   ++totals_.calls;

@@ -78,8 +78,12 @@ class IntervalRecorder {
   // At its exit. `step`: a collective over the whole job.
   void exit(double now, double thread_cpu, MpiCall call, std::uintptr_t return_address, bool step);
   // Time the library spent on itself (sampling) between enter and exit,
-  // excluded from the wait.
-  void exclude(double seconds) { excluded_ += seconds; }
+  // wall and CPU, excluded from the wait and from its time on the CPU.
+  void exclude(double seconds, double cpu_seconds) {
+    excluded_ += seconds;
+    excluded_cpu_ += cpu_seconds;
+  }
+  void exclude(double seconds) { exclude(seconds, seconds); }
 
   const IntervalTotals& totals() const { return totals_; }
   // Compute seconds so far, including the open interval up to `now` when no
@@ -99,6 +103,7 @@ class IntervalRecorder {
   double interval_start_ = 0;      // wall time the current interval began
   double interval_start_cpu_ = 0;  // and the thread's CPU time then
   double excluded_ = 0;
+  double excluded_cpu_ = 0;
   bool in_call_ = false;
   // Open addressing on the return address; slot order is hash order, so
   // the first-call order is kept separately. Twice kMaxCallSites slots: the

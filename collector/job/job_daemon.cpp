@@ -1,6 +1,7 @@
 #include "collector/job/job_daemon.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -47,21 +48,23 @@ json daemon_verdicts(const std::string& socket_path) {
 }
 
 json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds, int ranks,
-                 const std::vector<CpuLoss>& loss) {
-  json cpus = json::array();
-  for (const CpuLoss& cpu : loss) {
-    json lost = json::object();
-    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      // Bounded by the job's wall time, as the daemon requires, and to the
-      // microsecond: full 17-digit numbers for 4,096 CPUs would pass the
-      // daemon's 1 MiB line limit.
-      const double seconds = std::round(std::min(cpu.seconds[i], elapsed_seconds) * 1e6) / 1e6;
-      if (seconds > 0) lost[std::string(to_string(kJobCauses[i]))] = seconds;
+                 const std::vector<JobCpuLoss>& loss) {
+  JobRequest request;
+  request.job_id = job_id;
+  request.ended_unix_seconds = ended_unix_seconds;
+  request.elapsed_seconds = elapsed_seconds;
+  request.ranks = static_cast<unsigned>(std::max(1, ranks));
+  for (JobCpuLoss cpu : loss) {
+    // Bounded by the job's wall time, as the daemon requires, and to the
+    // microsecond, rounded down (up could pass elapsed_seconds, and the
+    // daemon would refuse the whole report): full 17-digit numbers for
+    // 4,096 CPUs would pass its 1 MiB line limit.
+    for (double& seconds : cpu.lost_seconds) {
+      seconds = std::floor(std::clamp(seconds, 0.0, elapsed_seconds) * 1e6) / 1e6;
     }
-    cpus.push_back({{"cpu", cpu.cpu}, {"lost_seconds", lost}});
+    request.cpus.push_back(cpu);
   }
-  return {{"command", "job"},       {"job_id", job_id}, {"ended_unix_seconds", ended_unix_seconds},
-          {"elapsed_seconds", elapsed_seconds}, {"ranks", ranks},   {"cpus", cpus}};
+  return to_json(ControlRequest{request});
 }
 
 std::string send_job_loss(const std::string& socket_path, const json& request) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collector/job/job_report.h"
+#include "daemon/control_handler.h"
 
 namespace corenoise {
 
@@ -21,9 +22,11 @@ nlohmann::json daemon_verdicts(const std::string& socket_path);
 // The `results` document's verdicts as above (pure; for tests).
 nlohmann::json verdicts_from_results(const nlohmann::json& results, double now_unix_seconds);
 
-// The `job` request for one node's loss.
+// The `job` request for one node's loss (the protocol's own encoding,
+// daemon/control_protocol.h), each figure capped at elapsed_seconds and
+// rounded down to the microsecond.
 nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
-                           double elapsed_seconds, int ranks, const std::vector<CpuLoss>& loss);
+                           double elapsed_seconds, int ranks, const std::vector<JobCpuLoss>& loss);
 // Sends it; the daemon's error or the reason it was not reached, empty
 // when accepted.
 std::string send_job_loss(const std::string& socket_path, const nlohmann::json& request);

@@ -74,7 +74,10 @@ struct StepResult {
 };
 
 // The step waits of every rank, reduced (step_math.h).
-StepResult reduce_steps(const JobProcess& p, double deadline) {
+// `deadline` is moved on once every rank is known to have arrived (the
+// first reduction completed): from then on each exchange has the full
+// timeout, however late the last rank came.
+StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
   StepResult result;
   const StepWaits& waits = p.session->recorder().step_waits();
   long shape[2] = {static_cast<long>(waits.bins().size()), static_cast<long>(waits.steps_per_bin())};
@@ -86,6 +89,7 @@ StepResult reduce_steps(const JobProcess& p, double deadline) {
     result.problem = "not every rank reached MPI_Finalize";
     return result;
   }
+  deadline = monotonic_seconds() + timeout;
   if (low[0] != high[0] || low[1] != high[1]) {
     result.problem = "the ranks made different numbers of collective calls over the whole job (" +
                      std::to_string(low[0] * low[1]) + " to " + std::to_string(high[0] * high[1]) +
@@ -181,22 +185,22 @@ void report_node_loss(const JobProcess& p, const RankRecord& record, const RankA
   if (!complete(request, deadline) || p.node_rank != 0) return;
   const std::string& socket = p.session->options().socket_path;
   if (socket.empty() || !std::filesystem::exists(socket)) return;
-  std::vector<CpuLoss> per_cpu;
+  std::vector<JobCpuLoss> per_cpu;
   for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
-    CpuLoss entry{static_cast<unsigned>(cpu), {}};
+    JobCpuLoss entry{static_cast<unsigned>(cpu), {}};
     bool any = false;
     for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      entry.seconds[i] = node[cpu * kJobCauseCount + i];
-      any = any || entry.seconds[i] > 0;
+      entry.lost_seconds[i] = node[cpu * kJobCauseCount + i];
+      any = any || entry.lost_seconds[i] > 0;
     }
     if (any) per_cpu.push_back(entry);
   }
-  int node_size = 1;
-  PMPI_Comm_size(p.node, &node_size);
   const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
+  int ranks = 1;
+  PMPI_Comm_size(p.comm, &ranks);
   const std::string error = send_job_loss(
       socket, job_request(job_id(record.pid), now_unix, std::max(record.measures.elapsed_seconds, 1e-3),
-                          node_size, per_cpu));
+                          ranks, per_cpu));
   if (!error.empty()) {
     std::fprintf(stderr, "corenoise job: %s: corenoised did not take the job's loss: %s\n",
                  record.host.c_str(), error.c_str());
@@ -209,22 +213,25 @@ bool finish_job(JobProcess& p) {
   JobSession& session = *p.session;
   session.close();
   const JobOptions& options = session.options();
-  const double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
+  double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
 
-  const StepResult steps = reduce_steps(p, deadline);
+  const StepResult steps = reduce_steps(p, deadline, options.finalize_timeout_seconds);
   RankRecord record = own_record(p, steps);
   add_node_view(p, record, deadline);
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = steps.lateness;
+  bool sent = true;
 
   std::vector<RankRecord> records;
   std::vector<std::vector<float>> lateness;
   std::vector<int> missing;
   if (p.rank != 0) {
-    const std::string text = wire.dump();
+    // Names come from any process on the node, cut at 15 bytes: invalid
+    // UTF-8 is replaced, not thrown on.
+    const std::string text = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     MPI_Request request;
     PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, p.comm, &request);
-    complete(request, deadline);
+    sent = complete(request, deadline);
   } else {
     std::vector<bool> received(static_cast<std::size_t>(p.size), false);
     std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
@@ -265,23 +272,30 @@ bool finish_job(JobProcess& p) {
     }
   }
 
-  // The reference rank and the naming threshold, from rank 0 to all, so
-  // that every rank attributes its own loss the way the report does.
-  std::vector<double> reference(kRankMeasureCount + 1, 0.0);
+  // From rank 0 to all: the reference rank and the naming threshold, so
+  // that every rank attributes its own loss the way the report does, and
+  // rank 0's verdict on whether every rank came. One verdict for all: a
+  // rank that skipped PMPI_Finalize while another entered it would leave
+  // that one waiting forever.
+  std::vector<double> reference(kRankMeasureCount + 2, 0.0);
   if (p.rank == 0) {
     std::vector<RankMeasures> measures;
     for (const auto& r : records) measures.push_back(r.measures);
     const RankMeasures ref = reference_rank(measures);
     std::copy_n(as_array(ref), kRankMeasureCount, reference.begin());
-    reference.back() = cause_threshold(measures, ref);
+    reference[kRankMeasureCount] = cause_threshold(measures, ref);
+    reference[kRankMeasureCount + 1] = steps.complete && missing.empty() ? 1.0 : 0.0;
   }
   MPI_Request request;
   PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, p.comm, &request);
-  const bool reduced = complete(request, deadline) && steps.complete && missing.empty();
+  const bool reduced = complete(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
   if (reduced) {
     RankMeasures ref;
     std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
-    const RankAttribution mine = attribute(record.measures, ref, reference.back());
+    const double threshold = reference[kRankMeasureCount];
+    RankAttribution mine = attribute(record.measures, ref, threshold);
+    // Only a late rank's loss is the job's (job_report.cpp names the same).
+    if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
     report_node_loss(p, record, mine, deadline);
   }
   // Rank 0 has every figure: the spill files are no longer needed. If it
@@ -296,7 +310,7 @@ bool finish_job(JobProcess& p) {
   facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
   facts.started_unix_seconds = session.started_unix_seconds();
   facts.ranks_total = p.size;
-  facts.steps = static_cast<int>(record.measures.steps);
+  facts.steps = static_cast<long>(record.measures.steps);
   facts.steps_per_column = steps.steps_per_column;
   facts.clock_source = std::string(session.clock_source());
   if (!missing.empty()) {

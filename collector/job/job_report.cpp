@@ -71,6 +71,11 @@ RankRecord record_from_wire(const json& wire) {
   return r;
 }
 
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold) {
+  // Only a late rank has a cause to name: one that made the others wait.
+  return attribution.main_cause.has_value() && measures.wait_caused_seconds >= threshold;
+}
+
 json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
   std::vector<RankMeasures> measures;
   for (const auto& r : records) measures.push_back(r.measures);
@@ -94,8 +99,7 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
   for (const auto& r : records) {
     RankAttribution a = attribute(r.measures, reference, threshold);
     const double caused = r.measures.wait_caused_seconds;
-    // Only a late rank has a cause to name: one that made the others wait.
-    if (caused < threshold) a.main_cause.reset();
+    if (!is_late(a, r.measures, threshold)) a.main_cause.reset();
     double explained = 0;
     for (double s : a.causes) explained += s;
     // The waiting this rank caused, shared among its causes.
@@ -314,21 +318,6 @@ std::string job_banner(const json& report, int worst_ranks) {
         << seconds_text(sites[i]["wait_max_seconds"].get<double>()) << "\n";
   }
   return out.str();
-}
-
-void add_rank_loss(const RankAttribution& attribution, const std::vector<unsigned>& cpus,
-                   std::vector<CpuLoss>& node) {
-  if (cpus.empty()) return;
-  for (unsigned cpu : cpus) {
-    auto it = std::find_if(node.begin(), node.end(), [cpu](const CpuLoss& l) { return l.cpu == cpu; });
-    if (it == node.end()) {
-      node.push_back({cpu, {}});
-      it = node.end() - 1;
-    }
-    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      it->seconds[i] += attribution.causes[i] / static_cast<double>(cpus.size());
-    }
-  }
 }
 
 }  // namespace corenoise

@@ -53,7 +53,7 @@ struct JobFacts {
   std::string family;
   double started_unix_seconds = 0;
   int ranks_total = 0;  // the job's size
-  int steps = 0;
+  long steps = 0;
   // Lateness per rank (rows in record order) per column of
   // steps_per_column steps: seconds after the column's first arrival.
   std::vector<std::vector<float>> lateness;
@@ -62,6 +62,11 @@ struct JobFacts {
   std::string clock_source;
 };
 
+// Whether `attribution` names a late rank: a cause, and waiting caused of
+// at least `threshold` (the report's ranks[].cause, and what the daemon is
+// sent).
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold);
+
 // The report's JSON (docs/job.md).
 nlohmann::json job_report(const JobFacts& facts, const std::vector<RankRecord>& records);
 
@@ -69,14 +74,5 @@ nlohmann::json job_report(const JobFacts& facts, const std::vector<RankRecord>& 
 // the top causes, the worst ranks with host, CPU and cause in words, and
 // the fix that fits each cause.
 std::string job_banner(const nlohmann::json& report, int worst_ranks = 5);
-
-// Per CPU of one node: seconds lost by cause (the daemon's `job` request).
-struct CpuLoss {
-  unsigned cpu = 0;
-  std::array<double, kJobCauseCount> seconds{};
-};
-// The attribution of a rank's causes to its CPUs: split evenly among them.
-void add_rank_loss(const RankAttribution& attribution, const std::vector<unsigned>& cpus,
-                   std::vector<CpuLoss>& node);
 
 }  // namespace corenoise

@@ -103,12 +103,12 @@ void JobSession::sample(double now) {
 
   const double after = monotonic_seconds();
   const double cost = after - now;
+  const double cpu_cost = thread_cpu_seconds() - cpu_before;
   windows_.overhead_seconds += cost;
-  recorder_.exclude(cost);
+  recorder_.exclude(cost, cpu_cost);
   // The cadence from the sample's CPU time, not its wall time: a sample
   // preempted by the very threads it measures took no longer to do, and
   // sampling less often then would lose the threads that exit meanwhile.
-  const double cpu_cost = thread_cpu_seconds() - cpu_before;
   const double interval = std::clamp(cpu_cost / options_.budget, options_.min_interval_seconds,
                                      options_.max_interval_seconds);
   next_sample_ = after + interval;

@@ -71,14 +71,18 @@ bool other_family_loaded() {
   return search.found;
 }
 
+// Before PMPI_Init: a program that loaded the other family's libmpi would
+// reach this library's PMPI_Init with its own handles.
+bool family_matches() {
+  if (!other_family_loaded()) return true;
+  std::fprintf(stderr,
+               "corenoise job: this program uses the other MPI family's library than the %s "
+               "launcher that started it; not measuring (run it with its own family's launcher)\n",
+               CORENOISE_JOB_FAMILY);
+  return false;
+}
+
 void start() {
-  if (other_family_loaded()) {
-    std::fprintf(stderr,
-                 "corenoise job: this program uses the other MPI family's library than the %s "
-                 "launcher that started it; not measuring (run it with its own family's launcher)\n",
-                 CORENOISE_JOB_FAMILY);
-    return;
-  }
   std::string warnings;
   JobOptions options = job_options_from(std::getenv, &warnings);
   PMPI_Comm_dup(MPI_COMM_WORLD, &process.comm);
@@ -105,6 +109,16 @@ void start() {
   is_main = true;
   // Start together, so that set-up skew is not read as the first step's.
   PMPI_Barrier(process.comm);
+}
+
+// start() without letting an exception into the program's MPI_Init.
+void start_safely() {
+  try {
+    start();
+  } catch (const std::exception& e) {
+    is_main = false;
+    std::fprintf(stderr, "corenoise job: rank %d: not measuring: %s\n", process.rank, e.what());
+  }
 }
 
 // The wrapped call between the session's enter and exit. `session` is
@@ -134,20 +148,29 @@ using corenoise::spans_job;
 extern "C" {
 
 CORENOISE_EXPORT int MPI_Init(int* argc, char*** argv) {
+  const bool measure = corenoise::family_matches();
   const int result = PMPI_Init(argc, argv);
-  if (result == MPI_SUCCESS) corenoise::start();
+  if (result == MPI_SUCCESS && measure) corenoise::start_safely();
   return result;
 }
 
 CORENOISE_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const bool measure = corenoise::family_matches();
   const int result = PMPI_Init_thread(argc, argv, required, provided);
-  if (result == MPI_SUCCESS) corenoise::start();
+  if (result == MPI_SUCCESS && measure) corenoise::start_safely();
   return result;
 }
 
 CORENOISE_EXPORT int MPI_Finalize() {
   if (corenoise::process.session != nullptr && corenoise::is_main) {
-    const bool everyone = corenoise::finish_job(corenoise::process);
+    bool everyone = true;
+    // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
+    // from an exit handler): a failure costs the report, never the job.
+    try {
+      everyone = corenoise::finish_job(corenoise::process);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", corenoise::process.rank, e.what());
+    }
     corenoise::process.session = nullptr;
     if (!everyone) {
       // A rank is gone: MPI_Finalize is collective and would wait for it
@@ -163,7 +186,10 @@ CORENOISE_EXPORT int MPI_Finalize() {
 }
 
 CORENOISE_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
-  if (comm != nullptr && *comm == corenoise::last_comm) corenoise::last_comm = MPI_COMM_NULL;
+  // The cache is the main thread's (spans_job runs there only).
+  if (corenoise::is_main && comm != nullptr && *comm == corenoise::last_comm) {
+    corenoise::last_comm = MPI_COMM_NULL;
+  }
   return PMPI_Comm_free(comm);
 }
 
@@ -176,23 +202,29 @@ CORENOISE_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
     return recorded(*session, MpiCall::kind, __builtin_return_address(0), step,        \
                     [&] { return P##Name args; });                                     \
   }
+// A step is a collective that makes every rank wait for the last to arrive
+// (barrier, all-reduce, all-gather, all-to-all, reduce-scatter), over the
+// whole job. A rooted or prefix collective (reduce, gather, scatter, bcast,
+// scan) lets ranks leave before the last arrives, so "waited least"
+// does not mean "arrived last" there: it is recorded as a wait, not a step.
 #define CORENOISE_COLLECTIVE(kind, Name, params, args) CORENOISE_WRAP(kind, Name, params, args, spans_job(comm))
+#define CORENOISE_ROOTED(kind, Name, params, args) CORENOISE_WRAP(kind, Name, params, args, false)
 #define CORENOISE_BLOCKING(kind, Name, params, args) CORENOISE_WRAP(kind, Name, params, args, false)
 
 CORENOISE_COLLECTIVE(barrier, MPI_Barrier, (MPI_Comm comm), (comm))
-CORENOISE_COLLECTIVE(bcast, MPI_Bcast, (void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm),
+CORENOISE_ROOTED(bcast, MPI_Bcast, (void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm),
                      (buffer, count, type, root, comm))
-CORENOISE_COLLECTIVE(reduce, MPI_Reduce,
+CORENOISE_ROOTED(reduce, MPI_Reduce,
                      (const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm),
                      (send, recv, count, type, op, root, comm))
 CORENOISE_COLLECTIVE(allreduce, MPI_Allreduce,
                      (const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
-CORENOISE_COLLECTIVE(gather, MPI_Gather,
+CORENOISE_ROOTED(gather, MPI_Gather,
                      (const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
                       int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcount, rtype, root, comm))
-CORENOISE_COLLECTIVE(gatherv, MPI_Gatherv,
+CORENOISE_ROOTED(gatherv, MPI_Gatherv,
                      (const void* send, int scount, MPI_Datatype stype, void* recv, const int rcounts[],
                       const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcounts, displs, rtype, root, comm))
@@ -204,11 +236,11 @@ CORENOISE_COLLECTIVE(allgatherv, MPI_Allgatherv,
                      (const void* send, int scount, MPI_Datatype stype, void* recv, const int rcounts[],
                       const int displs[], MPI_Datatype rtype, MPI_Comm comm),
                      (send, scount, stype, recv, rcounts, displs, rtype, comm))
-CORENOISE_COLLECTIVE(scatter, MPI_Scatter,
+CORENOISE_ROOTED(scatter, MPI_Scatter,
                      (const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
                       int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcount, rtype, root, comm))
-CORENOISE_COLLECTIVE(scatterv, MPI_Scatterv,
+CORENOISE_ROOTED(scatterv, MPI_Scatterv,
                      (const void* send, const int scounts[], const int displs[], MPI_Datatype stype, void* recv,
                       int rcount, MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scounts, displs, stype, recv, rcount, rtype, root, comm))
@@ -230,10 +262,10 @@ CORENOISE_COLLECTIVE(reduce_scatter, MPI_Reduce_scatter,
 CORENOISE_COLLECTIVE(reduce_scatter_block, MPI_Reduce_scatter_block,
                      (const void* send, void* recv, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, rcount, type, op, comm))
-CORENOISE_COLLECTIVE(scan, MPI_Scan,
+CORENOISE_ROOTED(scan, MPI_Scan,
                      (const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
-CORENOISE_COLLECTIVE(exscan, MPI_Exscan,
+CORENOISE_ROOTED(exscan, MPI_Exscan,
                      (const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
 
@@ -262,20 +294,20 @@ CORENOISE_BLOCKING(probe, MPI_Probe, (int source, int tag, MPI_Comm comm, MPI_St
 #if MPI_VERSION >= 4
 // MPI-4's large-count forms (mpi4py >= 4 calls MPI_Allreduce_c and friends
 // whenever the library has them).
-CORENOISE_COLLECTIVE(bcast, MPI_Bcast_c, (void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm),
+CORENOISE_ROOTED(bcast, MPI_Bcast_c, (void* buffer, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm),
                      (buffer, count, type, root, comm))
-CORENOISE_COLLECTIVE(reduce, MPI_Reduce_c,
+CORENOISE_ROOTED(reduce, MPI_Reduce_c,
                      (const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
                       MPI_Comm comm),
                      (send, recv, count, type, op, root, comm))
 CORENOISE_COLLECTIVE(allreduce, MPI_Allreduce_c,
                      (const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
-CORENOISE_COLLECTIVE(gather, MPI_Gather_c,
+CORENOISE_ROOTED(gather, MPI_Gather_c,
                      (const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, MPI_Count rcount,
                       MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcount, rtype, root, comm))
-CORENOISE_COLLECTIVE(gatherv, MPI_Gatherv_c,
+CORENOISE_ROOTED(gatherv, MPI_Gatherv_c,
                      (const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, const MPI_Count rcounts[],
                       const MPI_Aint displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcounts, displs, rtype, root, comm))
@@ -287,11 +319,11 @@ CORENOISE_COLLECTIVE(allgatherv, MPI_Allgatherv_c,
                      (const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, const MPI_Count rcounts[],
                       const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm),
                      (send, scount, stype, recv, rcounts, displs, rtype, comm))
-CORENOISE_COLLECTIVE(scatter, MPI_Scatter_c,
+CORENOISE_ROOTED(scatter, MPI_Scatter_c,
                      (const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, MPI_Count rcount,
                       MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scount, stype, recv, rcount, rtype, root, comm))
-CORENOISE_COLLECTIVE(scatterv, MPI_Scatterv_c,
+CORENOISE_ROOTED(scatterv, MPI_Scatterv_c,
                      (const void* send, const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype,
                       void* recv, MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm),
                      (send, scounts, displs, stype, recv, rcount, rtype, root, comm))
@@ -316,10 +348,10 @@ CORENOISE_COLLECTIVE(reduce_scatter, MPI_Reduce_scatter_c,
 CORENOISE_COLLECTIVE(reduce_scatter_block, MPI_Reduce_scatter_block_c,
                      (const void* send, void* recv, MPI_Count rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, rcount, type, op, comm))
-CORENOISE_COLLECTIVE(scan, MPI_Scan_c,
+CORENOISE_ROOTED(scan, MPI_Scan_c,
                      (const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
-CORENOISE_COLLECTIVE(exscan, MPI_Exscan_c,
+CORENOISE_ROOTED(exscan, MPI_Exscan_c,
                      (const void* send, void* recv, MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
                      (send, recv, count, type, op, comm))
 CORENOISE_BLOCKING(sendrecv, MPI_Sendrecv_c,

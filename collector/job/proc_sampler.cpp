@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -43,10 +45,15 @@ ProcSampler::ProcSampler(std::string proc_root, std::vector<unsigned> cpus, int 
   const long hz = ::sysconf(_SC_CLK_TCK);
   ticks_per_second_ = hz > 0 ? static_cast<double>(hz) : 100.0;
   tasks_.resize(kMaxThreads);
+  // Two descriptors per thread, from the program's own allowance: at most
+  // a quarter of its soft limit (1,024 on many systems gives 128 threads).
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    max_threads_ = std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 8, 8, kMaxThreads);
+  }
   departed_.reserve(kMaxThreads);
   task_dir_fd_ = ::open((proc_root_ + "/self/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   proc_stat_fd_ = open_read(proc_root_ + "/stat");
-  self_stat_fd_ = open_read(proc_root_ + "/self/stat");
   main_status_fd_ = open_read(proc_root_ + "/self/task/" + std::to_string(main_tid_) + "/status");
   // /proc/stat grows with the CPU count (and its intr line with the
   // interrupt lines): size the buffer once, with room to spare.
@@ -66,7 +73,7 @@ ProcSampler::ProcSampler(std::string proc_root, std::vector<unsigned> cpus, int 
 
 ProcSampler::~ProcSampler() {
   for (Task& task : tasks_) close_task(task);
-  for (int fd : {task_dir_fd_, proc_stat_fd_, self_stat_fd_, main_status_fd_}) {
+  for (int fd : {task_dir_fd_, proc_stat_fd_, main_status_fd_}) {
     if (fd >= 0) ::close(fd);
   }
 }
@@ -77,16 +84,20 @@ bool ProcSampler::on_rank_cpu(int processor) const {
 }
 
 void ProcSampler::open_task(Task& task, int tid) {
-  const std::string dir = proc_root_ + "/self/task/" + std::to_string(tid);
+  // On a thread's birth, inside a call: a stack buffer, no allocation.
+  char name[48];
   task.tid = tid;
-  task.stat_fd = open_read(dir + "/stat");
-  task.schedstat_fd = open_read(dir + "/schedstat");
+  std::snprintf(name, sizeof(name), "%d/stat", tid);
+  task.stat_fd = ::openat(task_dir_fd_, name, O_RDONLY | O_CLOEXEC);
+  std::snprintf(name, sizeof(name), "%d/schedstat", tid);
+  task.schedstat_fd = ::openat(task_dir_fd_, name, O_RDONLY | O_CLOEXEC);
   task.last = {};
   task.seconds_on_rank_cpus = 0;
   task.comm.fill('\0');
 }
 
 void ProcSampler::close_task(Task& task) {
+  if (task.tid != 0) --open_tasks_;
   if (task.stat_fd >= 0) ::close(task.stat_fd);
   if (task.schedstat_fd >= 0) ::close(task.schedstat_fd);
   task = Task{};
@@ -113,11 +124,12 @@ void ProcSampler::list_tasks() {
         }
         if (task.tid == 0 && free_slot == nullptr) free_slot = &task;
       }
-      // A thread born since the last listing; past kMaxThreads threads the
+      // A thread born since the last listing; past max_threads_ threads the
       // rest go unseen (their time still shows as the CPUs' busy time).
-      if (!known && free_slot != nullptr) {
+      if (!known && free_slot != nullptr && open_tasks_ < max_threads_) {
         open_task(*free_slot, static_cast<int>(*tid));
         free_slot->seen = true;
+        ++open_tasks_;
       }
     }
   }
@@ -150,6 +162,12 @@ ProcWindow ProcSampler::sample() {
     if (task.tid == main_tid_) {
       window.main_run_queue_seconds +=
           static_cast<double>(sched->wait_ns - std::min(sched->wait_ns, task.last.wait_ns)) * 1e-9;
+      // The main thread's own faults: they are what its on-CPU time is
+      // charged with (attribution.h), not those of the other threads.
+      window.minor_faults = stat->minor_faults - std::min(stat->minor_faults, last_minor_);
+      window.major_faults = stat->major_faults - std::min(stat->major_faults, last_major_);
+      last_minor_ = stat->minor_faults;
+      last_major_ = stat->major_faults;
     }
     if (on_rank_cpu(stat->processor)) {
       window.own_process_seconds += ran;
@@ -174,14 +192,6 @@ ProcWindow ProcSampler::sample() {
       }
       last_ticks_ = ticks;
       cpu_ticks_known_ = true;
-    }
-  }
-  if (std::size_t length = read_at_start(self_stat_fd_, small_.data(), small_.size())) {
-    if (const auto stat = parse_task_stat(std::string_view(small_.data(), length))) {
-      window.minor_faults = stat->minor_faults - std::min(stat->minor_faults, last_minor_);
-      window.major_faults = stat->major_faults - std::min(stat->major_faults, last_major_);
-      last_minor_ = stat->minor_faults;
-      last_major_ = stat->major_faults;
     }
   }
   if (std::size_t length = read_at_start(main_status_fd_, buffer_.data(), buffer_.size())) {

@@ -28,7 +28,7 @@ struct ProcWindow {
   double interrupt_seconds = 0;     // irq+softirq of the rank's CPUs
   double steal_seconds = 0;
   double main_run_queue_seconds = 0;  // the main thread runnable, not running
-  std::uint64_t minor_faults = 0;   // the whole process
+  std::uint64_t minor_faults = 0;   // the main thread's
   std::uint64_t major_faults = 0;
   std::uint64_t involuntary_switches = 0;  // the main thread
 };
@@ -81,12 +81,13 @@ class ProcSampler {
   double ticks_per_second_;
   int task_dir_fd_ = -1;
   int proc_stat_fd_ = -1;
-  int self_stat_fd_ = -1;
   int main_status_fd_ = -1;
   std::vector<char> buffer_;         // for /proc/stat and status files
   std::array<char, 4096> small_{};   // for stat and schedstat lines
   std::array<char, 8192> dents_{};   // getdents64
   std::vector<Task> tasks_;
+  std::size_t max_threads_ = kMaxThreads;  // from RLIMIT_NOFILE
+  std::size_t open_tasks_ = 0;
   // Threads that exited, kept for threads() (reserved: no allocation).
   std::vector<Task> departed_;
   CpuTicks last_ticks_{};

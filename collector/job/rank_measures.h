@@ -1,6 +1,6 @@
-// What one rank measured over the job, as a flat record of doubles so that
-// MPI_Finalize can gather every rank's with one MPI_Gather of doubles and a
-// spill file can hold it as is. Times are seconds; the OS-level figures
+// What one rank measured over the job, as a flat record of doubles: the
+// measures of the record each rank sends rank 0 at MPI_Finalize, and what a
+// spill file holds as is. Times are seconds; the OS-level figures
 // cover the whole job, waits included: MPI polls in its waits, so what
 // keeps a rank off its CPU inside a collective delays the others too.
 #pragma once

@@ -33,9 +33,12 @@ SpillWriter::SpillWriter(const std::string& dir, int rank, int size, const std::
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
   bytes_ = sizeof(SpillHeader) + bin_capacity * sizeof(double);
-  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {
+  // Allocated now, not sparse: a store into a page the file system cannot
+  // allocate later (a full disk, a quota) would be a SIGBUS in the job.
+  if (const int error = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes_)); error != 0) {
     ::close(fd_);
-    throw std::runtime_error("cannot size " + path_ + ": " + std::strerror(errno));
+    ::unlink(path_.c_str());
+    throw std::runtime_error("cannot allocate " + path_ + ": " + std::strerror(error));
   }
   map_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (map_ == MAP_FAILED) {

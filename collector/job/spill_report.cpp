@@ -90,7 +90,7 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& ranks) {
     }
     most = std::max<std::uint64_t>(most, r.header.step_counts[0]);
   }
-  out.facts.steps = static_cast<int>(n * width);
+  out.facts.steps = static_cast<long>(n * width);
   std::string reason = "the job ended before MPI_Finalize (killed, or a rank was lost): built from " +
                        std::to_string(reporting) + " ranks' spill files, with each rank's figures as of its "
                        "last sample and the " + std::to_string(n * width) + " steps every rank finished";

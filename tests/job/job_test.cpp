@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -43,6 +44,7 @@ const std::string kCorenoise = CORENOISE_BIN;
 const std::string kPython = PYTHON_BIN;
 const std::string kStory = STORY_SCRIPT;
 const std::string kBsp = BSP_STEP_APP_BIN;
+const std::string kLargeCount = LARGE_COUNT_APP_BIN;
 const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
 const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
 // One thread per rank for numpy's BLAS, as the story's user set it (and as
@@ -231,6 +233,68 @@ TEST(JobLost, RankThatSkipsFinalizeIsReportedMissing) {
   EXPECT_NE(result.err.find("without finalizing MPI"), std::string::npos) << result.err;
   std::filesystem::remove_all(path + ".ranks");
   std::remove(path.c_str());
+}
+
+// MPI-4's large-count forms are the same calls and steps as the int ones.
+TEST(JobCalls, LargeCountCollectivesAreStepsAndSites) {
+  const std::string path = temp_path("large-count.json");
+  const auto result = run_command("timeout -k 5 60 " + kMpich.bound_job(2) + kCorenoise + " job --no-daemon --no-spill --json " +
+                                  path + " -- " + kLargeCount + " 25");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json report = read_json(path);
+  std::remove(path.c_str());
+  // 25 allreduces over the whole job; the broadcasts (rooted: ranks leave
+  // before the last arrives) and the sendrecvs (point to point) are waits,
+  // not steps.
+  EXPECT_EQ(report["steps"], 25) << report.dump(1);
+  std::set<std::string> calls;
+  for (const auto& site : report["call_sites"]) {
+    calls.insert(site["call"].get<std::string>());
+    EXPECT_EQ(site["calls"], 25) << site;
+  }
+  EXPECT_EQ(calls, (std::set<std::string>{"MPI_Allreduce", "MPI_Bcast", "MPI_Sendrecv"}));
+}
+
+// The command itself: a program that never calls MPI_Init runs untouched
+// with the library preloaded; bad input stops before anything runs.
+TEST(JobCommand, AProgramWithoutMpiRunsUntouched) {
+  const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise + " job --no-daemon -- /bin/sh -c 'echo $LD_PRELOAD'");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("libcorenoise-job-mpich.so"), std::string::npos) << result.out;
+  EXPECT_EQ(result.err, "");
+  // The program's own --help is the program's.
+  const auto help = run_command(kMpich.program + " -n 1 " + kCorenoise +
+                                " job --no-daemon -- /bin/sh -c 'echo \"$1\"' sh --help");
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out, "--help\n");
+}
+
+TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
+  const std::string marker = temp_path("ran");
+  const std::string program = " -- /bin/touch " + marker;
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {" job", "no program"},
+      {" job --budget 50" + program, "--budget"},
+      {" job --json /nonexistent/dir/x.json" + program, "cannot write '/nonexistent/dir/x.json'"},
+      {" job --spill /tmp/x --no-spill" + program, "contradict"},
+      {" job --report /nonexistent-spill-dir", "no spill file"},
+      {" job --frobnicate" + program, "--frobnicate"},
+  };
+  for (const auto& c : cases) {
+    const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise + c.args);
+    EXPECT_EQ(result.exit_code, 1) << c.args << ": " << result.err;
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << c.args << ": " << result.err;
+    EXPECT_NE(::access(marker.c_str(), F_OK), 0) << c.args << " ran the program";
+  }
+  // Without a launcher there is no family to pick.
+  const auto alone = run_command("env -u PMI_FD -u PMI_RANK " + kCorenoise + " job -- /bin/true");
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.err.find("no MPI launcher started this process"), std::string::npos) << alone.err;
+  const auto missing = run_command(kMpich.program + " -n 1 " + kCorenoise + " job --no-daemon -- /nonexistent/program");
+  EXPECT_EQ(missing.exit_code, 127) << missing.err;
+  EXPECT_NE(missing.err.find("cannot run '/nonexistent/program'"), std::string::npos) << missing.err;
 }
 
 }  // namespace

@@ -62,12 +62,12 @@ TEST(VerdictsFromResultsTest, MalformedDocumentsAreNull) {
   EXPECT_EQ(verdicts, json({{"4", {{"state", "unknown"}, {"cause", ""}}}})) << verdicts.dump();
 }
 
-std::vector<CpuLoss> node_loss() {
-  CpuLoss cpu2{2, {}};
-  cpu2.seconds[index_of(JobCause::own_threads)] = 1.5;
-  cpu2.seconds[index_of(JobCause::interrupts)] = 0.25;
-  CpuLoss cpu3{3, {}};
-  cpu3.seconds[index_of(JobCause::other_processes)] = 50;  // more than the job lasted
+std::vector<JobCpuLoss> node_loss() {
+  JobCpuLoss cpu2{2, {}};
+  cpu2.lost_seconds[index_of(JobCause::own_threads)] = 1.5;
+  cpu2.lost_seconds[index_of(JobCause::interrupts)] = 0.25;
+  JobCpuLoss cpu3{3, {}};
+  cpu3.lost_seconds[index_of(JobCause::other_processes)] = 50;  // more than the job lasted
   return {cpu2, cpu3};
 }
 
@@ -101,10 +101,10 @@ TEST(JobRequestTest, TheDaemonsParserAcceptsIt) {
   EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::steal)], 0);
   EXPECT_EQ(job.cpus[1].cpu, 3u);
   EXPECT_DOUBLE_EQ(job.cpus[1].lost_seconds[index_of(JobCause::other_processes)], 20);
-  // request_from_json reads the same document, as parsed from that line.
-  // (Not job_request()'s object itself: its "ranks" is a signed integer,
-  // which the daemon's whole_number() refuses unless it came from text.)
+  // request_from_json reads the same document, as it is and as parsed
+  // from that line (the protocol's own encoding: to_json(JobRequest)).
   EXPECT_TRUE(std::holds_alternative<JobRequest>(request_from_json(json::parse(line))));
+  EXPECT_TRUE(std::holds_alternative<JobRequest>(request_from_json(request)));
   EXPECT_EQ(command_name(parsed), "job");
   EXPECT_FALSE(needs_privilege(parsed));  // the job's own user sends it
 }

@@ -47,14 +47,20 @@ class ProcSamplerTest : public ::testing::Test {
   const std::vector<unsigned> rank_cpus = {1, 3};
   ProcTree tree;
 
+  // The main thread's faults, written into its task's stat line by task().
+  std::uint64_t main_minor = 0, main_major = 0;
+
   void task(int tid, const std::string& comm, int processor, std::uint64_t run_ns,
             std::uint64_t wait_ns = 0) {
     const std::string dir = "self/task/" + std::to_string(tid);
-    tree.write(dir + "/stat", stat_line(tid, comm, processor));
+    const bool main = tid == kMain;
+    tree.write(dir + "/stat", stat_line(tid, comm, processor, main ? main_minor : 0, main ? main_major : 0));
     tree.write(dir + "/schedstat", schedstat_line(run_ns, wait_ns));
   }
+  // The main thread's faults and involuntary switches (set before its task()).
   void process(std::uint64_t minor, std::uint64_t major, std::uint64_t involuntary) {
-    tree.write("self/stat", stat_line(kMain, "solver", 1, minor, major));
+    main_minor = minor;
+    main_major = major;
     tree.write("self/task/" + std::to_string(kMain) + "/status", status(involuntary));
   }
 };

@@ -345,25 +345,5 @@ TEST(RankRecordWireTest, OptionalPartsStayOptional) {
   EXPECT_THROW(record_from_wire(json::object()), json::exception);
 }
 
-TEST(AddRankLossTest, SplitEvenlyOverTheRanksCpus) {
-  RankAttribution a;
-  a.causes[index_of(JobCause::own_threads)] = 1.0;
-  a.causes[index_of(JobCause::steal)] = 0.5;
-  std::vector<CpuLoss> node;
-  add_rank_loss(a, {2, 3}, node);
-  RankAttribution b;
-  b.causes[index_of(JobCause::other_processes)] = 0.25;
-  add_rank_loss(b, {3}, node);
-  add_rank_loss(b, {}, node);  // no CPUs: nothing to put it on
-  ASSERT_EQ(node.size(), 2u);
-  EXPECT_EQ(node[0].cpu, 2u);
-  EXPECT_DOUBLE_EQ(node[0].seconds[index_of(JobCause::own_threads)], 0.5);
-  EXPECT_DOUBLE_EQ(node[0].seconds[index_of(JobCause::steal)], 0.25);
-  EXPECT_DOUBLE_EQ(node[0].seconds[index_of(JobCause::other_processes)], 0);
-  EXPECT_EQ(node[1].cpu, 3u);
-  EXPECT_DOUBLE_EQ(node[1].seconds[index_of(JobCause::own_threads)], 0.5);
-  EXPECT_DOUBLE_EQ(node[1].seconds[index_of(JobCause::other_processes)], 0.25);
-}
-
 }  // namespace
 }  // namespace corenoise

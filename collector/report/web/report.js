@@ -740,7 +740,7 @@
         card("wait caused by late ranks", seconds(report.wait_caused_seconds),
           fixed(report.wait_seconds > 0 ? (100 * report.wait_caused_seconds) / report.wait_seconds : NaN, 1) + " % of the waiting"),
       ),
-      el("p", { className: "meta" }, "What made the late ranks late (seconds of their excess, summed over ranks):"),
+      el("p", { className: "meta" }, "What the waiting was for: the waiting the late ranks caused, by cause of their lateness:"),
       el(
         "div",
         { className: "bars", id: "causes" },
