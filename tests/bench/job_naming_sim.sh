@@ -9,9 +9,10 @@
 #
 # Defaults: build, /tmp/job-clean, 12 runs of each, 200 simulated jobs.
 # With OUT_DIR already holding story-*.json and bsp-*.json it only
-# simulates (delete them to record anew). Each run waits for a quiet
-# machine (load average under 1.5, no job_overhead_bench): the pool is
-# meant to be clean.
+# simulates (delete them to record anew). Recording waits for a quiet
+# machine: the load average under 1.5 first, then before every run no
+# job_overhead_bench and the CPUs under 10 % busy; the pool is meant to be
+# clean.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
