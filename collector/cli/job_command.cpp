@@ -33,13 +33,13 @@ in place of the program, under the launcher and binding the job uses:
   srun --mpi=pmix --cpu-bind=cores corenoise job --html job.html -- ./app
 It loads the in-job library of the launcher's MPI family (LD_PRELOAD) and
 execs the program, so no extra process sits in the job. The library
-records every blocking MPI call (collectives, waits, receives) of the
+records the blocking MPI calls (collectives, waits, receives) of the
 thread that called MPI_Init, and samples /proc, the CPUs and the clock at
 a cadence that keeps its cost near 0.05 % of the job.
 
 At MPI_Finalize the ranks' figures are reduced: the wait at each call
 site, the ranks whose lateness made the others wait (the waiting they
-caused), and each late rank's excess compute time in seconds by cause:
+caused), and each late rank's lost time in seconds by cause:
 own-threads, other-processes, interrupts, steal, page-faults,
 slower-clock, more-work. Rank 0 prints a summary on stderr with the
 worst ranks, their host, CPU and cause, and the fix for each cause;
@@ -65,7 +65,8 @@ Options:
                             the job's lost time
   --finalize-timeout S      how long MPI_Finalize waits for every rank's
                             figures before reporting without the missing
-                            ones (default: 30)
+                            ones (default: 30; a rank later than that
+                            counts as lost)
   --budget PERCENT          share of the job's time the sampling may take,
                             0.0001 to 10 (default: 0.05)
   --spill DIR               where each rank keeps its figures while it runs
