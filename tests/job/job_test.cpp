@@ -73,6 +73,11 @@ JobRun run_story(const std::string& story_args, const std::string& name,
                  const std::string& daemon = "--no-daemon") {
   const std::string path = temp_path(name + ".json");
   JobRun run;
+  const auto modules = run_command(kPython + " -c 'import mpi4py, numpy'");
+  EXPECT_EQ(modules.exit_code, 0) << kPython
+                                  << " lacks mpi4py or numpy: apt-get install python3-mpi4py python3-numpy "
+                                     "(deploy/dev-setup.sh --tests does)\n"
+                                  << modules.err;
   run.result = run_command("timeout -k 5 120 env " + kOneThread + kOpenMpi.bound_job(2) +
                            " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise + " job " + daemon +
                            " --json " + path + " -- " + kPython + " " + kStory + " " + story_args);
