@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "probe/stats.h"
+
 namespace corenoise {
 
 RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
@@ -33,19 +35,6 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
   return reference;
 }
 
-namespace {
-
-double median_absolute_deviation(std::vector<double> values) {
-  if (values.size() < 2) return 0;
-  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  const double median = *mid;
-  for (double& v : values) v = std::abs(v - median);
-  std::nth_element(values.begin(), mid, values.end());
-  return *mid;
-}
-
-}  // namespace
 
 double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference) {
   // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
@@ -57,7 +46,7 @@ double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& 
     // computing, or off its CPU inside a call.
     std::vector<double> busy;
     for (const auto& m : ranks) busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
-    threshold = std::max(threshold, 5 * 1.4826 * median_absolute_deviation(std::move(busy)));
+    threshold = std::max(threshold, 5 * 1.4826 * stats::mad(busy));
   }
   return threshold;
 }

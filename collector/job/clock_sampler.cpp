@@ -77,6 +77,15 @@ double ClockSampler::median_hz() const {
   return scratch_[n / 2];
 }
 
+double ClockSampler::recent_median_hz() {
+  const std::size_t held = std::min(count_, kMaxSamples);
+  if (recent_at_ == 0 || count_ >= recent_at_ + std::max<std::size_t>(1, held / 32)) {
+    recent_ = median_hz();
+    recent_at_ = count_;
+  }
+  return recent_;
+}
+
 std::string_view ClockSampler::source() const {
   return cycles_fd_ >= 0 ? "perf_event" : "dependent-add chain";
 }

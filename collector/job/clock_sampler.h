@@ -28,6 +28,10 @@ class ClockSampler {
   void sample();
   // The median of the readings, in Hz; 0 without any.
   double median_hz() const;
+  // The same, recomputed only once the readings grew by 1/32 since it last
+  // was: for the spill file at every sample, where a median over 4,096
+  // readings each time would cost as much as the sample itself.
+  double recent_median_hz();
   // "perf_event" or "dependent-add chain".
   std::string_view source() const;
 
@@ -38,6 +42,8 @@ class ClockSampler {
   std::array<double, kMaxSamples> samples_{};
   mutable std::array<double, kMaxSamples> scratch_{};  // median_hz() allocates nothing
   std::size_t count_ = 0;  // readings taken; past kMaxSamples, a ring
+  std::size_t recent_at_ = 0;  // count_ when recent_ was computed
+  double recent_ = 0;
 };
 
 }  // namespace corenoise

@@ -99,7 +99,7 @@ void JobSession::sample(double now) {
   windows_.involuntary_switches += static_cast<double>(window.involuntary_switches);
   windows_.samples += 1;
   last_sample_ = now;
-  if (spill_) spill_->update(measures(), started_unix_ + (now - started_));
+  if (spill_) spill_->update(measures_with_clock(clock_.recent_median_hz()), started_unix_ + (now - started_));
 
   const double after = monotonic_seconds();
   const double cost = after - now;
@@ -117,7 +117,7 @@ void JobSession::sample(double now) {
 void JobSession::attach_spill(std::unique_ptr<SpillWriter> spill) {
   spill_ = std::move(spill);
   recorder_.step_waits().mirror_to(spill_->bins(), spill_->step_counts());
-  spill_->update(measures(), started_unix_);
+  spill_->update(measures_with_clock(clock_.recent_median_hz()), started_unix_);
 }
 
 void JobSession::close() {
@@ -127,7 +127,9 @@ void JobSession::close() {
   ended_ = now;
 }
 
-RankMeasures JobSession::measures() const {
+RankMeasures JobSession::measures() const { return measures_with_clock(clock_.median_hz()); }
+
+RankMeasures JobSession::measures_with_clock(double clock_hz) const {
   RankMeasures m = windows_;
   const IntervalTotals& totals = recorder_.totals();
   m.elapsed_seconds = (ended_ > 0 ? ended_ : monotonic_seconds()) - started_;
@@ -140,7 +142,7 @@ RankMeasures JobSession::measures() const {
   m.steps = static_cast<double>(recorder_.step_waits().steps());
   m.other_processes_seconds = std::max(0.0, m.other_processes_seconds);
   m.fault_seconds = m.minor_faults * fault_cost_seconds_;
-  m.clock_hz = clock_.median_hz();
+  m.clock_hz = clock_hz;
   return m;
 }
 

@@ -55,6 +55,7 @@ class JobSession {
 
  private:
   void sample(double now);
+  RankMeasures measures_with_clock(double clock_hz) const;
 
   JobOptions options_;
   std::vector<unsigned> cpus_;

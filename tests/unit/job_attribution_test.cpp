@@ -248,8 +248,8 @@ TEST(CauseThresholdTest, FivePercentOfTheReferenceCompute) {
 }
 
 TEST(CauseThresholdTest, FiveRobustDeviationsFromEightRanks) {
-  // 1..8 s: the median 5 (the upper middle), deviations 4 3 2 1 0 1 2 3,
-  // whose median is 2.
+  // 1..8 s: the median 4.5, deviations 3.5 2.5 1.5 0.5 0.5 1.5 2.5 3.5,
+  // whose median is 2 (probe/stats.h's mad).
   const auto eight = computing({1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_DOUBLE_EQ(cause_threshold(eight, reference_rank(eight)), 5 * 1.4826 * 2);
   // Without spread, the 5 % term is left.
