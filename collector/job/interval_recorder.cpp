@@ -53,13 +53,14 @@ void IntervalRecorder::enter(double now, double thread_cpu) {
   in_call_ = true;
 }
 
-void IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
+double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
                             std::uintptr_t return_address, bool step) {
   const double wait = std::max(0.0, now - interval_start_ - excluded_);
   // The call's time on the CPU; the rest the thread was kept off it.
   const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
   totals_.wait_seconds += wait;
   totals_.wait_cpu_seconds += on_cpu;
+  if (mpi_call_role(call) == MpiCallRole::exchange) totals_.exchange_wait_seconds += wait;
   ++totals_.calls;
   CallSite& s = site(call, return_address);
   ++s.calls;
@@ -74,6 +75,7 @@ void IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
   interval_start_ = now;
   interval_start_cpu_ = thread_cpu;
   in_call_ = false;
+  return wait;
 }
 
 double IntervalRecorder::compute_seconds_at(double now) const {

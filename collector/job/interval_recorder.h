@@ -61,6 +61,7 @@ struct IntervalTotals {
   double compute_cpu_seconds = 0;  // the thread's CPU time in those intervals
   double wait_seconds = 0;         // wall time inside blocking calls
   double wait_cpu_seconds = 0;     // the thread's CPU time in them
+  double exchange_wait_seconds = 0;  // of wait_seconds, in point-to-point calls (mpi_calls.h)
   std::uint64_t calls = 0;
 };
 
@@ -75,8 +76,9 @@ class IntervalRecorder {
 
   // At a blocking call's entry: closes the compute interval.
   void enter(double now, double thread_cpu);
-  // At its exit. `step`: a collective over the whole job.
-  void exit(double now, double thread_cpu, MpiCall call, std::uintptr_t return_address, bool step);
+  // At its exit. `step`: a collective over the whole job. Returns the
+  // call's wait (seconds), which an exchange charges to its peers.
+  double exit(double now, double thread_cpu, MpiCall call, std::uintptr_t return_address, bool step);
   // Time the library spent on itself (sampling) between enter and exit,
   // wall and CPU, excluded from the wait and from its time on the CPU.
   void exclude(double seconds, double cpu_seconds) {

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "collector/job/comm_ranks.h"
 #include "collector/job/job_session.h"
 #include "collector/job/node_tasks.h"
 
@@ -19,6 +20,7 @@ struct JobProcess {
   int rank = 0, size = 1;
   int node_rank = 0;
   std::vector<TaskTime> tasks_at_start;  // the node's tasks, on its reporting rank
+  CommRanks comms;  // the program's communicators, the recording thread's
 };
 
 // Called by MPI_Finalize's wrapper before PMPI_Finalize: gathers, reports,

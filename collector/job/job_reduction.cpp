@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <span>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -130,7 +131,19 @@ StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
   return result;
 }
 
-RankRecord own_record(const JobProcess& p, const StepResult& steps) {
+// The others' point-to-point waits charged to this rank, net of its own
+// charged to them (peer_waits.h): every rank sends each rank what it
+// charged it. Negative when a rank did not come.
+double reduce_exchanges(const JobProcess& p, double deadline) {
+  const std::span<const double> charged = p.session->peer_waits().charged();
+  if (charged.size() != static_cast<std::size_t>(p.size)) return -1;
+  std::vector<double> waited_for_me(charged.size());
+  MPI_Request request;
+  PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, p.comm, &request);
+  return complete(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
+}
+
+RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
   const JobSession& s = *p.session;
   RankRecord r;
   r.rank = p.rank;
@@ -138,7 +151,8 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps) {
   r.cpus = s.cpus();
   r.pid = static_cast<long>(::getpid());
   r.measures = s.measures();
-  r.measures.wait_caused_seconds = steps.wait_caused;
+  r.measures.exchange_wait_caused_seconds = std::max(0.0, exchange_caused);
+  r.measures.wait_caused_seconds = steps.wait_caused + r.measures.exchange_wait_caused_seconds;
   for (const OwnThread& t : s.sampler().threads()) {
     if (r.threads.size() == 5) break;
     r.threads.push_back({t.name, t.seconds_on_rank_cpus});
@@ -216,7 +230,9 @@ bool finish_job(JobProcess& p) {
   double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
 
   const StepResult steps = reduce_steps(p, deadline, options.finalize_timeout_seconds);
-  RankRecord record = own_record(p, steps);
+  // Only once every rank came (a collective would wait for a missing one).
+  const double exchange_caused = steps.complete ? reduce_exchanges(p, deadline) : -1;
+  RankRecord record = own_record(p, steps, exchange_caused);
   add_node_view(p, record, deadline);
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = steps.lateness;

@@ -96,6 +96,7 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
   json ranks = json::array();
   std::array<double, kJobCauseCount> job_causes{};
   double wait = 0, compute_total = 0, caused_total = 0, elapsed = 0;
+  double exchange_wait = 0, exchange_caused = 0, uncharged = 0;
   for (const auto& r : records) {
     RankAttribution a = attribute(r.measures, reference, threshold);
     const double caused = r.measures.wait_caused_seconds;
@@ -109,6 +110,9 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
     wait += r.measures.wait_seconds;
     compute_total += r.measures.compute_seconds;
     caused_total += caused;
+    exchange_wait += r.measures.exchange_wait_seconds;
+    exchange_caused += r.measures.exchange_wait_caused_seconds;
+    uncharged += r.measures.exchange_uncharged_seconds;
     elapsed = std::max(elapsed, r.measures.elapsed_seconds);
 
     json culprit_list = json::array();
@@ -148,6 +152,8 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
         {"wait_seconds", r.measures.wait_seconds},
         {"wait_cpu_seconds", r.measures.wait_cpu_seconds},
         {"wait_caused_seconds", caused},
+        {"exchange_wait_seconds", r.measures.exchange_wait_seconds},
+        {"exchange_wait_caused_seconds", r.measures.exchange_wait_caused_seconds},
         {"excess_seconds", a.excess_seconds},
         {"unexplained_seconds", a.unexplained_seconds},
         {"cause", cause},
@@ -225,6 +231,11 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
       {"wait_seconds", wait},
       {"compute_seconds", compute_total},
       {"wait_caused_seconds", caused_total},
+      {"collective_wait_seconds", wait - exchange_wait},
+      {"exchange_wait_seconds", exchange_wait},
+      {"collective_wait_caused_seconds", caused_total - exchange_caused},
+      {"exchange_wait_caused_seconds", exchange_caused},
+      {"exchange_uncharged_seconds", uncharged},
       {"cause_threshold_seconds", threshold},
       {"clock_source", facts.clock_source},
       {"causes", causes_json(job_causes)},
@@ -256,11 +267,16 @@ std::string job_banner(const json& report, int worst_ranks) {
   }
   const double share = wait + compute > 0 ? 100.0 * wait / (wait + compute) : 0;
   char line[256];
-  std::snprintf(line, sizeof(line), "  the ranks waited %s in MPI (%.0f %% of their time)",
-                seconds_text(wait).c_str(), share);
+  const double exchange_wait = report.value("exchange_wait_seconds", 0.0);
+  std::snprintf(line, sizeof(line), "  the ranks waited %s in MPI (%.0f %% of their time): %s at collectives, %s in exchanges\n",
+                seconds_text(wait).c_str(), share, seconds_text(wait - exchange_wait).c_str(),
+                seconds_text(exchange_wait).c_str());
   out << line;
-  if (caused > 0) out << ", " << seconds_text(caused) << " of it for late ranks at collectives";
-  out << "\n";
+  if (caused > 0) {
+    const double exchange_caused = report.value("exchange_wait_caused_seconds", 0.0);
+    out << "  " << seconds_text(caused) << " of it for late ranks: " << seconds_text(caused - exchange_caused)
+        << " at collectives, " << seconds_text(exchange_caused) << " in exchanges\n";
+  }
 
   std::vector<std::pair<double, std::string>> causes;
   for (const auto& [name, seconds] : report["causes"].items()) {

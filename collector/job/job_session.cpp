@@ -55,12 +55,13 @@ std::vector<unsigned> affinity_cpus() {
   return cpus;
 }
 
-JobSession::JobSession(JobOptions options)
+JobSession::JobSession(JobOptions options, int ranks)
     : options_(std::move(options)),
       cpus_(affinity_cpus()),
       started_(monotonic_seconds()),
       started_unix_(clock_seconds(CLOCK_REALTIME)),
       recorder_(started_, thread_cpu_seconds()),
+      peers_(ranks),
       sampler_(options_.proc_root, cpus_, current_tid()),
       fault_cost_seconds_(measure_fault_cost()) {
   // Set-up time is not the job's: the first compute interval starts now.
@@ -78,8 +79,9 @@ void JobSession::enter() {
   if (now >= next_sample_) sample(now);
 }
 
-void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step) {
-  recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
+void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step, std::span<const int> peers) {
+  const double wait = recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
+  if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
 }
 
 void JobSession::sample(double now) {
@@ -137,6 +139,8 @@ RankMeasures JobSession::measures_with_clock(double clock_hz) const {
   m.compute_cpu_seconds = totals.compute_cpu_seconds;
   m.wait_seconds = totals.wait_seconds;
   m.wait_cpu_seconds = totals.wait_cpu_seconds;
+  m.exchange_wait_seconds = totals.exchange_wait_seconds;
+  m.exchange_uncharged_seconds = peers_.uncharged_seconds();
   m.off_cpu_seconds = off_cpu(m);
   m.calls = static_cast<double>(totals.calls);
   m.steps = static_cast<double>(recorder_.step_waits().steps());

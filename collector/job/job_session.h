@@ -15,12 +15,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "collector/job/clock_sampler.h"
 #include "collector/job/interval_recorder.h"
 #include "collector/job/job_options.h"
+#include "collector/job/peer_waits.h"
 #include "collector/job/proc_sampler.h"
 #include "collector/job/rank_measures.h"
 #include "collector/job/spill_file.h"
@@ -35,10 +37,12 @@ std::vector<unsigned> affinity_cpus();
 
 class JobSession {
  public:
-  explicit JobSession(JobOptions options);
+  // `ranks`: the job's size, for the exchange waits charged to each rank.
+  explicit JobSession(JobOptions options, int ranks = 1);
 
   void enter();
-  void exit(MpiCall call, std::uintptr_t return_address, bool step);
+  // An exchange's wait is charged to `peers`, ranks of the job (peer_waits.h).
+  void exit(MpiCall call, std::uintptr_t return_address, bool step, std::span<const int> peers = {});
   // The last window, at MPI_Finalize; the measures are final after it.
   void close();
   // Keeps the figures in `spill` as they are recorded (spill_file.h).
@@ -47,6 +51,8 @@ class JobSession {
 
   RankMeasures measures() const;
   const IntervalRecorder& recorder() const { return recorder_; }
+  const PeerWaits& peer_waits() const { return peers_; }
+  RequestPeers& requests() { return requests_; }
   const ProcSampler& sampler() const { return sampler_; }
   const JobOptions& options() const { return options_; }
   const std::vector<unsigned>& cpus() const { return cpus_; }
@@ -62,6 +68,8 @@ class JobSession {
   double started_ = 0;
   double started_unix_ = 0;
   IntervalRecorder recorder_;
+  PeerWaits peers_;
+  RequestPeers requests_;
   ProcSampler sampler_;
   ClockSampler clock_;
   double fault_cost_seconds_ = 0;  // of one minor fault, measured at start

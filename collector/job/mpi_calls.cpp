@@ -4,20 +4,32 @@
 #include <cstddef>
 
 namespace corenoise {
+namespace {
+
+constexpr std::size_t kCalls = static_cast<std::size_t>(MpiCall::count);
+
+constexpr std::array<std::string_view, kCalls> kNames = {
+#define CORENOISE_MPI_CALL_NAME(name, role) "MPI_" #name,
+    CORENOISE_MPI_CALLS(CORENOISE_MPI_CALL_NAME)
+#undef CORENOISE_MPI_CALL_NAME
+};
+
+constexpr std::array<MpiCallRole, kCalls> kRoles = {
+#define CORENOISE_MPI_CALL_ROLE(name, role) MpiCallRole::role,
+    CORENOISE_MPI_CALLS(CORENOISE_MPI_CALL_ROLE)
+#undef CORENOISE_MPI_CALL_ROLE
+};
+
+}  // namespace
 
 std::string_view mpi_call_name(MpiCall call) {
-  static constexpr std::array<std::string_view, static_cast<std::size_t>(MpiCall::count)> names = {
-      "MPI_Barrier",   "MPI_Bcast",          "MPI_Reduce",
-      "MPI_Allreduce", "MPI_Gather",         "MPI_Gatherv",
-      "MPI_Allgather", "MPI_Allgatherv",     "MPI_Scatter",
-      "MPI_Scatterv",  "MPI_Alltoall",       "MPI_Alltoallv",
-      "MPI_Alltoallw", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block",
-      "MPI_Scan",      "MPI_Exscan",         "MPI_Wait",
-      "MPI_Waitall",   "MPI_Waitany",        "MPI_Waitsome",
-      "MPI_Sendrecv",  "MPI_Sendrecv_replace", "MPI_Recv",
-      "MPI_Probe"};
   const auto index = static_cast<std::size_t>(call);
-  return index < names.size() ? names[index] : "MPI_?";
+  return index < kNames.size() ? kNames[index] : "MPI_?";
+}
+
+MpiCallRole mpi_call_role(MpiCall call) {
+  const auto index = static_cast<std::size_t>(call);
+  return index < kRoles.size() ? kRoles[index] : MpiCallRole::exchange;
 }
 
 }  // namespace corenoise

@@ -34,7 +34,12 @@ struct RankMeasures {
   double involuntary_switches = 0;
   double fault_seconds = 0;            // minor faults × the measured cost of one
   double clock_hz = 0;                 // median effective clock of the main thread
-  double wait_caused_seconds = 0;      // the others' waiting its lateness caused
+  // The others' waiting its lateness caused: at steps (step_math.h) and,
+  // of that, in point-to-point exchanges (peer_waits.h).
+  double wait_caused_seconds = 0;
+  double exchange_wait_seconds = 0;         // of wait_seconds, in point-to-point calls
+  double exchange_wait_caused_seconds = 0;  // of wait_caused_seconds, the others' exchange waits for it
+  double exchange_uncharged_seconds = 0;    // its exchange waits whose peer is not known
 };
 
 inline constexpr std::size_t kRankMeasureCount = sizeof(RankMeasures) / sizeof(double);

@@ -14,7 +14,7 @@
 namespace corenoise {
 namespace {
 
-constexpr char kMagic[8] = {'c', 'n', 'j', 'o', 'b', 0, 0, 1};
+constexpr char kMagic[8] = {'c', 'n', 'j', 'o', 'b', 0, 0, 2};
 
 void copy_text(char* out, std::size_t size, const std::string& text) {
   const std::size_t n = std::min(size - 1, text.size());

@@ -24,7 +24,7 @@
 namespace corenoise {
 
 struct SpillHeader {
-  char magic[8];  // "cnjob\0\0\1"
+  char magic[8];  // "cnjob\0\0\2"
   std::uint32_t header_bytes;
   std::uint32_t bin_capacity;
   std::int32_t rank;

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     const double t0 = monotonic_seconds();
     for (long i = 0; i < calls / 21; ++i) {
       session.enter();
-      session.exit(MpiCall::allreduce, 0x1234, true);
+      session.exit(MpiCall::Allreduce, 0x1234, true);
     }
     per_call.push_back((monotonic_seconds() - t0) / static_cast<double>(calls / 21));
   }
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 201; ++i) {
     const double t0 = monotonic_seconds();
     sampled.enter();
-    sampled.exit(MpiCall::barrier, 0x1234, true);
+    sampled.exit(MpiCall::Barrier, 0x1234, true);
     per_sample.push_back(monotonic_seconds() - t0 - call);
   }
   std::nth_element(per_sample.begin(), per_sample.begin() + 100, per_sample.end());

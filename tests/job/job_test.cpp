@@ -45,6 +45,8 @@ const std::string kPython = PYTHON_BIN;
 const std::string kStory = STORY_SCRIPT;
 const std::string kBsp = BSP_STEP_APP_BIN;
 const std::string kLargeCount = LARGE_COUNT_APP_BIN;
+const std::string kHaloMpich = HALO_APP_MPICH_BIN;
+const std::string kHaloOpenMpi = HALO_APP_OPENMPI_BIN;
 const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
 const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
 // One thread per rank for numpy's BLAS, as the story's user set it (and as
@@ -184,6 +186,123 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
   std::remove(path.c_str());
   EXPECT_EQ(run.report["mpi_family"], "mpich");
   expect_rank_one(run, "other-processes");
+}
+
+// The stencil skeleton (tests/job/halo_app.cpp): ranks synchronise by
+// halo exchanges with their neighbours and join a collective only every
+// 50 steps, so the waiting that matters is in exchanges; `job` is the
+// launcher's whole prefix (binding and rank count).
+JobRun run_halo(const std::string& job, const std::string& halo_app, const std::string& args,
+                const std::string& name) {
+  const std::string path = temp_path(name + ".json");
+  JobRun run;
+  run.result = run_command("timeout -k 5 120 " + job + kCorenoise + " job --no-daemon --json " + path + " -- " +
+                           halo_app + " --steps 300 " + args);
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("halo_app: "), std::string::npos) << run.result.out;
+  run.report = read_json(path);
+  std::remove(path.c_str());
+  return run;
+}
+
+// Rank 1 named for its exchanges: the others' waits in them were charged
+// to it, and the report splits the waiting between collectives and
+// exchanges.
+void expect_rank_one_in_exchanges(const JobRun& run, const std::string& cause) {
+  expect_rank_one(run, cause);
+  const json& report = run.report;
+  const json& late = rank_entry(report, 1);
+  EXPECT_GT(late["exchange_wait_caused_seconds"].get<double>(),
+            rank_entry(report, 0)["exchange_wait_caused_seconds"].get<double>())
+      << report.dump(1);
+  EXPECT_GT(report["exchange_wait_caused_seconds"].get<double>(),
+            report["collective_wait_caused_seconds"].get<double>());
+  EXPECT_GT(report["exchange_wait_seconds"].get<double>(), 0.0);
+  EXPECT_NEAR(report["exchange_wait_seconds"].get<double>() + report["collective_wait_seconds"].get<double>(),
+              report["wait_seconds"].get<double>(), 1e-9);
+  EXPECT_NE(run.result.err.find(" in exchanges"), std::string::npos) << run.result.err;
+}
+
+// The same with a thread of another process taking 30 % of CPU 1 (rank
+// 1's): SCHED_FIFO, as an interrupt thread, or `normal` priority.
+JobRun run_halo_beside_noise(bool normal, const std::string& job, const std::string& halo_app,
+                             const std::string& args, const std::string& name) {
+  std::vector<std::string> inject{kCorenoise, "inject", "--cpus", "1", "--seconds", "60", "--duty", "0.3",
+                                  "--period", "0.01"};
+  if (normal) inject.push_back("--normal");
+  BackgroundProcess noise(inject);
+  EXPECT_EQ(noise.wait_line().rfind("ready", 0), 0u);
+  return run_halo(job, halo_app, args, name);
+}
+
+TEST(JobHalo, NonblockingExchangeWithRealTimeNoiseNamesItsRank) {
+  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich, "--exchange nonblocking --dims 2",
+                                           "halo-nonblocking");
+  expect_rank_one_in_exchanges(run, "other-processes");
+  bool waitall = false;
+  for (const auto& site : run.report["call_sites"]) waitall = waitall || site["call"] == "MPI_Waitall";
+  EXPECT_TRUE(waitall) << run.report["call_sites"].dump(1);
+}
+
+// The shape of the report that found nobody before blocking sends were
+// waits: MPI_Irecv, a blocking MPI_Send (a rendezvous: it waits for the
+// receiver), MPI_Wait, with another process taking 30 % of rank 1's core
+// at normal priority, under Open MPI.
+TEST(JobHalo, IrecvSendWaitWithAnotherProcessNamesItsRank) {
+  const JobRun run =
+      run_halo_beside_noise(true, kOpenMpi.bound_job(2), kHaloOpenMpi, "--exchange irecv-send", "halo-irecv-send");
+  EXPECT_EQ(run.report["mpi_family"], "openmpi");
+  expect_rank_one_in_exchanges(run, "other-processes");
+  std::set<std::string> calls;
+  for (const auto& site : run.report["call_sites"]) calls.insert(site["call"].get<std::string>());
+  EXPECT_TRUE(calls.count("MPI_Send") == 1 && calls.count("MPI_Wait") == 1) << run.report["call_sites"].dump(1);
+}
+
+TEST(JobHalo, BlockingSendRecvWithRealTimeNoiseNamesItsRank) {
+  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich, "--exchange blocking", "halo-blocking");
+  expect_rank_one_in_exchanges(run, "other-processes");
+}
+
+// Four ranks on two CPUs (Open MPI oversubscribed: its ranks yield in
+// their waits), two bound to each, on a 2 × 2 grid, rank 2 with 1.5 times
+// the work: its neighbours' waits are charged to it, and it is named with
+// more-work. Rank 0 shares its CPU and is slowed by it for real: named
+// with other-processes (the job's own ranks are not listed as culprits).
+// The ranks on the
+// other CPU waited and passed the delay on: not named.
+TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedWithItsCpuMate) {
+  const JobRun run = run_halo(kOpenMpi.launcher() + " --oversubscribe --map-by core --bind-to core:overload-allowed -n 4 ",
+                              kHaloOpenMpi, "--exchange nonblocking --dims 2 --larger 2:1.5", "halo-four");
+  const json& report = run.report;
+  SCOPED_TRACE(run.result.err);
+  ASSERT_EQ(report["ranks_reported"], 4);
+  ASSERT_EQ(rank_entry(report, 0)["cpus"], "0");
+  ASSERT_EQ(rank_entry(report, 2)["cpus"], "0");
+  EXPECT_EQ(rank_entry(report, 2)["cause"], "more-work") << rank_entry(report, 2).dump(1);
+  const json& mate = rank_entry(report, 0);
+  EXPECT_EQ(mate["cause"], "other-processes") << mate.dump(1);
+  EXPECT_EQ(std::set<int>(report["worst_ranks"].begin(), report["worst_ranks"].end()), (std::set<int>{0, 2}));
+  for (int rank : {1, 3}) EXPECT_EQ(rank_entry(report, rank)["cause"], "none") << rank_entry(report, rank).dump(1);
+}
+
+// Clean runs name nobody, under both families, and the program's output
+// is the same with the library as without.
+TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
+  struct Case {
+    const MpiLauncher& launcher;
+    std::string app;
+  } cases[] = {{kMpich, kHaloMpich}, {kOpenMpi, kHaloOpenMpi}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.launcher.family);
+    const std::string args = "--exchange nonblocking --dims 2 --passes 300";
+    const auto plain = run_command("timeout -k 5 60 " + c.launcher.bound_job(2) + c.app + " --steps 300 " + args);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const JobRun run = run_halo(c.launcher.bound_job(2), c.app, args, "halo-clean-" + c.launcher.family);
+    EXPECT_EQ(run.result.out, plain.out);
+    EXPECT_TRUE(run.report["worst_ranks"].empty()) << run.report.dump(1);
+    for (const auto& r : run.report["ranks"]) EXPECT_EQ(r["cause"], "none") << r.dump(1);
+    EXPECT_GT(run.report["exchange_wait_seconds"].get<double>(), 0.0);
+  }
 }
 
 // A rank SIGKILLed mid-job (as the OOM killer would): hydra then kills

@@ -23,7 +23,7 @@ TEST(IntervalRecorderTest, ComputeAndWaitTotalsFromScriptedCalls) {
   EXPECT_DOUBLE_EQ(recorder.totals().compute_cpu_seconds, 1.5);
   // Inside a call the open interval is a wait, not compute.
   EXPECT_DOUBLE_EQ(recorder.compute_seconds_at(12.25), 2.0);
-  recorder.exit(12.5, 2.75, MpiCall::allreduce, 0x1000, true);  // 0.5 s waiting
+  recorder.exit(12.5, 2.75, MpiCall::Allreduce, 0x1000, true);  // 0.5 s waiting
   EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 0.5);
 
   // The CPU time spent inside the call (polling) is not compute CPU time.
@@ -31,11 +31,11 @@ TEST(IntervalRecorderTest, ComputeAndWaitTotalsFromScriptedCalls) {
   EXPECT_DOUBLE_EQ(recorder.totals().compute_seconds, 5.0);
   EXPECT_DOUBLE_EQ(recorder.totals().compute_cpu_seconds, 4.5);
   recorder.exclude(0.25);  // the library sampled for 0.25 s inside the call
-  recorder.exit(16.5, 6.0, MpiCall::allreduce, 0x1000, true);  // 1 s, 0.75 s of it a wait
+  recorder.exit(16.5, 6.0, MpiCall::Allreduce, 0x1000, true);  // 1 s, 0.75 s of it a wait
   EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.25);
 
   recorder.enter(17.0, 6.25);
-  recorder.exit(17.25, 6.25, MpiCall::barrier, 0x2000, false);
+  recorder.exit(17.25, 6.25, MpiCall::Barrier, 0x2000, false);
 
   const IntervalTotals& t = recorder.totals();
   EXPECT_DOUBLE_EQ(t.compute_seconds, 5.5);
@@ -55,23 +55,44 @@ TEST(IntervalRecorderTest, ComputeAndWaitTotalsFromScriptedCalls) {
   EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[1], 0.0);
 }
 
+// Point-to-point calls' waits are also summed apart (mpi_calls.h's
+// roles), and exit() returns the wait, which the session charges to peers.
+TEST(IntervalRecorderTest, ExchangeWaitsAreSummedApartAndReturned) {
+  IntervalRecorder recorder(0.0, 0.0);
+  recorder.enter(1.0, 1.0);
+  EXPECT_DOUBLE_EQ(recorder.exit(1.5, 1.0, MpiCall::Waitall, 0x10, false), 0.5);
+  recorder.enter(2.0, 1.5);
+  EXPECT_DOUBLE_EQ(recorder.exit(2.25, 1.5, MpiCall::Send, 0x20, false), 0.25);
+  recorder.enter(3.0, 2.0);
+  EXPECT_DOUBLE_EQ(recorder.exit(4.0, 2.0, MpiCall::Allreduce, 0x30, true), 1.0);
+  recorder.enter(5.0, 3.0);
+  recorder.exit(5.125, 3.0, MpiCall::Bcast, 0x40, false);
+  EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.875);
+  EXPECT_DOUBLE_EQ(recorder.totals().exchange_wait_seconds, 0.75);
+  EXPECT_EQ(mpi_call_role(MpiCall::Mprobe), MpiCallRole::exchange);
+  EXPECT_EQ(mpi_call_role(MpiCall::Scan), MpiCallRole::rooted);
+  EXPECT_EQ(mpi_call_role(MpiCall::Reduce_scatter_block), MpiCallRole::collective);
+  EXPECT_EQ(mpi_call_name(MpiCall::Sendrecv_replace), "MPI_Sendrecv_replace");
+  EXPECT_EQ(mpi_call_name(MpiCall::Bsend), "MPI_Bsend");
+}
+
 TEST(IntervalRecorderTest, ExcludedTimeCountsOnlyForTheCallInProgress) {
   IntervalRecorder recorder(0.0, 0.0);
   recorder.exclude(0.5);  // before the call: reset by enter()
   recorder.enter(1.0, 1.0);
-  recorder.exit(2.0, 1.0, MpiCall::barrier, 0x10, false);
+  recorder.exit(2.0, 1.0, MpiCall::Barrier, 0x10, false);
   EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.0);
 
   recorder.enter(3.0, 2.0);
   recorder.exclude(0.125);
   recorder.exclude(0.125);  // two samples in one call add up
-  recorder.exit(4.0, 2.0, MpiCall::barrier, 0x10, false);
+  recorder.exit(4.0, 2.0, MpiCall::Barrier, 0x10, false);
   EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.75);
 
   // More excluded than the call lasted: a wait of 0, never negative.
   recorder.enter(5.0, 3.0);
   recorder.exclude(2.0);
-  recorder.exit(5.5, 3.0, MpiCall::barrier, 0x10, false);
+  recorder.exit(5.5, 3.0, MpiCall::Barrier, 0x10, false);
   EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.75);
   EXPECT_EQ(recorder.totals().calls, 3u);
   const auto sites = recorder.call_sites();
@@ -89,23 +110,23 @@ TEST(IntervalRecorderTest, ASiteIsOneCallFromOneReturnAddress) {
     now += wait;
     recorder.exit(now, now, c, address, false);
   };
-  call(MpiCall::allreduce, 0x4000, 0.5);
-  call(MpiCall::allreduce, 0x4000, 0.25);  // same call, same address: the same site
-  call(MpiCall::allreduce, 0x5000, 1.0);   // another address: another site
-  call(MpiCall::bcast, 0x4000, 0.125);     // another call from the same address
+  call(MpiCall::Allreduce, 0x4000, 0.5);
+  call(MpiCall::Allreduce, 0x4000, 0.25);  // same call, same address: the same site
+  call(MpiCall::Allreduce, 0x5000, 1.0);   // another address: another site
+  call(MpiCall::Bcast, 0x4000, 0.125);     // another call from the same address
 
   const std::vector<CallSite> sites = recorder.call_sites();
   ASSERT_EQ(sites.size(), 3u);
-  EXPECT_EQ(sites[0].call, MpiCall::allreduce);
+  EXPECT_EQ(sites[0].call, MpiCall::Allreduce);
   EXPECT_EQ(sites[0].return_address, 0x4000u);
   EXPECT_EQ(sites[0].calls, 2u);
   EXPECT_DOUBLE_EQ(sites[0].wait_seconds, 0.75);
   EXPECT_DOUBLE_EQ(sites[0].wait_max_seconds, 0.5);
-  EXPECT_EQ(sites[1].call, MpiCall::allreduce);
+  EXPECT_EQ(sites[1].call, MpiCall::Allreduce);
   EXPECT_EQ(sites[1].return_address, 0x5000u);
   EXPECT_EQ(sites[1].calls, 1u);
   EXPECT_DOUBLE_EQ(sites[1].wait_seconds, 1.0);
-  EXPECT_EQ(sites[2].call, MpiCall::bcast);
+  EXPECT_EQ(sites[2].call, MpiCall::Bcast);
   EXPECT_EQ(sites[2].return_address, 0x4000u);
   EXPECT_EQ(sites[2].calls, 1u);
   EXPECT_DOUBLE_EQ(sites[2].wait_seconds, 0.125);
@@ -120,11 +141,11 @@ TEST(IntervalRecorderTest, SitesComeInFirstCallOrderNotHashOrder) {
   double now = 0;
   for (std::uintptr_t a : addresses) {
     recorder.enter(now += 1, 0);
-    recorder.exit(now += 0.5, 0, MpiCall::wait, a, false);
+    recorder.exit(now += 0.5, 0, MpiCall::Wait, a, false);
   }
   for (auto it = addresses.rbegin(); it != addresses.rend(); ++it) {
     recorder.enter(now += 1, 0);
-    recorder.exit(now += 0.5, 0, MpiCall::wait, *it, false);
+    recorder.exit(now += 0.5, 0, MpiCall::Wait, *it, false);
   }
   const auto sites = recorder.call_sites();
   ASSERT_EQ(sites.size(), addresses.size());
@@ -143,18 +164,18 @@ TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {
   };
   // kMaxCallSites distinct sites fill the table (header: "Sites past
   // kMaxCallSites are counted in one entry per call").
-  for (std::uintptr_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i) call(MpiCall::recv, 0x10000 + 8 * i);
+  for (std::uintptr_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i) call(MpiCall::Recv, 0x10000 + 8 * i);
   // Past it: two more Allreduce sites and one Barrier site.
-  call(MpiCall::allreduce, 0x90000);
-  call(MpiCall::allreduce, 0x90008);
-  call(MpiCall::barrier, 0x90010);
+  call(MpiCall::Allreduce, 0x90000);
+  call(MpiCall::Allreduce, 0x90008);
+  call(MpiCall::Barrier, 0x90010);
   // A site already in the table still finds its own entry.
-  call(MpiCall::recv, 0x10000);
+  call(MpiCall::Recv, 0x10000);
 
   const auto sites = recorder.call_sites();
   ASSERT_EQ(sites.size(), IntervalRecorder::kMaxCallSites + 2);
   for (std::size_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i) {
-    EXPECT_EQ(sites[i].call, MpiCall::recv);
+    EXPECT_EQ(sites[i].call, MpiCall::Recv);
     EXPECT_EQ(sites[i].return_address, 0x10000 + 8 * i);
     EXPECT_EQ(sites[i].calls, i == 0 ? 2u : 1u);
   }
@@ -166,12 +187,12 @@ TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {
     }
     return nullptr;
   };
-  const CallSite* allreduce = overflow(MpiCall::allreduce);
+  const CallSite* allreduce = overflow(MpiCall::Allreduce);
   ASSERT_NE(allreduce, nullptr);
   EXPECT_EQ(allreduce->return_address, 0u);
   EXPECT_EQ(allreduce->calls, 2u);
   EXPECT_DOUBLE_EQ(allreduce->wait_seconds, 1.0);
-  const CallSite* barrier = overflow(MpiCall::barrier);
+  const CallSite* barrier = overflow(MpiCall::Barrier);
   ASSERT_NE(barrier, nullptr);
   EXPECT_EQ(barrier->return_address, 0u);
   EXPECT_EQ(barrier->calls, 1u);
@@ -246,7 +267,7 @@ TEST(IntervalRecorderTest, StepBinsFollowTheRecorderBinLimit) {
     now += 1;
     recorder.enter(now, now);
     now += k;
-    recorder.exit(now, now, MpiCall::allreduce, 0x1, true);
+    recorder.exit(now, now, MpiCall::Allreduce, 0x1, true);
   }
   EXPECT_EQ(recorder.step_waits().steps(), 6u);
   EXPECT_EQ(recorder.step_waits().steps_per_bin(), 2u);

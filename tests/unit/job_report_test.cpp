@@ -269,6 +269,31 @@ TEST(JobBannerTest, NamesTheWorstRankItsHostAndTheFix) {
   EXPECT_EQ(one.find("rank 3 on node-b"), std::string::npos) << one;
 }
 
+// A stencil's job: rank 3's lateness was waited for in exchanges, and
+// the report splits the waiting, and the waiting caused, between
+// collectives and exchanges.
+TEST(JobReportTest, WaitingIsSplitBetweenCollectivesAndExchanges) {
+  auto records = four_ranks();
+  for (auto& r : records) r.measures.exchange_wait_seconds = 4;
+  records[3].measures.exchange_wait_seconds = 0.5;
+  records[3].measures.exchange_wait_caused_seconds = 0.75;  // of its wait_caused_seconds, 1
+  records[1].measures.exchange_uncharged_seconds = 0.25;
+  const json report = job_report(facts(), records);
+  EXPECT_DOUBLE_EQ(report["exchange_wait_seconds"].get<double>(), 12.5);
+  EXPECT_DOUBLE_EQ(report["collective_wait_seconds"].get<double>(), 47 - 12.5);
+  EXPECT_DOUBLE_EQ(report["exchange_wait_caused_seconds"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(report["collective_wait_caused_seconds"].get<double>(), 4 - 0.75);
+  EXPECT_DOUBLE_EQ(report["exchange_uncharged_seconds"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_caused_seconds"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_seconds"].get<double>(), 0.5);
+  const std::string banner = job_banner(report);
+  EXPECT_NE(banner.find("the ranks waited 47.00 s in MPI (58 % of their time): 34.50 s at collectives, 12.50 s in exchanges"),
+            std::string::npos)
+      << banner;
+  EXPECT_NE(banner.find("4.00 s of it for late ranks: 3.25 s at collectives, 750.0 ms in exchanges"), std::string::npos)
+      << banner;
+}
+
 TEST(JobBannerTest, AnIncompleteReportSaysSo) {
   JobFacts f = facts();
   f.incomplete_reason = "rank 3 did not reach MPI_Finalize within 30 s";

@@ -736,9 +736,14 @@
         "div",
         { className: "cards" },
         card("waiting in MPI, summed over ranks", seconds(report.wait_seconds), fixed(busy > 0 ? (100 * report.wait_seconds) / busy : NaN, 1) + " % of the ranks' time"),
-        card("computing, summed over ranks", seconds(report.compute_seconds), "between the collectives"),
+        card("computing, summed over ranks", seconds(report.compute_seconds), "between the blocking MPI calls"),
         card("wait caused by late ranks", seconds(report.wait_caused_seconds),
           fixed(report.wait_seconds > 0 ? (100 * report.wait_caused_seconds) / report.wait_seconds : NaN, 1) + " % of the waiting"),
+        // Older reports (before exchanges were charged) have no split.
+        isNum(report.exchange_wait_seconds)
+          ? card("at collectives / in exchanges", seconds(report.collective_wait_seconds) + " / " + seconds(report.exchange_wait_seconds),
+              "waiting; caused by late ranks: " + seconds(report.collective_wait_caused_seconds) + " / " + seconds(report.exchange_wait_caused_seconds))
+          : null,
       ),
       el("p", { className: "meta" }, "What the waiting was for: the waiting the late ranks caused, by cause of their lateness:"),
       el(
