@@ -41,7 +41,7 @@ test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium ipro
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev wrk faketime strace
   slurmctld slurmd slurm-client munge
-  python3-mpi4py python3-numpy)
+  python3-mpi4py python3-numpy scalapack-mpi-test)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

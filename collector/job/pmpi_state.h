@@ -25,6 +25,16 @@ extern JobProcess process;
 extern thread_local bool is_main __attribute__((tls_model("initial-exec")));
 extern thread_local int depth __attribute__((tls_model("initial-exec")));
 
+// MPI_Init's and MPI_Finalize's work, shared by the C and Fortran entry
+// points (pmpi_wrappers.cpp): whether to measure at all (before the
+// library's init: the program must use this family's libmpi); the
+// session's start once MPI is up (once, whichever entry point comes
+// first); and the reduction before MPI's own finalize, false when a rank
+// is missing and MPI's finalize would wait for it forever.
+bool measure_this_program();
+void mpi_started();
+bool before_finalize();
+
 inline JobSession* recording() { return is_main && depth == 0 ? process.session : nullptr; }
 
 // The peers an exchange waited for, ranks of the job; at most kMax (a

@@ -70,9 +70,11 @@ void start() {
   PMPI_Comm_dup(MPI_COMM_WORLD, &process.comm);
   PMPI_Comm_rank(process.comm, &process.rank);
   PMPI_Comm_size(process.comm, &process.size);
-  PMPI_Comm_split_type(process.comm, MPI_COMM_TYPE_SHARED, process.rank, MPI_INFO_NULL, &process.node);
+  PMPI_Comm_split_type(process.comm, MPI_COMM_TYPE_SHARED, process.rank, MPI_INFO_NULL,
+                       &process.node);
   PMPI_Comm_rank(process.node, &process.node_rank);
-  if (!warnings.empty() && process.rank == 0) std::fprintf(stderr, "corenoise job: %s\n", warnings.c_str());
+  if (!warnings.empty() && process.rank == 0)
+    std::fprintf(stderr, "corenoise job: %s\n", warnings.c_str());
   // The node's tasks before the first step, for naming what ran beside
   // the job (node_tasks.h); one rank per node pays for the scan.
   if (process.node_rank == 0) process.tasks_at_start = scan_tasks(options.proc_root);
@@ -85,7 +87,8 @@ void start() {
           process.session->cpus(), process.session->started_unix_seconds(),
           IntervalRecorder::kMaxStepBins));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "corenoise job: rank %d keeps no spill file: %s\n", process.rank, e.what());
+      std::fprintf(stderr, "corenoise job: rank %d keeps no spill file: %s\n", process.rank,
+                   e.what());
     }
   }
   is_main = true;
@@ -104,46 +107,56 @@ void start_safely() {
 }
 
 }  // namespace
+
+bool measure_this_program() { return family_matches(); }
+
+void mpi_started() {
+  // Once: a Fortran binding's MPI_Init may reach the C one (MPICH's does).
+  if (process.session == nullptr && !is_main) start_safely();
+}
+
+bool before_finalize() {
+  if (process.session == nullptr || !is_main) return true;
+  bool everyone = true;
+  // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
+  // from an exit handler): a failure costs the report, never the job.
+  try {
+    everyone = finish_job(process);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", process.rank, e.what());
+  }
+  process.session = nullptr;
+  if (!everyone) {
+    // A rank is gone: MPI_Finalize is collective and would wait for it
+    // forever. The job's figures are written; let the process end.
+    std::fprintf(stderr,
+                 "corenoise job: rank %d: not every rank reached MPI_Finalize; returning "
+                 "without finalizing MPI, which would wait for them forever\n",
+                 process.rank);
+  }
+  return everyone;
+}
+
 }  // namespace corenoise
 
 extern "C" {
 
 CORENOISE_EXPORT int MPI_Init(int* argc, char*** argv) {
-  const bool measure = corenoise::family_matches();
+  const bool measure = corenoise::measure_this_program();
   const int result = PMPI_Init(argc, argv);
-  if (result == MPI_SUCCESS && measure) corenoise::start_safely();
+  if (result == MPI_SUCCESS && measure) corenoise::mpi_started();
   return result;
 }
 
 CORENOISE_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  const bool measure = corenoise::family_matches();
+  const bool measure = corenoise::measure_this_program();
   const int result = PMPI_Init_thread(argc, argv, required, provided);
-  if (result == MPI_SUCCESS && measure) corenoise::start_safely();
+  if (result == MPI_SUCCESS && measure) corenoise::mpi_started();
   return result;
 }
 
 CORENOISE_EXPORT int MPI_Finalize() {
-  if (corenoise::process.session != nullptr && corenoise::is_main) {
-    bool everyone = true;
-    // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
-    // from an exit handler): a failure costs the report, never the job.
-    try {
-      everyone = corenoise::finish_job(corenoise::process);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", corenoise::process.rank, e.what());
-    }
-    corenoise::process.session = nullptr;
-    if (!everyone) {
-      // A rank is gone: MPI_Finalize is collective and would wait for it
-      // forever. The job's figures are written; let the process end.
-      std::fprintf(stderr,
-                   "corenoise job: rank %d: not every rank reached MPI_Finalize; returning "
-                   "without finalizing MPI, which would wait for them forever\n",
-                   corenoise::process.rank);
-      return MPI_SUCCESS;
-    }
-  }
-  return PMPI_Finalize();
+  return corenoise::before_finalize() ? PMPI_Finalize() : MPI_SUCCESS;
 }
 
 CORENOISE_EXPORT int MPI_Comm_free(MPI_Comm* comm) {

@@ -8,7 +8,7 @@
 //
 //   halo_app [--steps N] [--step-ms T] [--exchange nonblocking|irecv-send|blocking]
 //            [--dims 1|2] [--halo-bytes B] [--allreduce-every K] [--larger RANK:FACTOR]
-//            [--passes P]
+//            [--passes P] [--median-step]
 //
 //   nonblocking  MPI_Irecv and MPI_Isend to every neighbour, one MPI_Waitall;
 //   irecv-send   MPI_Irecv, then a blocking MPI_Send, then MPI_Wait, per
@@ -21,11 +21,14 @@
 // RANK of --larger does FACTOR times as much. --passes fixes the work
 // instead (the checksum then depends on nothing but the arguments). Rank 0 prints a checksum of
 // the final field, so a run under `corenoise job` can be compared with one
-// without. It stands in for a user's code, so it calls MPI directly.
+// without; --median-step also prints rank 0's median step (its work and
+// exchange, seconds), for the overhead benchmark. It stands in for a user's code, so it calls MPI
+// directly.
 //
 // Exit status: 0 done, 1 bad arguments.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +49,7 @@ struct Options {
   int larger_rank = -1;
   double larger_factor = 1.0;
   long passes = 0;  // 0: calibrated
+  bool median_step = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -71,6 +75,8 @@ Options parse(int argc, char** argv) {
       o.dims = std::atoi(value().c_str());
     else if (arg == "--halo-bytes")
       o.halo_bytes = std::atoi(value().c_str());
+    else if (arg == "--median-step")
+      o.median_step = true;
     else if (arg == "--passes")
       o.passes = std::atol(value().c_str());
     else if (arg == "--allreduce-every")
@@ -155,7 +161,10 @@ int main(int argc, char** argv) {
   }
   const int n = static_cast<int>(neighbours.size());
   double residual = 0;
+  std::vector<double> step_seconds;
+  step_seconds.reserve(static_cast<std::size_t>(o.steps));
   for (int step = 0; step < o.steps; ++step) {
+    const auto step_start = std::chrono::steady_clock::now();
     double sum = 0;
     for (long p = 0; p < passes; ++p) sum += work_pass(field);
     for (int k = 0; k < n; ++k)

@@ -21,7 +21,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -47,6 +50,8 @@ const std::string kBsp = BSP_STEP_APP_BIN;
 const std::string kLargeCount = LARGE_COUNT_APP_BIN;
 const std::string kHaloMpich = HALO_APP_MPICH_BIN;
 const std::string kHaloOpenMpi = HALO_APP_OPENMPI_BIN;
+const std::string kHaloFortranDir = HALO_FORTRAN_DIR;
+const std::string kScalapackInputs = SCALAPACK_INPUTS;
 const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
 const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
 // One thread per rank for numpy's BLAS, as the story's user set it (and as
@@ -305,6 +310,102 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
   }
 }
 
+// A Fortran program (`use mpi`), built by each family's mpif90: under
+// Open MPI its binding calls PMPI_ directly, so only the library's Fortran
+// entry points see it. Measured like the C halo: its calls and steps, and
+// rank 1, given 1.5 times the work, named first with more-work.
+TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
+  for (const MpiLauncher& launcher : {kMpich, kOpenMpi}) {
+    SCOPED_TRACE(launcher.family);
+    const std::string program = kHaloFortranDir + "/halo_fortran_" + launcher.family;
+    ASSERT_EQ(::access(program.c_str(), X_OK), 0)
+        << program << " was not built: mpif90." << launcher.family << " is missing (apt-get install "
+        << (launcher.family == "mpich" ? "libmpich-dev" : "libopenmpi-dev") << ", which brings gfortran)";
+    const auto plain = run_command("timeout -k 5 60 " + launcher.bound_job(2) + program + " 200 300");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const std::string path = temp_path("fortran-" + launcher.family + ".json");
+    const auto result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise + " job --no-daemon --json " +
+                                    path + " -- " + program + " 200 300");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out, plain.out);
+    const json report = read_json(path);
+    std::remove(path.c_str());
+    // 4 allreduces and the closing barrier; the reduce is rooted.
+    EXPECT_EQ(report["steps"], 5) << report.dump(1);
+    std::map<std::string, double> calls;
+    for (const auto& site : report["call_sites"]) calls[site["call"].get<std::string>()] += site["calls"].get<double>();
+    EXPECT_EQ(calls["MPI_Waitall"], 200) << report["call_sites"].dump(1);
+    EXPECT_EQ(calls["MPI_Sendrecv"], 20);
+    EXPECT_EQ(calls["MPI_Allreduce"], 4);
+    EXPECT_EQ(calls["MPI_Barrier"], 1);
+    EXPECT_EQ(calls["MPI_Reduce"], 1);
+    EXPECT_GT(report["exchange_wait_seconds"].get<double>(), 0.0);
+
+    const std::string late_path = temp_path("fortran-late-" + launcher.family + ".json");
+    JobRun run;
+    run.result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise + " job --no-daemon --json " +
+                             late_path + " -- " + program + " 200 300 1");
+    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+    run.report = read_json(late_path);
+    std::remove(late_path.c_str());
+    expect_rank_one(run, "more-work");
+  }
+}
+
+// ScaLAPACK's own test programs from Debian (scalapack-mpi-test: Fortran
+// drivers over BLACS, built for each family), two ranks on a 1 × 2 and a
+// 2 × 1 grid (tests/job/scalapack/*.dat: Debian's inputs with those two
+// grids only): the same verdict on every test with the library as
+// without, and a report of their MPI calls (BLACS's sends and receives,
+// broadcasts, ScaLAPACK's barriers).
+TEST(JobScalapack, DebiansTestProgramsGiveTheSameVerdicts) {
+  const std::string tests_dir = "/usr/lib/x86_64-linux-gnu/scalapack/";
+  // The verdict of each test: its parameters and CHECK, not its timings.
+  const auto verdicts = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+      if (!w.empty() && (w[0] == "WALL" || w[0] == "CPU") && w.size() > 8) {
+        lines.push_back(w[1] + " " + w[2] + " " + w[3] + " " + w[4] + " " + w[5] + " " + w[6] + " " + w[7] + " " +
+                        w.back());
+      }
+      if (line.find("tests completed") != std::string::npos || line.find("tests skipped") != std::string::npos) {
+        lines.push_back(line);
+      }
+    }
+    return lines;
+  };
+  for (const MpiLauncher& launcher : {kMpich, kOpenMpi}) {
+    for (const std::string program : {"xdlu", "xdqr"}) {
+      SCOPED_TRACE(launcher.family + " " + program);
+      const std::string binary = tests_dir + launcher.family + "-tests/" + program;
+      ASSERT_EQ(::access(binary.c_str(), X_OK), 0) << binary << ": apt-get install scalapack-mpi-test "
+                                                   << "(deploy/dev-setup.sh --tests does)";
+      const std::string in_dir = "cd " + kScalapackInputs + " && timeout -k 5 120 ";
+      const auto plain = run_command(in_dir + launcher.launcher() + " -n 2 " + binary);
+      ASSERT_EQ(plain.exit_code, 0) << plain.err;
+      const std::string path = temp_path("scalapack.json");
+      const auto measured = run_command(in_dir + launcher.launcher() + " -n 2 " + kCorenoise +
+                                        " job --no-daemon --json " + path + " -- " + binary);
+      ASSERT_EQ(measured.exit_code, 0) << measured.err;
+      const auto expected = verdicts(plain.out);
+      ASSERT_GE(expected.size(), 20u) << plain.out;
+      EXPECT_EQ(verdicts(measured.out), expected);
+      const json report = read_json(path);
+      std::remove(path.c_str());
+      EXPECT_TRUE(report["complete"].get<bool>()) << report["incomplete_reason"];
+      EXPECT_GE(report["steps"].get<int>(), 20);
+      std::set<std::string> calls;
+      for (const auto& site : report["call_sites"]) calls.insert(site["call"].get<std::string>());
+      for (const char* call : {"MPI_Recv", "MPI_Bcast", "MPI_Barrier"}) {
+        EXPECT_EQ(calls.count(call), 1u) << call << " in " << report["call_sites"].dump(1);
+      }
+    }
+  }
+}
+
 // A rank SIGKILLed mid-job (as the OOM killer would): hydra then kills
 // every rank with SIGKILL, so nothing runs at MPI_Finalize. The job must
 // end, and the spill files must hold what was gathered: both ranks'
@@ -403,7 +504,7 @@ TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
       {" job --budget 50" + program, "--budget"},
       {" job --json /nonexistent/dir/x.json" + program, "cannot write '/nonexistent/dir/x.json'"},
       {" job --spill /tmp/x --no-spill" + program, "contradict"},
-      {" job --report /nonexistent-spill-dir", "no spill file"},
+      {" job --report /nonexistent-spill-dir", "cannot read /nonexistent-spill-dir"},
       {" job --frobnicate" + program, "--frobnicate"},
   };
   for (const auto& c : cases) {
