@@ -12,6 +12,7 @@
 // no session exists.
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -92,6 +93,17 @@ void start() {
     }
   }
   is_main = true;
+  // A child of fork() is not the rank: it must neither sample into the
+  // rank's spill file (a shared mapping) nor report at an MPI_Finalize of
+  // its own. Its copy of the session is dropped, never used.
+  static const bool registered = [] {
+    ::pthread_atfork(nullptr, nullptr, [] {
+      process.session = nullptr;
+      is_main = false;
+    });
+    return true;
+  }();
+  (void)registered;
   // Start together, so that set-up skew is not read as the first step's.
   PMPI_Barrier(process.comm);
 }

@@ -1,0 +1,182 @@
+// `corenoise job` inside programs that do unusual or hostile things
+// (tests/job/hostile_app.cpp, docs/job.md "Unusual programs"): under each
+// family, a run under the library prints what a run without it prints,
+// ends with the same exit status, and leaves a report that is right or
+// says it is incomplete. No timing is judged.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "json_file.h"
+#include "mpi_launchers.h"
+#include "process.h"
+
+namespace corenoise {
+namespace {
+
+using nlohmann::json;
+using testing::MpiLauncher;
+using testing::run_command;
+
+const std::string kCorenoise = CORENOISE_BIN;
+const std::string kHostileDir = HOSTILE_APP_DIR;
+const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
+const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
+const MpiLauncher* const kLaunchers[] = {&kMpich, &kOpenMpi};
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/corenoise-hostile-" + std::to_string(getpid()) + "-" + name;
+}
+
+struct Compared {
+  testing::CommandResult plain, measured;
+  json report;  // null when none was written at MPI_Finalize
+  std::string spill_dir;
+};
+
+// MODE of the family's hostile_app, 2 ranks, without and with the library.
+Compared compare(const MpiLauncher& launcher, const std::string& mode) {
+  Compared c;
+  const std::string app = kHostileDir + "/hostile_app_" + launcher.family + " " + mode;
+  const std::string job = "timeout -k 5 60 " + launcher.bound_job(2);
+  c.plain = run_command(job + app);
+  const std::string path = temp_path(mode + "-" + launcher.family + ".json");
+  std::remove(path.c_str());
+  c.spill_dir = path + ".ranks";
+  c.measured =
+      run_command(job + kCorenoise + " job --no-daemon --quiet --finalize-timeout 5 --json " +
+                  path + " -- " + app);
+  if (std::filesystem::exists(path)) {
+    c.report = testing::read_json(path);
+    std::remove(path.c_str());
+  }
+  EXPECT_NE(c.measured.exit_code, 124) << "hung: " << c.measured.err;
+  EXPECT_EQ(c.measured.exit_code, c.plain.exit_code) << c.plain.err << "\n----\n" << c.measured.err;
+  EXPECT_EQ(c.measured.out, c.plain.out);
+  return c;
+}
+
+void expect_complete(const Compared& c) {
+  ASSERT_TRUE(c.report.is_object()) << c.measured.err;
+  EXPECT_TRUE(c.report["complete"].get<bool>()) << c.report["incomplete_reason"];
+  EXPECT_EQ(c.report["ranks_reported"], 2);
+  EXPECT_FALSE(std::filesystem::exists(c.spill_dir));
+}
+
+// What the spill files say about a job that never reached MPI_Finalize.
+void expect_spilled_incomplete(const Compared& c) {
+  EXPECT_TRUE(c.report.is_null());
+  const std::string path = temp_path("from-spill.json");
+  const auto report = run_command(kCorenoise + " job --report " + c.spill_dir + " --json " + path);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const json spilled = testing::read_json(path);
+  EXPECT_FALSE(spilled["complete"].get<bool>());
+  EXPECT_NE(report.err.find("INCOMPLETE"), std::string::npos) << report.err;
+  std::filesystem::remove_all(c.spill_dir);
+  std::remove(path.c_str());
+}
+
+TEST(JobHostile, InitThreadFromAnotherThread) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const Compared c = compare(*l, "init-thread-elsewhere");
+    EXPECT_EQ(c.plain.exit_code, 0);
+    expect_complete(c);
+    EXPECT_GE(c.report["steps"].get<int>(), 10);  // recorded on the thread that called MPI_Init
+  }
+}
+
+TEST(JobHostile, CollectivesFromFourThreadsUnderThreadMultiple) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const Compared c = compare(*l, "threads-multiple");
+    EXPECT_EQ(c.plain.exit_code, 0);
+    expect_complete(c);
+    // The main thread's 20 allreduces; the other threads' pass unrecorded.
+    EXPECT_EQ(c.report["steps"], 20) << c.report.dump(1);
+  }
+}
+
+TEST(JobHostile, AForkedChildThatExitsOrExecsIsNotTheRank) {
+  for (const MpiLauncher* l : kLaunchers) {
+    for (const std::string mode : {"fork-exit", "fork-exec"}) {
+      SCOPED_TRACE(l->family + " " + mode);
+      const Compared c = compare(*l, mode);
+      EXPECT_EQ(c.plain.exit_code, 0) << c.plain.err;
+      expect_complete(c);
+      EXPECT_EQ(c.report["steps"], 20);
+      // One report, rank 0's: the children wrote none and said nothing.
+      EXPECT_EQ(c.measured.err.find("corenoise job: rank"), std::string::npos) << c.measured.err;
+    }
+  }
+}
+
+TEST(JobHostile, AffinityChangedAfterInitAndAThousandThreads) {
+  for (const MpiLauncher* l : kLaunchers) {
+    for (const std::string mode : {"affinity", "thousand-threads"}) {
+      SCOPED_TRACE(l->family + " " + mode);
+      const Compared c = compare(*l, mode);
+      EXPECT_EQ(c.plain.exit_code, 0) << c.plain.err;
+      expect_complete(c);
+      EXPECT_EQ(c.report["steps"], 20);
+    }
+  }
+}
+
+TEST(JobHostile, MpiAbortFromOneRankEndsTheJobAsWithout) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const Compared c = compare(*l, "abort");
+    EXPECT_NE(c.plain.exit_code, 0);
+    expect_spilled_incomplete(c);
+  }
+}
+
+TEST(JobHostile, NoFinalizeEndsTheJobAsWithout) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const Compared c = compare(*l, "no-finalize");
+    expect_spilled_incomplete(c);
+  }
+}
+
+TEST(JobHostile, CallsBeforeInitAndAfterFinalizePassThrough) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const Compared c = compare(*l, "outside");
+    EXPECT_EQ(c.plain.exit_code, 0) << c.plain.err;
+    EXPECT_NE(c.measured.out.find("after: finalized 1"), std::string::npos) << c.measured.out;
+    expect_complete(c);
+  }
+}
+
+// SIGTERM to one rank mid-job (scancel's first signal): the launcher ends
+// the job as it would without the library, and the spill files hold what
+// was measured.
+TEST(JobHostile, SigtermToOneRankEndsTheJobAndLeavesTheSpillFiles) {
+  for (const MpiLauncher* l : kLaunchers) {
+    SCOPED_TRACE(l->family);
+    const std::string path = temp_path("sigterm-" + l->family + ".json");
+    const std::string app = kHostileDir + "/hostile_app_" + l->family;
+    // Rank 1 is the process whose launcher rank variable says 1.
+    const std::string kill_rank_one = "(sleep 3; for p in $(pgrep -f '" + app +
+                                      " sleep'); do "
+                                      "tr '\\0' '\\n' < /proc/$p/environ | grep -qE "
+                                      "'^(PMI_RANK|OMPI_COMM_WORLD_RANK)=1$' && kill -TERM $p; "
+                                      "done) & ";
+    const auto result =
+        run_command(kill_rank_one + "timeout -k 5 60 " + l->bound_job(2) + kCorenoise +
+                    " job --no-daemon --quiet --json " + path + " -- " + app + " sleep");
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_NE(result.exit_code, 124) << "hung: " << result.err;
+    Compared c;
+    c.spill_dir = path + ".ranks";
+    expect_spilled_incomplete(c);
+  }
+}
+
+}  // namespace
+}  // namespace corenoise
