@@ -4,10 +4,13 @@
 // thread only, so implementations need no locking of their own.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/job_causes.h"
@@ -49,13 +52,23 @@ struct JobCpuLoss {
 };
 
 // A job's report to one node (the protocol checks every bound of
-// docs/control.md; the handler checks the CPUs are this node's).
+// docs/control.md; the handler checks the CPUs are this node's, and that
+// a rank sent it: daemon/job_admission.h).
 struct JobRequest {
   std::string job_id;  // 1 to 128 printable ASCII characters; for the log and `status` only
   double ended_unix_seconds = 0;
   double elapsed_seconds = 1;    // wall time of the job, > 0
   unsigned ranks = 1;            // ranks of the whole job, >= 1
   std::vector<JobCpuLoss> cpus;  // each cpu at most once
+};
+
+// Who is on the other end of a connection: SO_PEERCRED of the accepted
+// socket, i.e. the process that called connect() (its process id, in the
+// daemon's pid namespace) and its effective uid and gid at that moment.
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
 };
 
 class ControlHandler {
@@ -71,8 +84,17 @@ class ControlHandler {
   virtual nlohmann::json publish(const PublishRequest& request) = 0;
   virtual void calibrate(Reply reply) = 0;
   // Not restricted to root or the control group: the job's own ranks send
-  // it, as the job's user. It may only add to the job counters.
-  virtual nlohmann::json job(const JobRequest& request) = 0;
+  // it, as the job's user. It may only add to the job counters, and the
+  // handler decides from `peer` (nullopt: the kernel gave no credentials)
+  // whether the sender is a rank that may report (daemon/job_admission.h).
+  virtual nlohmann::json job(const JobRequest& request,
+                             const std::optional<PeerCredentials>& peer) = 0;
+  // A `job` line the protocol refused (`error` is the reply the client
+  // gets), from `peer`: for the handler to count. Nothing by default.
+  virtual void job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) {
+    static_cast<void>(error);
+    static_cast<void>(peer);
+  }
 };
 
 }  // namespace corenoise

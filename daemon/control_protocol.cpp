@@ -303,6 +303,32 @@ json parse_line(std::string_view line, int max_depth, const std::string& what) {
   }
 }
 
+// The request `command` names, from its object. Throws ProtocolError.
+ControlRequest request_named(const std::string& command, const json& request) {
+  if (command == "status") {
+    check_fields("status", request, {});
+    return StatusRequest{};
+  }
+  if (command == "results") {
+    check_fields("results", request, {});
+    return ResultsRequest{};
+  }
+  if (command == "pause") return parse_pause(request);
+  if (command == "resume") {
+    check_fields("resume", request, {});
+    return ResumeRequest{};
+  }
+  if (command == "run") return parse_run(request);
+  if (command == "publish") return parse_publish(request);
+  if (command == "calibrate") {
+    check_fields("calibrate", request, {});
+    return CalibrateRequest{};
+  }
+  if (command == "job") return parse_job(request);
+  throw ProtocolError("unknown command " + echo(command) +
+                      " (expected status, results, pause, resume, run, publish, calibrate or job)");
+}
+
 }  // namespace
 
 ControlRequest parse_request(std::string_view line) {
@@ -321,35 +347,17 @@ ControlRequest request_from_json(const json& request) {
   }
   const auto& command = found->get_ref<const std::string&>();
   try {
-    if (command == "status") {
-      check_fields("status", request, {});
-      return StatusRequest{};
-    }
-    if (command == "results") {
-      check_fields("results", request, {});
-      return ResultsRequest{};
-    }
-    if (command == "pause") return parse_pause(request);
-    if (command == "resume") {
-      check_fields("resume", request, {});
-      return ResumeRequest{};
-    }
-    if (command == "run") return parse_run(request);
-    if (command == "publish") return parse_publish(request);
-    if (command == "calibrate") {
-      check_fields("calibrate", request, {});
-      return CalibrateRequest{};
-    }
-    if (command == "job") return parse_job(request);
-  } catch (const ProtocolError&) {
+    return request_named(command, request);
+  } catch (ProtocolError& e) {
+    e.command = command;
     throw;
   } catch (const json::exception& e) {
     // Not expected (every access is type-checked first); kept so that a
     // slip here is an error reply, never an exception the server misreads.
-    throw ProtocolError(command + ": " + plain_message(e));
+    ProtocolError error(command + ": " + plain_message(e));
+    error.command = command;
+    throw error;
   }
-  throw ProtocolError("unknown command " + echo(*found) +
-                      " (expected status, results, pause, resume, run, publish, calibrate or job)");
 }
 
 json to_json(const ControlRequest& request) {

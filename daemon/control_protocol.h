@@ -32,10 +32,11 @@ struct CalibrateRequest {};
 using ControlRequest = std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest,
                                     RunRequest, PublishRequest, CalibrateRequest, JobRequest>;
 
-// Bounds of a `job` report. Any local user may send one, so each bounds
-// what a report can add: no cause costs a CPU more than the job's wall
-// time, and no job is reported as longer than ~116 days. 4096 CPUs is
-// more than any node has today.
+// Bounds of a `job` report. Every local user who can connect may send one
+// (the daemon takes it only from a rank: daemon/job_admission.h), so each
+// bounds what a report can add: no cause costs a CPU more than the job's
+// wall time, and no job is reported as longer than ~116 days. 4096 CPUs
+// is more than any node has today.
 inline constexpr std::size_t kMaxJobCpus = 4096;
 inline constexpr std::size_t kMaxJobIdChars = 128;
 inline constexpr double kMaxJobElapsedSeconds = 1e7;
@@ -44,6 +45,9 @@ inline constexpr double kMaxJobElapsedSeconds = 1e7;
 // naming the command, the field and what was expected.
 struct ProtocolError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+  // The request's "command" where the line was an object naming one in a
+  // string ("job"), else empty: so the server can count refused reports.
+  std::string command;
 };
 
 // Deepest JSON nesting a request may have. The reference of a publish is
@@ -73,8 +77,9 @@ nlohmann::json to_json(const ControlRequest& request);
 std::string_view command_name(const ControlRequest& request);
 // True for pause, resume, run, publish and calibrate: the commands only root
 // or the control group may send. False for status and results, which only
-// read, and for job, which the job's own ranks send as the job's user and
-// which can only add bounded amounts to the job counters.
+// read, and for job, which the job's own ranks send as the job's user, which
+// can only add bounded amounts to the job counters, and which the daemon
+// takes only from a rank (daemon/job_admission.h).
 bool needs_privilege(const ControlRequest& request);
 
 // Replies. A handler's reply fields become {"ok":true, ...fields}; a reply

@@ -144,10 +144,8 @@ struct ControlServer::State {
 class ControlConnection : public std::enable_shared_from_this<ControlConnection> {
  public:
   struct Peer {
-    bool known = false;
-    uid_t uid = static_cast<uid_t>(-1);
-    gid_t gid = static_cast<gid_t>(-1);
-    std::optional<bool> in_group;  // cached getgrouplist answer
+    std::optional<PeerCredentials> credentials;  // nullopt: SO_PEERCRED failed
+    std::optional<bool> in_group;                // cached getgrouplist answer
   };
 
   ControlConnection(std::shared_ptr<ControlServer::State> state, Socket socket, Peer peer)
@@ -245,6 +243,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       request = parse_request(line);
     } catch (const ProtocolError& e) {
       send(error_reply(e.what()));
+      if (e.command == "job") state_->handler.job_malformed(e.what(), peer_.credentials);
       return;
     }
     const std::string name(command_name(request));
@@ -270,7 +269,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
             } else if constexpr (std::is_same_v<T, PublishRequest>) {
               send(ok_reply(handler.publish(r)));
             } else if constexpr (std::is_same_v<T, JobRequest>) {
-              send(ok_reply(handler.job(r)));
+              send(ok_reply(handler.job(r, peer_.credentials)));
             } else if constexpr (std::is_same_v<T, RunRequest>) {
               busy_ = true;
               handler.run(r, make_reply());
@@ -325,11 +324,12 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   }
 
   bool permitted() {
-    if (!peer_.known) return false;
-    if (peer_.uid == 0) return true;
+    if (!peer_.credentials) return false;
+    const PeerCredentials& c = *peer_.credentials;
+    if (c.uid == 0) return true;
     if (!state_->group_gid) return false;
-    if (peer_.gid == *state_->group_gid) return true;
-    if (!peer_.in_group) peer_.in_group = user_in_group(peer_.uid, peer_.gid, *state_->group_gid);
+    if (c.gid == *state_->group_gid) return true;
+    if (!peer_.in_group) peer_.in_group = user_in_group(c.uid, c.gid, *state_->group_gid);
     return *peer_.in_group;
   }
 
@@ -452,9 +452,7 @@ void on_accept(const std::shared_ptr<State>& state, Socket socket) {
   socklen_t length = sizeof credentials;
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 &&
       length == sizeof credentials) {
-    peer.known = true;
-    peer.uid = credentials.uid;
-    peer.gid = credentials.gid;
+    peer.credentials = PeerCredentials{credentials.pid, credentials.uid, credentials.gid};
   }
   auto connection = std::make_shared<ControlConnection>(state, std::move(socket), peer);
   state->connections.insert(connection);

@@ -19,9 +19,11 @@
 //
 // Permissions: anyone who can open the socket (its mode and group) may send
 // status, results and job (a job's ranks report as the job's user; the
-// protocol bounds what a report adds); pause, resume, run, publish and
-// calibrate need a peer (SO_PEERCRED) with uid 0, or with `group` as its
-// primary gid or as one of its user's supplementary groups (getgrouplist).
+// protocol bounds what a report adds, and the handler, given the peer's
+// SO_PEERCRED credentials, decides whether the sender is a rank); pause,
+// resume, run, publish and calibrate need a peer (SO_PEERCRED) with uid 0,
+// or with `group` as its primary gid or as one of its user's supplementary
+// groups (getgrouplist).
 #pragma once
 
 #include <sys/types.h>

@@ -613,7 +613,7 @@ json Daemon::publish(const PublishRequest& request) {
   return {{"ok", true}, {"slowdowns", request.slowdowns.size()}};
 }
 
-json Daemon::job(const JobRequest& request) {
+json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>& peer) {
   // All or nothing: a report naming a CPU this node lacks was meant for
   // another node, and none of it counts. This also bounds the series a
   // report can create to the node's own CPUs.
@@ -621,20 +621,50 @@ json Daemon::job(const JobRequest& request) {
     if (topology_.find(loss.cpu) == nullptr) {
       std::vector<unsigned> cpus;
       for (const auto& pu : topology_.pus()) cpus.push_back(pu.cpu);
-      return {{"ok", false},
-              {"error", "job: cpu " + std::to_string(loss.cpu) +
-                            " is not a CPU of this node (it has " + format_cpu_list(cpus) + ")"}};
+      return refuse_job(JobRefusal::invalid,
+                        "job: cpu " + std::to_string(loss.cpu) +
+                            " is not a CPU of this node (it has " + format_cpu_list(cpus) + ")",
+                        peer);
     }
   }
+  const JobAdmissionVerdict verdict = job_admission_.admit(config_.probe.proc_root, peer, request);
+  if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
   const double lost = job_totals_.add(request);
   last_job_id_ = request.job_id;
   publish_snapshot();
-  // Debug, not info: any local user may send reports, and one line per job
-  // on every node is the metrics' job, not the log's.
+  // Debug, not info: one line per job on every node is the metrics' job,
+  // not the log's.
   log_debug("job '" + request.job_id + "' (" + std::to_string(request.ranks) + " ranks, " +
-            std::to_string(request.elapsed_seconds) + " s) lost " + std::to_string(lost) +
-            " CPU-seconds on " + std::to_string(request.cpus.size()) + " CPUs of this node");
+            std::to_string(request.elapsed_seconds) + " s) from process " +
+            std::to_string(peer->pid) + " (uid " + std::to_string(peer->uid) + ") lost " +
+            std::to_string(lost) + " CPU-seconds on " + std::to_string(request.cpus.size()) +
+            " CPUs of this node");
   return {{"ok", true}, {"cpus", request.cpus.size()}};
+}
+
+void Daemon::job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) {
+  refuse_job(JobRefusal::invalid, std::string(error), peer);
+}
+
+json Daemon::refuse_job(JobRefusal reason, const std::string& error,
+                        const std::optional<PeerCredentials>& peer) {
+  ++job_totals_.refused[index_of(reason)];
+  publish_snapshot();
+  // At debug, as the exporter logs the clients it turns away: any local
+  // user who can connect may send refused reports, as many as they like,
+  // and corenoise_job_reports_refused_total is where they show. The reason
+  // once: admission's errors already start with it.
+  const std::string label(to_string(reason));
+  std::string_view detail = error;
+  if (const std::string prefix = "job: refused (" + label + "): "; detail.starts_with(prefix)) {
+    detail.remove_prefix(prefix.size());
+  }
+  log_debug(
+      "refused a job report (" + label + ") from " +
+      (peer ? "process " + std::to_string(peer->pid) + " (uid " + std::to_string(peer->uid) + ")"
+            : std::string("a sender without credentials")) +
+      ": " + std::string(detail));
+  return {{"ok", false}, {"error", error}};
 }
 
 void Daemon::calibrate(Reply reply) {

@@ -24,6 +24,7 @@
 #include "daemon/calibration_store.h"
 #include "daemon/config.h"
 #include "daemon/control_handler.h"
+#include "daemon/job_admission.h"
 #include "daemon/persistence.h"
 #include "daemon/sd_notify.h"
 #include "daemon/snapshot.h"
@@ -51,7 +52,9 @@ class Daemon : public ControlHandler {
   void run(const RunRequest& request, Reply reply) override;
   nlohmann::json publish(const PublishRequest& request) override;
   void calibrate(Reply reply) override;
-  nlohmann::json job(const JobRequest& request) override;
+  nlohmann::json job(const JobRequest& request,
+                     const std::optional<PeerCredentials>& peer) override;
+  void job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) override;
 
  private:
   // A round asked for by the schedule, `run` or `calibrate`.
@@ -90,6 +93,10 @@ class Daemon : public ControlHandler {
   // affinity), or nullopt; checked before every round, so a CPU that leaves
   // is skipped with that cause and comes back when it returns.
   std::optional<std::string> unavailable(unsigned cpu, const std::vector<unsigned>& affinity) const;
+  // Counts and logs a refused job report from `peer`; returns the reply
+  // with `error`.
+  nlohmann::json refuse_job(JobRefusal reason, const std::string& error,
+                            const std::optional<PeerCredentials>& peer);
   // The deadline of a round of `mode` over `cpus` CPUs (config or auto).
   double round_deadline(Mode mode, std::size_t cpus) const;
 
@@ -138,7 +145,8 @@ class Daemon : public ControlHandler {
   std::optional<double> cluster_published_;
   nlohmann::json cluster_reference_;
   JobTotals job_totals_;
-  std::string last_job_id_;  // of the latest job report, for `status`
+  JobAdmission job_admission_;  // which senders may report, and who already did
+  std::string last_job_id_;     // of the latest job report, for `status`
   double started_unix_seconds_ = 0;
 };
 

@@ -69,6 +69,7 @@ enum Family : std::size_t {
   kThermalThrottleTotal,
   kCpufreqHertz,
   kJobReportsTotal,
+  kJobReportsRefusedTotal,
   kJobLastReportTimestamp,
   kJobLostSecondsTotal,
   kFamilyCount,
@@ -146,6 +147,9 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
      "hertz."},
     {"corenoise_job_reports_total", MetricType::Counter,
      "Job reports (corenoise job, at the end of an MPI job) accepted since corenoised started."},
+    {"corenoise_job_reports_refused_total", MetricType::Counter,
+     "Job reports refused since corenoised started, by reason (no_credentials, wrong_user, "
+     "not_a_rank, cpu_outside_affinity, duplicate, invalid)."},
     {"corenoise_job_last_report_timestamp_seconds", MetricType::Gauge,
      "When the job of the latest accepted report ended, in seconds since the Unix epoch."},
     {"corenoise_job_lost_seconds_total", MetricType::Counter,
@@ -284,6 +288,11 @@ void add_jobs(Builder& b, const JobTotals& jobs) {
   // Served from the start, at 0: one series, and increase() then counts
   // the first report too.
   b.add(kJobReportsTotal, {}, static_cast<double>(jobs.reports));
+  // Every reason from the start too: a fixed set of six series.
+  for (JobRefusal reason : kJobRefusals) {
+    b.add(kJobReportsRefusedTotal, {{"reason", to_string(reason)}},
+          static_cast<double>(jobs.refused[index_of(reason)]));
+  }
   b.add(kJobLastReportTimestamp, {}, jobs.last_ended_unix_seconds);
   // A CPU's series appear with the first report that names it, not for
   // every CPU at start: many nodes never run an instrumented job, and seven

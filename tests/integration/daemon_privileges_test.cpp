@@ -183,32 +183,6 @@ TEST(DaemonPrivileges, AnotherUserMayReadButNotAct) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/calibration.json"));
 }
 
-// A job's ranks run as the job's user, and report at its end: any user who
-// can connect may send `job`, it counts, and it opens nothing else.
-TEST(DaemonPrivileges, AnyLocalUserMayReportAJob) {
-  TempDir dir;
-  DaemonProcess daemon(daemon_args(dir, {"--socket-mode", "0666", "--interval", "86400"}));
-  const int port = daemon.port();
-  ASSERT_GT(port, 0) << daemon.log();
-  ASSERT_TRUE(daemon.wait_for_log("control socket at")) << daemon.log();
-  const auto replies = send_as(
-      kNobody, kNogroup, socket_path(dir),
-      {R"({"command":"job","job_id":"slurm-77","ended_unix_seconds":1795962900,)"
-       R"("elapsed_seconds":30,"ranks":8,"cpus":[{"cpu":0,"lost_seconds":{"other-processes":1.5}}]})",
-       R"({"command":"pause"})"});
-  ASSERT_EQ(replies.size(), 2u) << (replies.empty() ? "" : replies[0]);
-  EXPECT_EQ(json::parse(replies[0]), json({{"ok", true}, {"cpus", 1}})) << replies[0];
-  EXPECT_EQ(json::parse(replies[1]).value("error", ""), "permission denied: 'pause' needs root")
-      << replies[1];
-  const std::string text = http_get(port, "/metrics").second;
-  EXPECT_EQ(metric_value(text, "corenoise_job_reports_total"), 1.0) << text;
-  EXPECT_EQ(
-      metric_value(text, "corenoise_job_lost_seconds_total{cpu=\"0\",cause=\"other-processes\"}"),
-      1.5)
-      << text;
-  EXPECT_EQ(metric_value(text, "corenoise_paused"), 0.0);
-}
-
 TEST(DaemonPrivileges, WithTheDefaultModeOtherUsersCannotConnect) {
   TempDir dir;
   DaemonProcess daemon(daemon_args(dir, {"--interval", "86400"}));

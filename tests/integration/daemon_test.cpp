@@ -13,6 +13,7 @@
 
 #include "control_socket.h"
 #include "daemon_process.h"
+#include "job_sender.h"
 #include "probe/topology.h"
 #include "process.h"
 #include "quick_daemon.h"
@@ -259,8 +260,9 @@ std::string job_request(const std::string& id, double elapsed, const json& cpus)
 
 // What jobs report becomes counters on /metrics: two reports summed by CPU
 // and cause, a report naming a CPU the node lacks refused whole, `status`
-// counting them, and promtool content with the result. Sent as root here;
-// DaemonPrivileges.AnyLocalUserMayReportAJob sends one as nobody.
+// counting them, and promtool content with the result. Sent by a rank (a
+// process with the in-job library mapped) of root here; DaemonJobAdmission
+// has nobody's ranks, and the senders that are refused.
 TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
   TempDir dir;
   DaemonProcess daemon(round_a_second_args(dir, {"--interval", "3600"}));
@@ -278,30 +280,30 @@ TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
   if (native_pus() > 1) {
     first_cpus.push_back({{"cpu", native_pus() - 1}, {"lost_seconds", {{"steal", 0.25}}}});
   }
-  ControlSocket client(testing::socket_path(dir));
-  EXPECT_EQ(client.request(job_request("slurm-1", 10, first_cpus)),
-            json({{"ok", true}, {"cpus", first_cpus.size()}}));
   const json second_cpus = {
       {{"cpu", 0}, {"lost_seconds", {{"own-threads", 0.25}, {"interrupts", 0.125}}}}};
-  EXPECT_EQ(client.request(job_request("slurm-2", 4, second_cpus)),
-            json({{"ok", true}, {"cpus", 1}}));
-  // Not this node's CPU: refused, naming it, and none of the report counted.
   const unsigned absent = static_cast<unsigned>(native_pus()) + 1000;
-  const json refused =
-      client.request(job_request("slurm-3", 4,
-                                 {{{"cpu", 0}, {"lost_seconds", {{"steal", 3}}}},
-                                  {{"cpu", absent}, {"lost_seconds", json::object()}}}));
-  EXPECT_EQ(refused["ok"], false) << refused.dump();
-  EXPECT_NE(refused.value("error", "")
+  // One rank, one connection: what is refused leaves the connection usable.
+  const std::vector<json> replies = testing::send_lines(
+      testing::socket_path(dir),
+      {job_request("slurm-1", 10, first_cpus), job_request("slurm-2", 4, second_cpus),
+       job_request("slurm-3", 4,
+                   {{{"cpu", 0}, {"lost_seconds", {{"steal", 3}}}},
+                    {{"cpu", absent}, {"lost_seconds", json::object()}}}),
+       job_request("slurm-4", 1, {{{"cpu", 0}, {"lost_seconds", {{"steal", 2}}}}})});
+  EXPECT_EQ(replies[0], json({{"ok", true}, {"cpus", first_cpus.size()}}));
+  EXPECT_EQ(replies[1], json({{"ok", true}, {"cpus", 1}}));
+  // Not this node's CPU: refused, naming it, and none of the report counted.
+  EXPECT_EQ(replies[2]["ok"], false) << replies[2].dump();
+  EXPECT_NE(replies[2]
+                .value("error", "")
                 .find("job: cpu " + std::to_string(absent) + " is not a CPU of this node"),
             std::string::npos)
-      << refused.dump();
-  // And a report the protocol refuses leaves the connection usable.
-  EXPECT_EQ(
-      client.request(job_request("slurm-4", 1, {{{"cpu", 0}, {"lost_seconds", {{"steal", 2}}}}}))
-          .value("error", ""),
-      "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= elapsed_seconds "
-      "(1.0), got 2");
+      << replies[2].dump();
+  // And one the protocol refuses.
+  EXPECT_EQ(replies[3].value("error", ""),
+            "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= elapsed_seconds "
+            "(1.0), got 2");
 
   text = http_get(port, "/metrics").second;
   const auto lost = [&](const std::string& cpu, const std::string& cause) {
@@ -320,7 +322,9 @@ TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
     EXPECT_EQ(lost(last, "own-threads"), 0.0);
   }
   if (native_pus() > 2) EXPECT_FALSE(lost("1", "steal")) << "cpu 1 was in no report";
+  EXPECT_EQ(metric_value(text, "corenoise_job_reports_refused_total{reason=\"invalid\"}"), 2.0);
 
+  ControlSocket client(testing::socket_path(dir));
   const json status = client.request(R"({"command":"status"})");
   EXPECT_EQ(
       status["jobs"],

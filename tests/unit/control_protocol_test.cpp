@@ -136,6 +136,27 @@ TEST(ControlProtocol, ParsesJob) {
   EXPECT_FALSE(job_cause_named("Steal"));
 }
 
+// The server counts refused job reports by the command the error carries:
+// the request's own, once the line is an object naming one.
+TEST(ControlProtocol, AnErrorCarriesTheCommandItsLineNamed) {
+  auto command_of = [](std::string_view line) {
+    try {
+      parse_request(line);
+    } catch (const ProtocolError& e) {
+      return e.command;
+    }
+    return std::string("(parsed)");
+  };
+  EXPECT_EQ(command_of(job_line("[]", "0")), "job");
+  EXPECT_EQ(command_of(R"({"command":"job"})"), "job");
+  EXPECT_EQ(command_of(R"({"command":"pause","seconds":-1})"), "pause");
+  EXPECT_EQ(command_of(R"({"command":"nope"})"), "nope");
+  EXPECT_EQ(command_of(R"({"command":7})"), "");
+  EXPECT_EQ(command_of(R"({"seconds":1})"), "");
+  EXPECT_EQ(command_of(R"({"command":"job",)"), "");
+  EXPECT_EQ(command_of(job_line("[]")), "(parsed)");
+}
+
 TEST(ControlProtocol, RefusesBadJobsNamingTheField) {
   const std::string all =
       R"("job_id":"j","ended_unix_seconds":1,"elapsed_seconds":10,"ranks":1,"cpus":[])";

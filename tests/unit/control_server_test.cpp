@@ -81,11 +81,16 @@ class FakeHandler : public ControlHandler {
     return {{"slowdowns", request.slowdowns.size()}};
   }
   void calibrate(Reply reply) override { reply({{"calibrated_cpus", 4}}); }  // synchronous
-  json job(const JobRequest& request) override {
+  json job(const JobRequest& request, const std::optional<PeerCredentials>& peer) override {
     std::lock_guard lock(mutex_);
     ++job_calls;
     last_job = request;
+    last_job_peer = peer;
     return {{"cpus", request.cpus.size()}};
+  }
+  void job_malformed(std::string_view error, const std::optional<PeerCredentials>&) override {
+    std::lock_guard lock(mutex_);
+    malformed_jobs.emplace_back(error);
   }
 
   std::mutex mutex_;
@@ -98,6 +103,8 @@ class FakeHandler : public ControlHandler {
   std::optional<PauseRequest> last_pause;
   std::optional<RunRequest> last_run;
   std::optional<JobRequest> last_job;
+  std::optional<PeerCredentials> last_job_peer;
+  std::vector<std::string> malformed_jobs;
   Reply held;
 
  private:
@@ -259,7 +266,9 @@ TEST_F(ControlServerTest, AnswersStatusResultsPauseResumeAndPublish) {
 }
 
 // What `corenoise job` sends at the end of a job, through the client's own
-// call, arrives whole; a bad report is refused before the handler.
+// call, arrives whole with the sender's credentials (the handler decides
+// from them whether a rank sent it); a bad report is refused before the
+// handler, which is told so that it can count it.
 TEST_F(ControlServerTest, AJobReportReachesTheHandler) {
   start_server();
   const ControlClient c = client();
@@ -274,6 +283,11 @@ TEST_F(ControlServerTest, AJobReportReachesTheHandler) {
     std::lock_guard lock(handler_.mutex_);
     ASSERT_TRUE(handler_.last_job);
     EXPECT_EQ(to_json(*handler_.last_job), to_json(report));
+    ASSERT_TRUE(handler_.last_job_peer);
+    EXPECT_EQ(handler_.last_job_peer->pid, ::getpid());
+    EXPECT_EQ(handler_.last_job_peer->uid, ::geteuid());
+    EXPECT_EQ(handler_.last_job_peer->gid, ::getegid());
+    EXPECT_TRUE(handler_.malformed_jobs.empty());
   }
   report.cpus[0].lost_seconds[index_of(JobCause::steal)] = 13;  // more than the job's wall time
   const json refused = c.report_job(report, 2s);
@@ -281,8 +295,11 @@ TEST_F(ControlServerTest, AJobReportReachesTheHandler) {
   EXPECT_EQ(refused["error"],
             "job: 'cpus[0].lost_seconds.steal' must be a number >= 0 and <= elapsed_seconds "
             "(12.5), got 13.0");
+  // Another command's bad line is not a job report.
+  EXPECT_EQ(c.request(json{{"command", "pause"}, {"seconds", -1}}, 2s)["ok"], false);
   std::lock_guard lock(handler_.mutex_);
   EXPECT_EQ(handler_.job_calls, 1);
+  EXPECT_EQ(handler_.malformed_jobs, std::vector<std::string>{refused["error"].get<std::string>()});
 }
 
 TEST_F(ControlServerTest, RunWithWaitRepliesWhenTheRoundIsDone) {

@@ -468,6 +468,12 @@ TEST(ExporterTest, JobLossesAfterTwoReports) {
   EXPECT_EQ(e.types.at("corenoise_job_reports_total"), "counter");
   EXPECT_EQ(e.types.at("corenoise_job_last_report_timestamp_seconds"), "gauge");
   EXPECT_EQ(e.value("corenoise_job_reports_total"), 2.0);
+  EXPECT_EQ(e.types.at("corenoise_job_reports_refused_total"), "counter");
+  for (JobRefusal reason : kJobRefusals) {
+    EXPECT_EQ(e.value("corenoise_job_reports_refused_total",
+                      {{"reason", std::string(to_string(reason))}}),
+              0.0);
+  }
   // The latest report's end, though the first ended later.
   EXPECT_EQ(e.value("corenoise_job_last_report_timestamp_seconds"), 1700000450.5);
 
@@ -496,6 +502,28 @@ TEST(ExporterTest, JobLossesAfterTwoReports) {
   EXPECT_EQ(series, expected);
 }
 
+// Refused reports are counted by reason and add nothing else.
+TEST(ExporterTest, RefusedJobReportsByReason) {
+  Snapshot s = full_snapshot();
+  s.jobs = {};
+  s.jobs.refused[index_of(JobRefusal::not_a_rank)] = 3;
+  s.jobs.refused[index_of(JobRefusal::duplicate)] = 1;
+  Served served(std::move(s));
+  const Exposition e = served.scrape();
+  std::vector<std::string> reasons;
+  for (const Sample& x : e.find("corenoise_job_reports_refused_total")) {
+    EXPECT_EQ(x.labels.size(), 1u);
+    reasons.push_back(x.labels.at("reason"));
+  }
+  EXPECT_EQ(reasons, (std::vector<std::string>{"no_credentials", "wrong_user", "not_a_rank",
+                                               "cpu_outside_affinity", "duplicate", "invalid"}));
+  EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "not_a_rank"}}), 3.0);
+  EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "duplicate"}}), 1.0);
+  EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "invalid"}}), 0.0);
+  EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);
+  EXPECT_TRUE(e.find("corenoise_job_lost_seconds_total").empty());
+}
+
 TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
   Snapshot s;
   s.version = "1.0";
@@ -507,12 +535,19 @@ TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
   for (const Sample& sample : e.samples) {
     if (sample.name.rfind("corenoise_", 0) == 0) names.insert(sample.name);
   }
-  // The count of job reports is there from the start, at 0, so that
-  // increase() counts the first report.
+  // The counts of job reports, taken and refused, are there from the
+  // start, at 0, so that increase() counts the first report.
   EXPECT_EQ(names, (std::set<std::string>{"corenoise_build_info", "corenoise_start_time_seconds",
                                           "corenoise_paused", "corenoise_cpu_info",
-                                          "corenoise_job_reports_total"}));
+                                          "corenoise_job_reports_total",
+                                          "corenoise_job_reports_refused_total"}));
   EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);
+  EXPECT_EQ(e.find("corenoise_job_reports_refused_total").size(), kJobRefusalCount);
+  for (JobRefusal reason : kJobRefusals) {
+    EXPECT_EQ(e.value("corenoise_job_reports_refused_total",
+                      {{"reason", std::string(to_string(reason))}}),
+              0.0);
+  }
   EXPECT_EQ(e.value("corenoise_paused"), 0.0);
   EXPECT_EQ(e.find("corenoise_cpu_info").size(), 4u);
 }
