@@ -43,10 +43,6 @@ int receive_peer(const MPI_Fint* comm, const MPI_Fint* source, MPI_Fint* status)
   return job_rank(comm, c.MPI_SOURCE);
 }
 
-std::uint64_t request_key(const MPI_Fint* request) {
-  return handle_key(PMPI_Request_f2c(*request));
-}
-
 // The call, recorded; Fortran reports its error in *ierr.
 template <typename Call, typename Peers>
 void recorded_fortran(MpiCall which, void* return_address, bool step, const MPI_Fint* ierr,
