@@ -46,9 +46,10 @@ given): the look a re-measured suspect gets, so that a 10 % injection's
 interval clears the noisy threshold (7 samples left it too wide in 1 run
 of 10).
 
-When the other CPUs lose more than half the duty to other threads in a
-majority of rounds (a build or a job beside the selftest), the machine is
-too busy to judge: it says so, with the figures, and exits 1.
+A round in which the other CPUs lose more than half the duty to other
+threads (a build or a job beside the selftest) is not judged; when that is
+a majority of rounds the machine is too busy to judge: it says so, with the
+figures, and exits 1.
 
 Exit status: 0 every check passed, 1 error, bad input (e.g. a single
 usable CPU: nothing to compare with) or a machine too busy to judge, 2 a
@@ -59,7 +60,7 @@ Options:
   --duty RATIO              busy share of each period (default: 0.1); at
                             least twice --noisy-excess-noise
   --period SECONDS          length of one period (default: 0.01)
-  --rounds N                probe rounds, 1 to 99 (default: 3)
+  --rounds N                probe rounds, 1 to 99 (default: 7)
   --help                    this text
 
 Probe settings (as for corenoise probe; the mode is always isolated):
@@ -70,7 +71,10 @@ struct SelftestOptions {
   std::optional<unsigned> cpu;
   double duty = 0.1;
   double period = 0.01;
-  int rounds = 3;
+  // A round finds a 10 % injection on this project's VM 87 % of the time
+  // (222 rounds); a majority of 7 then fails about 1 run in 150, of 3 about
+  // 1 in 23.
+  int rounds = 7;
 };
 
 void print_usage(std::ostream& out) {
@@ -304,12 +308,15 @@ int run(const SelftestOptions& options) {
         others_preempted.empty() ? 0 : others_preempted[(others_preempted.size() - 1) / 2];
     const double preempted = detour.preempted_seconds.value_or(-1) / detour.window_seconds - others;
     const double excess = target->excess_noise.value_or(0);
-    busy_rounds += others > options.duty / 2 ? 1 : 0;
+    const bool busy = others > options.duty / 2;
+    busy_rounds += busy ? 1 : 0;
     const bool results[] = {target->state == CoreState::noisy, within(preempted, tolerance),
                             within(excess, excess_tolerance),
                             target->cause.find("preempted") != std::string::npos,
                             elsewhere.empty()};
-    for (std::size_t i = 0; i < checks.size(); ++i) checks[i].passed += results[i] ? 1 : 0;
+    // A busy round is not judged: its figures are printed, its checks not
+    // counted either way.
+    for (std::size_t i = 0; i < checks.size() && !busy; ++i) checks[i].passed += results[i] ? 1 : 0;
     std::cout << "  round " << round << ": " << on << " " << to_string(target->state)
               << ", preempted " << percent(preempted + others) << " (others " << percent(others)
               << "), noise " << percent(detour.noise_ratio()) << ", excess " << percent(excess)
@@ -317,7 +324,7 @@ int run(const SelftestOptions& options) {
     for (std::size_t i = 0; i < elsewhere.size(); ++i) {
       std::cout << (i > 0 ? ", " : "") << elsewhere[i];
     }
-    std::cout << std::endl;
+    std::cout << (busy ? " (busy: not judged)" : "") << std::endl;
   }
 
   if (2 * busy_rounds > options.rounds) {
@@ -329,17 +336,19 @@ int run(const SelftestOptions& options) {
               << std::endl;
     return kExitFailure;
   }
+  const int judged = options.rounds - busy_rounds;
   bool all = true;
   for (const auto& check : checks) {
-    const bool pass = 2 * check.passed > options.rounds;
+    const bool pass = 2 * check.passed > judged;
     all = all && pass;
-    std::cout << (pass ? "  pass  " : "  FAIL  ") << check.what << " (" << check.passed << "/"
-              << options.rounds << " rounds)\n";
+    std::cout << (pass ? "  pass  " : "  FAIL  ") << check.what << " (" << check.passed << "/" << judged
+              << " rounds)\n";
   }
   std::cout << "corenoise selftest: "
             << (all ? "PASS: corenoise found the injected noise on " + on + " and nothing elsewhere"
                     : "FAIL: corenoise did not find what was injected, or found noise elsewhere")
-            << " (each check must hold in a majority of " << options.rounds << " rounds)"
+            << " (each check must hold in a majority of the " << judged << " rounds judged of " << options.rounds
+            << ")"
             << std::endl;
   return all ? kExitHealthy : kExitUnhealthy;
 }
