@@ -54,13 +54,13 @@ int CommRanks::job_rank(MPI_Comm comm, int rank) {
 
 bool CommRanks::spans_job(MPI_Comm comm) { return comm == MPI_COMM_WORLD || entry(comm).spans_job; }
 
+bool CommRanks::same_ranks_as_job(MPI_Comm comm) {
+  return comm == MPI_COMM_WORLD || entry(comm).identity;
+}
+
 void CommRanks::forget(MPI_Comm comm) {
   for (Entry& e : entries_) {
-    if (e.comm == comm) {
-      e.comm = MPI_COMM_NULL;
-      e.to_job.clear();
-      e.to_job.shrink_to_fit();
-    }
+    if (e.comm == comm) e = Entry{};
   }
 }
 

@@ -28,6 +28,9 @@ class CommRanks {
   // A communicator whose group is MPI_COMM_WORLD's (MPI_IDENT or
   // MPI_CONGRUENT).
   bool spans_job(MPI_Comm comm);
+  // A communicator whose ranks are the job's, rank for rank: its ranks
+  // need no translation, now or after it is freed.
+  bool same_ranks_as_job(MPI_Comm comm);
   // At MPI_Comm_free: a later communicator may get the same handle.
   void forget(MPI_Comm comm);
 

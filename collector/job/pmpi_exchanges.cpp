@@ -30,7 +30,11 @@ void remember(const MPI_Request* request, MPI_Comm comm, int rank, bool receive)
   JobSession* session = recording();
   if (session == nullptr || request == nullptr || *request == MPI_REQUEST_NULL) return;
   if (receive && rank == MPI_ANY_SOURCE) {
-    session->requests().add(handle_key(*request), RequestPeers::kAnySource, handle_key(comm));
+    // The sender is known at completion, in this communicator's ranks. The
+    // program may free the communicator before then: one with the job's
+    // ranks is remembered as MPI_COMM_WORLD, which needs no lookup later.
+    const MPI_Comm ranks_of = process.comms.same_ranks_as_job(comm) ? MPI_COMM_WORLD : comm;
+    session->requests().add(handle_key(*request), RequestPeers::kAnySource, handle_key(ranks_of));
   } else {
     session->requests().add(handle_key(*request), job_rank(comm, rank));
   }

@@ -68,8 +68,8 @@ Handle handle_of(std::uint64_t key) {
   return handle;
 }
 
-// The wrapped call between the session's enter and exit; `peers(result,
-// list)` runs after the call (a receive's status names its source).
+// The wrapped call between the session's enter and exit; `peers(list)`
+// runs after a call that succeeded (a receive's status names its source).
 template <typename Call, typename Peers>
 int recorded(JobSession& session, MpiCall which, void* return_address, bool step, Call&& call,
              Peers&& peers) {

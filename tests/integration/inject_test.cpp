@@ -189,7 +189,7 @@ TEST(Inject, MemoryHogOnCpu0IsNoNoiseOnCpu1) {
 TEST(Selftest, ABusyMachineIsNotJudged) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
   testing::BackgroundProcess load(
-      inject({"--cpus", "0", "--seconds", "60", "--duty", "0.5", "--period", "0.01", "--normal"}));
+      inject({"--cpus", "0", "--seconds", "300", "--duty", "0.5", "--period", "0.01", "--normal"}));
   ASSERT_EQ(load.wait_line().rfind("ready", 0), 0u);
   const auto r = run_command(kCorenoise + " selftest --cpu 1");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

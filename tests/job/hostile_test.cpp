@@ -161,12 +161,17 @@ TEST(JobHostile, SigtermToOneRankEndsTheJobAndLeavesTheSpillFiles) {
     SCOPED_TRACE(l->family);
     const std::string path = temp_path("sigterm-" + l->family + ".json");
     const std::string app = kHostileDir + "/hostile_app_" + l->family;
-    // Rank 1 is the process whose launcher rank variable says 1.
-    const std::string kill_rank_one = "(sleep 3; for p in $(pgrep -f '" + app +
+    // Rank 1 is the process whose launcher rank variable says 1, killed
+    // once its spill file exists (MPI_Init has returned: the library is
+    // measuring) and a second more, looked for for at most 30 s.
+    const std::string kill_rank_one = "(for i in $(seq 300); do if [ -e " + path +
+                                      ".ranks/rank-1.spill ]; then sleep 1; "
+                                      "for p in $(pgrep -f '" +
+                                      app +
                                       " sleep'); do "
                                       "tr '\\0' '\\n' < /proc/$p/environ | grep -qE "
                                       "'^(PMI_RANK|OMPI_COMM_WORLD_RANK)=1$' && kill -TERM $p; "
-                                      "done) & ";
+                                      "done; exit; fi; sleep 0.1; done) & ";
     const auto result =
         run_command(kill_rank_one + "timeout -k 5 60 " + l->bound_job(2) + kCorenoise +
                     " job --no-daemon --quiet --json " + path + " -- " + app + " sleep");
