@@ -20,13 +20,45 @@
 // the status is ignored (then uncharged); a Fortran Waitall's
 // MPI_ANY_SOURCE requests are uncharged.
 #include <dlfcn.h>
+#include <link.h>
 
 #include "collector/job/pmpi_state.h"
 
 namespace corenoise {
 namespace {
 
-void* displaced(const char* name) { return dlsym(RTLD_NEXT, name); }
+// The definition this library displaced: the next in the global search
+// order, or — for a Fortran MPI library that a module loaded privately
+// (dlopen RTLD_LOCAL: an f2py extension, a plugin), which RTLD_NEXT cannot
+// see — the first loaded object other than this library that defines it.
+// Null only when no loaded object does.
+void* displaced(const char* name) {
+  if (void* next = dlsym(RTLD_NEXT, name)) return next;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&displaced), &self) == 0) return nullptr;
+  struct Search {
+    const char* name;
+    const void* self_base;
+    void* found;
+  } search{name, self.dli_fbase, nullptr};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+        void* handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (handle == nullptr) return 0;
+        void* symbol = dlsym(handle, s->name);
+        Dl_info where{};
+        const bool ours =
+            symbol != nullptr && dladdr(symbol, &where) != 0 && where.dli_fbase == s->self_base;
+        dlclose(handle);
+        if (symbol == nullptr || ours) return 0;
+        s->found = symbol;
+        return 1;
+      },
+      &search);
+  return search.found;
+}
 
 MPI_Comm comm_of(const MPI_Fint* comm) { return PMPI_Comm_f2c(*comm); }
 
@@ -73,7 +105,10 @@ using corenoise::recorded_fortran;
 #define CORENOISE_FORTRAN_ONE(symbol, Kind, params, args, step, peers)                      \
   CORENOISE_EXPORT void symbol params {                                                     \
     using Fn = void(*) params;                                                              \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#symbol));                   \
+    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));           \
+    /* looked up again while not found: never a null cached for good */                     \
+    const Fn next =                                                                         \
+        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol));   \
     if (next == nullptr) {                                                                  \
       *ierr = MPI_ERR_INTERN;                                                               \
       return;                                                                               \
@@ -196,20 +231,23 @@ void remember(const MPI_Fint* request, const MPI_Fint* comm, const MPI_Fint* ran
 extern "C" {
 
 // MPI_Wait (`count` 1) and MPI_Waitall; `params` and `args` its own.
-#define CORENOISE_FORTRAN_WAIT(symbol, Kind, params, args, count)                    \
-  CORENOISE_EXPORT void symbol params {                                              \
-    using Fn = void(*) params;                                                       \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#symbol));            \
-    if (next == nullptr) {                                                           \
-      *ierr = MPI_ERR_INTERN;                                                        \
-      return;                                                                        \
-    }                                                                                \
-    const PeerList pending = corenoise::pending_peers(count, requests);              \
-    recorded_fortran(                                                                \
-        MpiCall::Kind, __builtin_return_address(0), false, ierr, [&] { next args; }, \
-        [&](PeerList& peers) {                                                       \
-          for (int peer : pending.span()) peers.add(peer);                           \
-        });                                                                          \
+#define CORENOISE_FORTRAN_WAIT(symbol, Kind, params, args, count)                         \
+  CORENOISE_EXPORT void symbol params {                                                   \
+    using Fn = void(*) params;                                                            \
+    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));         \
+    /* looked up again while not found: never a null cached for good */                   \
+    const Fn next =                                                                       \
+        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol)); \
+    if (next == nullptr) {                                                                \
+      *ierr = MPI_ERR_INTERN;                                                             \
+      return;                                                                             \
+    }                                                                                     \
+    const PeerList pending = corenoise::pending_peers(count, requests);                   \
+    recorded_fortran(                                                                     \
+        MpiCall::Kind, __builtin_return_address(0), false, ierr, [&] { next args; },      \
+        [&](PeerList& peers) {                                                            \
+          for (int peer : pending.span()) peers.add(peer);                                \
+        });                                                                               \
   }
 #define CORENOISE_FORTRAN_WAITS(prefix, suffix)                                      \
   CORENOISE_FORTRAN_WAIT(prefix##wait##suffix, Wait,                                 \
@@ -225,7 +263,10 @@ extern "C" {
                                MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierr) { \
     using Fn = void (*)(void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,   \
                         MPI_Fint*);                                                                \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#symbol));                          \
+    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));                  \
+    /* looked up again while not found: never a null cached for good */                            \
+    const Fn next =                                                                                \
+        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol));          \
     if (next == nullptr) {                                                                         \
       *ierr = MPI_ERR_INTERN;                                                                      \
       return;                                                                                      \
@@ -235,42 +276,54 @@ extern "C" {
   }
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize, as the C ones do.
-#define CORENOISE_FORTRAN_LIFECYCLE(prefix, suffix)                                             \
-  CORENOISE_EXPORT void prefix##init##suffix(MPI_Fint* ierr) {                                  \
-    using Fn = void (*)(MPI_Fint*);                                                             \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#prefix "init" #suffix));        \
-    if (next == nullptr) {                                                                      \
-      *ierr = MPI_ERR_INTERN;                                                                   \
-      return;                                                                                   \
-    }                                                                                           \
-    const bool measure = corenoise::measure_this_program();                                     \
-    next(ierr);                                                                                 \
-    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                              \
-  }                                                                                             \
-  CORENOISE_EXPORT void prefix##init_thread##suffix(MPI_Fint* required, MPI_Fint* provided,     \
-                                                    MPI_Fint* ierr) {                           \
-    using Fn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);                                       \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#prefix "init_thread" #suffix)); \
-    if (next == nullptr) {                                                                      \
-      *ierr = MPI_ERR_INTERN;                                                                   \
-      return;                                                                                   \
-    }                                                                                           \
-    const bool measure = corenoise::measure_this_program();                                     \
-    next(required, provided, ierr);                                                             \
-    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                              \
-  }                                                                                             \
-  CORENOISE_EXPORT void prefix##finalize##suffix(MPI_Fint* ierr) {                              \
-    using Fn = void (*)(MPI_Fint*);                                                             \
-    static Fn next = reinterpret_cast<Fn>(corenoise::displaced(#prefix "finalize" #suffix));    \
-    if (next == nullptr) {                                                                      \
-      *ierr = MPI_ERR_INTERN;                                                                   \
-      return;                                                                                   \
-    }                                                                                           \
-    if (corenoise::before_finalize()) {                                                         \
-      next(ierr);                                                                               \
-    } else {                                                                                    \
-      *ierr = MPI_SUCCESS;                                                                      \
-    }                                                                                           \
+#define CORENOISE_FORTRAN_LIFECYCLE(prefix, suffix)                                               \
+  CORENOISE_EXPORT void prefix##init##suffix(MPI_Fint* ierr) {                                    \
+    using Fn = void (*)(MPI_Fint*);                                                               \
+    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#prefix "init" #suffix));  \
+    const Fn next = cached != nullptr                                                             \
+                        ? cached                                                                  \
+                        : reinterpret_cast<Fn>(corenoise::displaced(#prefix "init" #suffix));     \
+    if (next == nullptr) {                                                                        \
+      *ierr = MPI_ERR_INTERN;                                                                     \
+      return;                                                                                     \
+    }                                                                                             \
+    const bool measure = corenoise::measure_this_program();                                       \
+    next(ierr);                                                                                   \
+    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                                \
+  }                                                                                               \
+  CORENOISE_EXPORT void prefix##init_thread##suffix(MPI_Fint* required, MPI_Fint* provided,       \
+                                                    MPI_Fint* ierr) {                             \
+    using Fn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);                                         \
+    static const Fn cached =                                                                      \
+        reinterpret_cast<Fn>(corenoise::displaced(#prefix "init_thread" #suffix));                \
+    const Fn next =                                                                               \
+        cached != nullptr                                                                         \
+            ? cached                                                                              \
+            : reinterpret_cast<Fn>(corenoise::displaced(#prefix "init_thread" #suffix));          \
+    if (next == nullptr) {                                                                        \
+      *ierr = MPI_ERR_INTERN;                                                                     \
+      return;                                                                                     \
+    }                                                                                             \
+    const bool measure = corenoise::measure_this_program();                                       \
+    next(required, provided, ierr);                                                               \
+    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                                \
+  }                                                                                               \
+  CORENOISE_EXPORT void prefix##finalize##suffix(MPI_Fint* ierr) {                                \
+    using Fn = void (*)(MPI_Fint*);                                                               \
+    static const Fn cached =                                                                      \
+        reinterpret_cast<Fn>(corenoise::displaced(#prefix "finalize" #suffix));                   \
+    const Fn next = cached != nullptr                                                             \
+                        ? cached                                                                  \
+                        : reinterpret_cast<Fn>(corenoise::displaced(#prefix "finalize" #suffix)); \
+    if (next == nullptr) {                                                                        \
+      *ierr = MPI_ERR_INTERN;                                                                     \
+      return;                                                                                     \
+    }                                                                                             \
+    if (corenoise::before_finalize()) {                                                           \
+      next(ierr);                                                                                 \
+    } else {                                                                                      \
+      *ierr = MPI_SUCCESS;                                                                        \
+    }                                                                                             \
   }
 
 CORENOISE_FORTRAN_LIFECYCLE(mpi_, _)
