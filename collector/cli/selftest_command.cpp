@@ -121,8 +121,9 @@ SelftestOptions parse(const std::vector<std::string>& args) {
   }
   // A selftest's verdict is read as a claim about corenoise: each round
   // looks as long as a confirmation does, unless told otherwise.
-  const bool samples_given = std::any_of(parsed.options.begin(), parsed.options.end(),
-                                         [](const auto& option) { return option.first == "samples"; });
+  const bool samples_given =
+      std::any_of(parsed.options.begin(), parsed.options.end(),
+                  [](const auto& option) { return option.first == "samples"; });
   if (!samples_given) options.settings.samples = options.settings.confirm_samples;
   options.settings.modes = {Mode::isolated};
   if (!options.settings.runs(ProbeKind::detour)) {
@@ -328,12 +329,13 @@ int run(const SelftestOptions& options) {
   }
 
   if (2 * busy_rounds > options.rounds) {
-    std::cout << "corenoise selftest: CANNOT JUDGE: the other CPUs lost more than "
-              << percent(options.duty / 2) << " of their time to other threads in " << busy_rounds << " of "
-              << options.rounds
-              << " rounds (figures above): something else is running here; run the selftest on a quiet "
-                 "machine"
-              << std::endl;
+    std::cout
+        << "corenoise selftest: CANNOT JUDGE: the other CPUs lost more than "
+        << percent(options.duty / 2) << " of their time to other threads in " << busy_rounds
+        << " of " << options.rounds
+        << " rounds (figures above): something else is running here; run the selftest on a quiet "
+           "machine"
+        << std::endl;
     return kExitFailure;
   }
   const int judged = options.rounds - busy_rounds;
@@ -341,15 +343,14 @@ int run(const SelftestOptions& options) {
   for (const auto& check : checks) {
     const bool pass = 2 * check.passed > judged;
     all = all && pass;
-    std::cout << (pass ? "  pass  " : "  FAIL  ") << check.what << " (" << check.passed << "/" << judged
-              << " rounds)\n";
+    std::cout << (pass ? "  pass  " : "  FAIL  ") << check.what << " (" << check.passed << "/"
+              << judged << " rounds)\n";
   }
   std::cout << "corenoise selftest: "
             << (all ? "PASS: corenoise found the injected noise on " + on + " and nothing elsewhere"
                     : "FAIL: corenoise did not find what was injected, or found noise elsewhere")
-            << " (each check must hold in a majority of the " << judged << " rounds judged of " << options.rounds
-            << ")"
-            << std::endl;
+            << " (each check must hold in a majority of the " << judged << " rounds judged of "
+            << options.rounds << ")" << std::endl;
   return all ? kExitHealthy : kExitUnhealthy;
 }
 

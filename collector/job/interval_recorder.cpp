@@ -4,7 +4,8 @@
 
 namespace corenoise {
 
-StepWaits::StepWaits(std::size_t max_bins) : max_bins_(std::max<std::size_t>(2, max_bins & ~std::size_t{1})) {
+StepWaits::StepWaits(std::size_t max_bins)
+    : max_bins_(std::max<std::size_t>(2, max_bins & ~std::size_t{1})) {
   bins_.reserve(max_bins_);
 }
 
@@ -54,7 +55,7 @@ void IntervalRecorder::enter(double now, double thread_cpu) {
 }
 
 double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
-                            std::uintptr_t return_address, bool step) {
+                              std::uintptr_t return_address, bool step) {
   const double wait = std::max(0.0, now - interval_start_ - excluded_);
   // The call's time on the CPU; the rest the thread was kept off it.
   const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
@@ -84,8 +85,8 @@ double IntervalRecorder::compute_seconds_at(double now) const {
 
 CallSite& IntervalRecorder::site(MpiCall call, std::uintptr_t return_address) {
   // Fibonacci hashing of the address and call; linear probing.
-  const std::uint64_t key = (static_cast<std::uint64_t>(return_address) << 5) ^
-                            static_cast<std::uint64_t>(call);
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(return_address) << 5) ^ static_cast<std::uint64_t>(call);
   // The top 9 bits: a slot of the 512.
   static_assert(kTableSlots == 512);
   std::size_t slot = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 55) % kTableSlots;

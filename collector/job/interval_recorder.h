@@ -57,10 +57,10 @@ class StepWaits {
 };
 
 struct IntervalTotals {
-  double compute_seconds = 0;      // wall time between blocking calls
-  double compute_cpu_seconds = 0;  // the thread's CPU time in those intervals
-  double wait_seconds = 0;         // wall time inside blocking calls
-  double wait_cpu_seconds = 0;     // the thread's CPU time in them
+  double compute_seconds = 0;        // wall time between blocking calls
+  double compute_cpu_seconds = 0;    // the thread's CPU time in those intervals
+  double wait_seconds = 0;           // wall time inside blocking calls
+  double wait_cpu_seconds = 0;       // the thread's CPU time in them
   double exchange_wait_seconds = 0;  // of wait_seconds, in point-to-point calls (mpi_calls.h)
   std::uint64_t calls = 0;
 };
@@ -78,7 +78,8 @@ class IntervalRecorder {
   void enter(double now, double thread_cpu);
   // At its exit. `step`: a collective over the whole job. Returns the
   // call's wait (seconds), which an exchange charges to its peers.
-  double exit(double now, double thread_cpu, MpiCall call, std::uintptr_t return_address, bool step);
+  double exit(double now, double thread_cpu, MpiCall call, std::uintptr_t return_address,
+              bool step);
   // Time the library spent on itself (sampling) between enter and exit,
   // wall and CPU, excluded from the wait and from its time on the CPU.
   void exclude(double seconds, double cpu_seconds) {

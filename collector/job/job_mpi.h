@@ -20,7 +20,7 @@ struct JobProcess {
   int rank = 0, size = 1;
   int node_rank = 0;
   std::vector<TaskTime> tasks_at_start;  // the node's tasks, on its reporting rank
-  CommRanks comms;  // the program's communicators, the recording thread's
+  CommRanks comms;                       // the program's communicators, the recording thread's
 };
 
 // Called by MPI_Finalize's wrapper before PMPI_Finalize: gathers, reports,

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <span>
 #include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,8 +57,9 @@ std::string site_name(std::uintptr_t address) {
     return text;
   }
   char offset[32];
-  std::snprintf(offset, sizeof(offset), "+0x%zx",
-                static_cast<std::size_t>(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
+  std::snprintf(
+      offset, sizeof(offset), "+0x%zx",
+      static_cast<std::size_t>(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
   std::string name = std::filesystem::path(info.dli_fname).filename().string();
   if (name.empty()) name = "program";
   name += offset;
@@ -81,7 +82,8 @@ struct StepResult {
 StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
   StepResult result;
   const StepWaits& waits = p.session->recorder().step_waits();
-  long shape[2] = {static_cast<long>(waits.bins().size()), static_cast<long>(waits.steps_per_bin())};
+  long shape[2] = {static_cast<long>(waits.bins().size()),
+                   static_cast<long>(waits.steps_per_bin())};
   long low[2] = {0, 0}, high[2] = {0, 0};
   MPI_Request requests[2];
   PMPI_Iallreduce(shape, low, 2, MPI_LONG, MPI_MIN, p.comm, &requests[0]);
@@ -107,12 +109,12 @@ StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
   std::vector<double> sum(n), maximum(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = {waits.bins()[i], p.rank};
   MPI_Request reductions[3];
-  PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT, MPI_MINLOC, p.comm,
-                  &reductions[0]);
+  PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT, MPI_MINLOC,
+                  p.comm, &reductions[0]);
   PMPI_Iallreduce(waits.bins().data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, p.comm,
                   &reductions[1]);
-  PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX, p.comm,
-                  &reductions[2]);
+  PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX,
+                  p.comm, &reductions[2]);
   for (auto& request : reductions) {
     if (!complete(request, deadline)) {
       result.problem = "not every rank reached MPI_Finalize";
@@ -139,7 +141,8 @@ double reduce_exchanges(const JobProcess& p, double deadline) {
   if (charged.size() != static_cast<std::size_t>(p.size)) return -1;
   std::vector<double> waited_for_me(charged.size());
   MPI_Request request;
-  PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, p.comm, &request);
+  PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, p.comm,
+                 &request);
   return complete(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
 }
 
@@ -195,7 +198,8 @@ void report_node_loss(const JobProcess& p, const RankRecord& record, const RankA
     }
   }
   MPI_Request request;
-  PMPI_Ireduce(loss.data(), node.data(), static_cast<int>(loss.size()), MPI_DOUBLE, MPI_SUM, 0, p.node, &request);
+  PMPI_Ireduce(loss.data(), node.data(), static_cast<int>(loss.size()), MPI_DOUBLE, MPI_SUM, 0,
+               p.node, &request);
   if (!complete(request, deadline) || p.node_rank != 0) return;
   const std::string& socket = p.session->options().socket_path;
   if (socket.empty() || !std::filesystem::exists(socket)) return;
@@ -213,8 +217,8 @@ void report_node_loss(const JobProcess& p, const RankRecord& record, const RankA
   int ranks = 1;
   PMPI_Comm_size(p.comm, &ranks);
   const std::string error = send_job_loss(
-      socket, job_request(job_id(record.pid), now_unix, std::max(record.measures.elapsed_seconds, 1e-3),
-                          ranks, per_cpu));
+      socket, job_request(job_id(record.pid), now_unix,
+                          std::max(record.measures.elapsed_seconds, 1e-3), ranks, per_cpu));
   if (!error.empty()) {
     std::fprintf(stderr, "corenoise job: %s: corenoised did not take the job's loss: %s\n",
                  record.host.c_str(), error.c_str());
@@ -246,7 +250,8 @@ bool finish_job(JobProcess& p) {
     // UTF-8 is replaced, not thrown on.
     const std::string text = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     MPI_Request request;
-    PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, p.comm, &request);
+    PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, p.comm,
+               &request);
     sent = complete(request, deadline);
   } else {
     std::vector<bool> received(static_cast<std::size_t>(p.size), false);
@@ -266,7 +271,8 @@ bool finish_job(JobProcess& p) {
       int length = 0;
       PMPI_Get_count(&status, MPI_CHAR, &length);
       buffer.resize(static_cast<std::size_t>(length));
-      PMPI_Recv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm, MPI_STATUS_IGNORE);
+      PMPI_Recv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
+                MPI_STATUS_IGNORE);
       const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
       if (received[source]) continue;
       wires[source] = nlohmann::json::parse(buffer, nullptr, false);
@@ -303,8 +309,10 @@ bool finish_job(JobProcess& p) {
     reference[kRankMeasureCount + 1] = steps.complete && missing.empty() ? 1.0 : 0.0;
   }
   MPI_Request request;
-  PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, p.comm, &request);
-  const bool reduced = complete(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
+  PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, p.comm,
+              &request);
+  const bool reduced =
+      complete(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
   if (reduced) {
     RankMeasures ref;
     std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
@@ -331,7 +339,8 @@ bool finish_job(JobProcess& p) {
   facts.clock_source = std::string(session.clock_source());
   if (!missing.empty()) {
     std::string list;
-    for (std::size_t i = 0; i < missing.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
+    for (std::size_t i = 0; i < missing.size() && i < 20; ++i)
+      list += (i ? ", " : "") + std::to_string(missing[i]);
     if (missing.size() > 20) list += ", ...";
     facts.incomplete_reason = std::to_string(missing.size()) + " of " + std::to_string(p.size) +
                               " ranks did not report within " +
@@ -347,7 +356,8 @@ bool finish_job(JobProcess& p) {
   const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
     return row.size() == lateness.front().size();
   });
-  if (rows_agree && !lateness.empty() && !lateness.front().empty()) facts.lateness = std::move(lateness);
+  if (rows_agree && !lateness.empty() && !lateness.front().empty())
+    facts.lateness = std::move(lateness);
   write_job_outputs(facts, records, options);
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());

@@ -17,14 +17,17 @@ namespace {
 
 json causes_json(const std::array<double, kJobCauseCount>& seconds) {
   json out = json::object();
-  for (std::size_t i = 0; i < kJobCauseCount; ++i) out[std::string(to_string(kJobCauses[i]))] = seconds[i];
+  for (std::size_t i = 0; i < kJobCauseCount; ++i)
+    out[std::string(to_string(kJobCauses[i]))] = seconds[i];
   return out;
 }
 
 std::string seconds_text(double seconds) {
   char text[32];
-  if (seconds >= 1.0) std::snprintf(text, sizeof(text), "%.2f s", seconds);
-  else std::snprintf(text, sizeof(text), "%.1f ms", seconds * 1e3);
+  if (seconds >= 1.0)
+    std::snprintf(text, sizeof(text), "%.2f s", seconds);
+  else
+    std::snprintf(text, sizeof(text), "%.1f ms", seconds * 1e3);
   return text;
 }
 
@@ -32,12 +35,14 @@ std::string seconds_text(double seconds) {
 
 json to_wire(const RankRecord& r) {
   json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
-  wire["measures"] = std::vector<double>(as_array(r.measures), as_array(r.measures) + kRankMeasureCount);
+  wire["measures"] =
+      std::vector<double>(as_array(r.measures), as_array(r.measures) + kRankMeasureCount);
   json threads = json::array();
   for (const auto& t : r.threads) threads.push_back({t.name, t.seconds});
   wire["threads"] = threads;
   json sites = json::array();
-  for (const auto& s : r.sites) sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
+  for (const auto& s : r.sites)
+    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
   wire["sites"] = sites;
   if (!r.node_culprits.empty()) {
     json culprits = json::array();
@@ -56,15 +61,16 @@ RankRecord record_from_wire(const json& wire) {
   r.pid = wire.at("pid").get<long>();
   const auto measures = wire.at("measures").get<std::vector<double>>();
   std::copy_n(measures.begin(), std::min(measures.size(), kRankMeasureCount), as_array(r.measures));
-  for (const auto& t : wire.at("threads")) r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
+  for (const auto& t : wire.at("threads"))
+    r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
   for (const auto& s : wire.at("sites")) {
-    r.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(), s.at(2).get<double>(),
-                       s.at(3).get<double>(), s.at(4).get<double>()});
+    r.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
+                       s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
   }
   if (wire.contains("culprits")) {
     for (const auto& c : wire.at("culprits")) {
-      r.node_culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(), c.at(2).get<std::string>(),
-                                 c.at(3).get<double>()});
+      r.node_culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(),
+                                 c.at(2).get<std::string>(), c.at(3).get<double>()});
     }
   }
   if (wire.contains("daemon")) r.node_daemon = wire.at("daemon");
@@ -105,7 +111,8 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
     for (double s : a.causes) explained += s;
     // The waiting this rank caused, shared among its causes.
     if (explained > 0 && a.main_cause) {
-      for (std::size_t i = 0; i < kJobCauseCount; ++i) job_causes[i] += caused * a.causes[i] / explained;
+      for (std::size_t i = 0; i < kJobCauseCount; ++i)
+        job_causes[i] += caused * a.causes[i] / explained;
     }
     wait += r.measures.wait_seconds;
     compute_total += r.measures.compute_seconds;
@@ -121,7 +128,8 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
     if (a.causes[index_of(JobCause::own_threads)] > 0) {
       for (std::size_t i = 0; i < std::min<std::size_t>(3, r.threads.size()); ++i) {
         if (r.threads[i].seconds <= 0) break;
-        culprit_list.push_back({{"kind", "thread"}, {"name", r.threads[i].name}, {"seconds", r.threads[i].seconds}});
+        culprit_list.push_back(
+            {{"kind", "thread"}, {"name", r.threads[i].name}, {"seconds", r.threads[i].seconds}});
       }
     }
     for (unsigned cpu : r.cpus) {
@@ -129,7 +137,10 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
       auto it = culprits.find({r.host, static_cast<int>(cpu)});
       if (it == culprits.end()) continue;
       for (const auto& c : it->second) {
-        culprit_list.push_back({{"kind", "process"}, {"name", c.command}, {"pid", c.pid}, {"cpu", cpu},
+        culprit_list.push_back({{"kind", "process"},
+                                {"name", c.command},
+                                {"pid", c.pid},
+                                {"cpu", cpu},
                                 {"seconds", c.seconds}});
       }
     }
@@ -137,7 +148,8 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
     if (auto it = daemons.find(r.host); it != daemons.end()) {
       json cores = json::object();
       for (unsigned cpu : r.cpus) {
-        if (it->second.contains(std::to_string(cpu))) cores[std::to_string(cpu)] = it->second[std::to_string(cpu)];
+        if (it->second.contains(std::to_string(cpu)))
+          cores[std::to_string(cpu)] = it->second[std::to_string(cpu)];
       }
       if (!cores.empty()) daemon = cores;
     }
@@ -188,8 +200,11 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
   }
   json site_list = json::array();
   for (const auto& [key, totals] : sites) {
-    site_list.push_back({{"call", key.first}, {"site", key.second}, {"calls", totals[0]},
-                         {"wait_seconds", totals[1]}, {"wait_max_seconds", totals[2]}});
+    site_list.push_back({{"call", key.first},
+                         {"site", key.second},
+                         {"calls", totals[0]},
+                         {"wait_seconds", totals[1]},
+                         {"wait_max_seconds", totals[2]}});
   }
   std::sort(site_list.begin(), site_list.end(), [](const json& a, const json& b) {
     return a["wait_seconds"].get<double>() > b["wait_seconds"].get<double>();
@@ -227,7 +242,8 @@ json job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
       {"nodes", hosts.size()},
       {"steps", facts.steps},
       {"complete", facts.incomplete_reason.empty()},
-      {"incomplete_reason", facts.incomplete_reason.empty() ? json(nullptr) : json(facts.incomplete_reason)},
+      {"incomplete_reason",
+       facts.incomplete_reason.empty() ? json(nullptr) : json(facts.incomplete_reason)},
       {"wait_seconds", wait},
       {"compute_seconds", compute_total},
       {"wait_caused_seconds", caused_total},
@@ -268,13 +284,16 @@ std::string job_banner(const json& report, int worst_ranks) {
   const double share = wait + compute > 0 ? 100.0 * wait / (wait + compute) : 0;
   char line[256];
   const double exchange_wait = report.value("exchange_wait_seconds", 0.0);
-  std::snprintf(line, sizeof(line), "  the ranks waited %s in MPI (%.0f %% of their time): %s at collectives, %s in exchanges\n",
-                seconds_text(wait).c_str(), share, seconds_text(wait - exchange_wait).c_str(),
-                seconds_text(exchange_wait).c_str());
+  std::snprintf(
+      line, sizeof(line),
+      "  the ranks waited %s in MPI (%.0f %% of their time): %s at collectives, %s in exchanges\n",
+      seconds_text(wait).c_str(), share, seconds_text(wait - exchange_wait).c_str(),
+      seconds_text(exchange_wait).c_str());
   out << line;
   if (caused > 0) {
     const double exchange_caused = report.value("exchange_wait_caused_seconds", 0.0);
-    out << "  " << seconds_text(caused) << " of it for late ranks: " << seconds_text(caused - exchange_caused)
+    out << "  " << seconds_text(caused)
+        << " of it for late ranks: " << seconds_text(caused - exchange_caused)
         << " at collectives, " << seconds_text(exchange_caused) << " in exchanges\n";
   }
 
@@ -286,8 +305,9 @@ std::string job_banner(const json& report, int worst_ranks) {
   if (!causes.empty()) {
     out << "  the waiting, by cause of the lateness:";
     for (std::size_t i = 0; i < std::min<std::size_t>(3, causes.size()); ++i) {
-      std::snprintf(line, sizeof(line), "%s %s %s (%.0f %%)", i == 0 ? "" : ",", causes[i].second.c_str(),
-                    seconds_text(causes[i].first).c_str(), caused > 0 ? 100.0 * causes[i].first / caused : 0.0);
+      std::snprintf(line, sizeof(line), "%s %s %s (%.0f %%)", i == 0 ? "" : ",",
+                    causes[i].second.c_str(), seconds_text(causes[i].first).c_str(),
+                    caused > 0 ? 100.0 * causes[i].first / caused : 0.0);
       out << line;
     }
     out << "\n";
@@ -306,8 +326,9 @@ std::string job_banner(const json& report, int worst_ranks) {
     const std::string cause = r["cause"].get<std::string>();
     const auto named = job_cause_named(cause);
     out << "    rank " << r["rank"].get<int>() << " on " << r["host"].get<std::string>() << " cpu "
-        << r["cpus"].get<std::string>() << ": caused " << seconds_text(r["wait_caused_seconds"].get<double>())
-        << " of waiting; " << (named ? cause_words(*named) : std::string_view(cause)) << " ("
+        << r["cpus"].get<std::string>() << ": caused "
+        << seconds_text(r["wait_caused_seconds"].get<double>()) << " of waiting; "
+        << (named ? cause_words(*named) : std::string_view(cause)) << " ("
         << seconds_text(r["causes"][cause].get<double>()) << " over the job";
     for (const auto& c : r["culprits"]) {
       out << "; " << c["kind"].get<std::string>() << " " << c["name"].get<std::string>() << " "
@@ -316,20 +337,24 @@ std::string job_banner(const json& report, int worst_ranks) {
     out << ")\n";
     if (!r["daemon"].is_null()) {
       for (const auto& [cpu, verdict] : r["daemon"].items()) {
-        out << "      corenoised on cpu " << cpu << ": " << verdict.value("state", std::string("?"));
-        if (verdict.contains("cause") && verdict["cause"].is_string() && !verdict["cause"].get<std::string>().empty()) {
+        out << "      corenoised on cpu " << cpu << ": "
+            << verdict.value("state", std::string("?"));
+        if (verdict.contains("cause") && verdict["cause"].is_string() &&
+            !verdict["cause"].get<std::string>().empty()) {
           out << " (" << verdict["cause"].get<std::string>() << ")";
         }
         out << "\n";
       }
     }
-    if (advised.insert(cause).second) out << "      fix: " << r["advice"].get<std::string>() << "\n";
+    if (advised.insert(cause).second)
+      out << "      fix: " << r["advice"].get<std::string>() << "\n";
   }
   const auto& sites = report["call_sites"];
   for (std::size_t i = 0; i < std::min<std::size_t>(3, sites.size()); ++i) {
     if (i == 0) out << "  wait per call site:\n";
-    out << "    " << sites[i]["call"].get<std::string>() << " from " << sites[i]["site"].get<std::string>()
-        << ": " << seconds_text(sites[i]["wait_seconds"].get<double>()) << " over all ranks, "
+    out << "    " << sites[i]["call"].get<std::string>() << " from "
+        << sites[i]["site"].get<std::string>() << ": "
+        << seconds_text(sites[i]["wait_seconds"].get<double>()) << " over all ranks, "
         << static_cast<long>(sites[i]["calls"].get<double>()) << " calls per rank, longest "
         << seconds_text(sites[i]["wait_max_seconds"].get<double>()) << "\n";
   }

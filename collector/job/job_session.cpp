@@ -79,8 +79,10 @@ void JobSession::enter() {
   if (now >= next_sample_) sample(now);
 }
 
-void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step, std::span<const int> peers) {
-  const double wait = recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
+void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
+                      std::span<const int> peers) {
+  const double wait =
+      recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
 }
 
@@ -101,7 +103,9 @@ void JobSession::sample(double now) {
   windows_.involuntary_switches += static_cast<double>(window.involuntary_switches);
   windows_.samples += 1;
   last_sample_ = now;
-  if (spill_) spill_->update(measures_with_clock(clock_.recent_median_hz()), started_unix_ + (now - started_));
+  if (spill_)
+    spill_->update(measures_with_clock(clock_.recent_median_hz()),
+                   started_unix_ + (now - started_));
 
   const double after = monotonic_seconds();
   const double cost = after - now;

@@ -42,7 +42,8 @@ class JobSession {
 
   void enter();
   // An exchange's wait is charged to `peers`, ranks of the job (peer_waits.h).
-  void exit(MpiCall call, std::uintptr_t return_address, bool step, std::span<const int> peers = {});
+  void exit(MpiCall call, std::uintptr_t return_address, bool step,
+            std::span<const int> peers = {});
   // The last window, at MPI_Finalize; the measures are final after it.
   void close();
   // Keeps the figures in `spill` as they are recorded (spill_file.h).

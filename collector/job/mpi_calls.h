@@ -41,7 +41,7 @@ enum class MpiCall : std::uint8_t {
 #define CORENOISE_MPI_CALL_ENUMERATOR(name, role) name,
   CORENOISE_MPI_CALLS(CORENOISE_MPI_CALL_ENUMERATOR)
 #undef CORENOISE_MPI_CALL_ENUMERATOR
-  count  // not a call
+      count  // not a call
 };
 
 // "MPI_Barrier", ...; a large-count form reports the name without "_c".
