@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <vector>
 
@@ -25,14 +26,12 @@ class CommRanks {
   // `rank` of `comm` as a rank of the job; -1 for MPI_PROC_NULL,
   // MPI_ANY_SOURCE and what cannot be translated.
   int job_rank(MPI_Comm comm, int rank);
-  // A communicator whose group is MPI_COMM_WORLD's (MPI_IDENT or
-  // MPI_CONGRUENT).
+  // A communicator of every rank of the job, in any order (MPI_IDENT,
+  // MPI_CONGRUENT or MPI_SIMILAR to MPI_COMM_WORLD).
   bool spans_job(MPI_Comm comm);
   // A communicator whose ranks are the job's, rank for rank: its ranks
   // need no translation, now or after it is freed.
   bool same_ranks_as_job(MPI_Comm comm);
-  // At MPI_Comm_free: a later communicator may get the same handle.
-  void forget(MPI_Comm comm);
 
  private:
   struct Entry {
@@ -42,9 +41,13 @@ class CommRanks {
     std::vector<int> to_job;  // else each rank's, or empty (inter-communicator)
   };
   Entry& entry(MPI_Comm comm);
+  void build(std::size_t index, MPI_Comm comm);
+  static int on_free(MPI_Comm comm, int keyval, void* value, void* self);
 
   static constexpr std::size_t kEntries = 8;
   std::array<Entry, kEntries> entries_{};
+  std::array<std::atomic<bool>, kEntries> stale_{};  // its communicator was freed
+  int keyval_ = MPI_KEYVAL_INVALID;
   std::size_t last_ = 0;
   std::size_t next_victim_ = 0;
 };

@@ -5,15 +5,19 @@
 //
 // Nothing here may hang a job that was going to end: every exchange is
 // non-blocking and abandoned at one deadline (the finalize timeout) if a
-// rank never comes (it died, it exited without MPI_Finalize). Records go to
-// rank 0 point to point, so a report says which ranks were missing and
-// holds all that the others sent.
+// rank never comes (it died, it exited without MPI_Finalize). Nor may it
+// abort one: the library's communicators return errors (pmpi_wrappers.cpp)
+// and a rank that abandons a collective posts no more on that communicator
+// (Collectives). Records go to rank 0 point to point, so a report says which
+// ranks were missing and holds all that the others sent.
 #include <dlfcn.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +44,55 @@ bool complete(MPI_Request& request, double deadline) {
     ::usleep(200);
   }
 }
+
+// One communicator's collectives at MPI_Finalize. MPI matches collectives by
+// their order alone, so every rank must post the same sequence. A rank whose
+// deadline passed on one (a rank is gone, or more than the timeout late)
+// posts no more on that communicator: every rank's sequence is then a prefix
+// of one sequence, and a rank that comes late never has its reduction
+// matched with another rank's broadcast; it waits out its own deadline.
+class Collectives {
+ public:
+  explicit Collectives(MPI_Comm comm) : comm_(comm) {}
+  MPI_Comm comm() const { return comm_; }
+  bool open() const { return open_; }
+  void close() { open_ = false; }
+  // `posted`: the return code of the call that posted `request`. False, and
+  // closed, if it failed or the deadline passed before it completed.
+  bool finish(int posted, MPI_Request& request, double deadline) {
+    open_ = open_ && posted == MPI_SUCCESS && complete(request, deadline);
+    return open_;
+  }
+
+ private:
+  MPI_Comm comm_;
+  bool open_ = true;
+};
+
+}  // namespace
+
+// Every buffer that finish_job's collectives and its send read or write. A
+// collective abandoned at the deadline may still complete later, inside the
+// program's MPI_Finalize, and write its result (Open MPI's does): its
+// buffers must outlive finish_job. They live here, and buffers whose
+// operations did not all complete are kept, never freed (JobProcess::kept).
+struct FinalizeBuffers {
+  struct ValueRank {  // MPI_DOUBLE_INT
+    double value;
+    int rank;
+  };
+  long shape[3] = {}, low[3] = {}, high[3] = {};
+  std::vector<ValueRank> mine, minimum;
+  std::vector<double> sum, maximum;
+  std::vector<double> waited_for_me;
+  long pid = 0;
+  std::vector<long> pids;
+  std::vector<double> loss, summed;
+  std::string record;
+  std::vector<double> reference;
+};
+
+namespace {
 
 std::string host_name() {
   char name[256] = {};
@@ -75,20 +128,43 @@ struct StepResult {
   std::string problem;
 };
 
+long unix_milliseconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
 // The step waits of every rank, reduced (step_math.h).
 // `deadline` is moved on once every rank is known to have arrived (the
 // first reduction completed): from then on each exchange has the full
-// timeout, however late the last rank came.
-StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
+// timeout, however late the last rank came. Unless the last came so late
+// that the first has given up: the first reduction carries each rank's
+// arrival, and a rank that finds the earliest arrived a timeout ago posts
+// no more (the first, which gave up, would match none of it).
+StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                        double& deadline, double timeout) {
   StepResult result;
   const StepWaits& waits = p.session->recorder().step_waits();
-  long shape[2] = {static_cast<long>(waits.bins().size()),
-                   static_cast<long>(waits.steps_per_bin())};
-  long low[2] = {0, 0}, high[2] = {0, 0};
+  long* const shape = b.shape;
+  long* const low = b.low;
+  long* const high = b.high;
+  shape[0] = static_cast<long>(waits.bins().size());
+  shape[1] = static_cast<long>(waits.steps_per_bin());
+  shape[2] = unix_milliseconds();
   MPI_Request requests[2];
-  PMPI_Iallreduce(shape, low, 2, MPI_LONG, MPI_MIN, p.comm, &requests[0]);
-  PMPI_Iallreduce(shape, high, 2, MPI_LONG, MPI_MAX, p.comm, &requests[1]);
-  if (!complete(requests[0], deadline) || !complete(requests[1], deadline)) {
+  const int posted_low =
+      PMPI_Iallreduce(shape, low, 3, MPI_LONG, MPI_MIN, world.comm(), &requests[0]);
+  const int posted_high =
+      PMPI_Iallreduce(shape, high, 3, MPI_LONG, MPI_MAX, world.comm(), &requests[1]);
+  if (!world.finish(posted_low, requests[0], deadline) ||
+      !world.finish(posted_high, requests[1], deadline)) {
+    result.problem = "not every rank reached MPI_Finalize";
+    return result;
+  }
+  // A margin for the nodes' clocks and for the first's last poll.
+  const double margin = std::min(1.0, timeout / 10);
+  if (static_cast<double>(unix_milliseconds() - low[2]) / 1000 > timeout - margin) {
+    world.close();
     result.problem = "not every rank reached MPI_Finalize";
     return result;
   }
@@ -101,22 +177,25 @@ StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
     return result;
   }
   const std::size_t n = static_cast<std::size_t>(low[0]);
-  struct ValueRank {
-    double value;
-    int rank;
-  };
-  std::vector<ValueRank> mine(n), minimum(n);
-  std::vector<double> sum(n), maximum(n);
+  std::vector<FinalizeBuffers::ValueRank>& mine = b.mine;
+  std::vector<FinalizeBuffers::ValueRank>& minimum = b.minimum;
+  std::vector<double>& sum = b.sum;
+  std::vector<double>& maximum = b.maximum;
+  mine.resize(n);
+  minimum.resize(n);
+  sum.resize(n);
+  maximum.resize(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = {waits.bins()[i], p.rank};
   MPI_Request reductions[3];
-  PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT, MPI_MINLOC,
-                  p.comm, &reductions[0]);
-  PMPI_Iallreduce(waits.bins().data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, p.comm,
-                  &reductions[1]);
-  PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MAX,
-                  p.comm, &reductions[2]);
-  for (auto& request : reductions) {
-    if (!complete(request, deadline)) {
+  int posted[3];
+  posted[0] = PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT,
+                              MPI_MINLOC, world.comm(), &reductions[0]);
+  posted[1] = PMPI_Iallreduce(waits.bins().data(), sum.data(), static_cast<int>(n), MPI_DOUBLE,
+                              MPI_SUM, world.comm(), &reductions[1]);
+  posted[2] = PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE,
+                              MPI_MAX, world.comm(), &reductions[2]);
+  for (int i = 0; i < 3; ++i) {
+    if (!world.finish(posted[i], reductions[i], deadline)) {
       result.problem = "not every rank reached MPI_Finalize";
       return result;
     }
@@ -136,14 +215,18 @@ StepResult reduce_steps(const JobProcess& p, double& deadline, double timeout) {
 // The others' point-to-point waits charged to this rank, net of its own
 // charged to them (peer_waits.h): every rank sends each rank what it
 // charged it. Negative when a rank did not come.
-double reduce_exchanges(const JobProcess& p, double deadline) {
+double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                        double deadline) {
   const std::span<const double> charged = p.session->peer_waits().charged();
-  if (charged.size() != static_cast<std::size_t>(p.size)) return -1;
-  std::vector<double> waited_for_me(charged.size());
+  // Every rank's table has the job's size (JobSession), so every rank that
+  // came this far posts the exchange.
+  if (!world.open() || charged.size() != static_cast<std::size_t>(p.size)) return -1;
+  std::vector<double>& waited_for_me = b.waited_for_me;
+  waited_for_me.resize(charged.size());
   MPI_Request request;
-  PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, p.comm,
-                 &request);
-  return complete(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
+  const int posted = PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1,
+                                    MPI_DOUBLE, world.comm(), &request);
+  return world.finish(posted, request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
 }
 
 RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
@@ -169,14 +252,17 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
 
 // On the node's first rank: what else ran on the node's CPUs, and what
 // its corenoised last said about them.
-void add_node_view(const JobProcess& p, RankRecord& record, double deadline) {
-  long pid = record.pid;
+void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, RankRecord& record,
+                   double deadline) {
+  b.pid = record.pid;
   int node_size = 1;
-  PMPI_Comm_size(p.node, &node_size);
-  std::vector<long> pids(p.node_rank == 0 ? node_size : 0);
+  PMPI_Comm_size(node.comm(), &node_size);
+  std::vector<long>& pids = b.pids;
+  pids.resize(p.node_rank == 0 ? static_cast<std::size_t>(node_size) : 0);
   MPI_Request request;
-  PMPI_Igather(&pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, p.node, &request);
-  if (!complete(request, deadline) || p.node_rank != 0) return;
+  const int posted =
+      PMPI_Igather(&b.pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, node.comm(), &request);
+  if (!node.finish(posted, request, deadline) || p.node_rank != 0) return;
   const auto now = scan_tasks(p.session->options().proc_root);
   for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
@@ -186,21 +272,25 @@ void add_node_view(const JobProcess& p, RankRecord& record, double deadline) {
 
 // Every rank's loss, by cause, summed per CPU on the node's first rank,
 // which hands it to the node's corenoised.
-void report_node_loss(const JobProcess& p, const RankRecord& record, const RankAttribution& mine,
-                      double deadline) {
+void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
+                      const RankRecord& record, const RankAttribution& mine, double deadline) {
   const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
   const std::size_t cpus = configured > 0 ? static_cast<std::size_t>(configured) : 1;
-  std::vector<double> loss(cpus * kJobCauseCount, 0.0), node(p.node_rank == 0 ? loss.size() : 0);
+  std::vector<double>& loss = b.loss;
+  std::vector<double>& summed = b.summed;
+  loss.assign(cpus * kJobCauseCount, 0.0);
+  summed.assign(p.node_rank == 0 ? loss.size() : 0, 0.0);
   for (unsigned cpu : record.cpus) {
     if (cpu >= cpus) continue;
     for (std::size_t i = 0; i < kJobCauseCount; ++i) {
       loss[cpu * kJobCauseCount + i] = mine.causes[i] / static_cast<double>(record.cpus.size());
     }
   }
+  if (!node.open()) return;
   MPI_Request request;
-  PMPI_Ireduce(loss.data(), node.data(), static_cast<int>(loss.size()), MPI_DOUBLE, MPI_SUM, 0,
-               p.node, &request);
-  if (!complete(request, deadline) || p.node_rank != 0) return;
+  const int posted = PMPI_Ireduce(loss.data(), summed.data(), static_cast<int>(loss.size()),
+                                  MPI_DOUBLE, MPI_SUM, 0, node.comm(), &request);
+  if (!node.finish(posted, request, deadline) || p.node_rank != 0) return;
   const std::string& socket = p.session->options().socket_path;
   if (socket.empty() || !std::filesystem::exists(socket)) return;
   std::vector<JobCpuLoss> per_cpu;
@@ -208,7 +298,7 @@ void report_node_loss(const JobProcess& p, const RankRecord& record, const RankA
     JobCpuLoss entry{static_cast<unsigned>(cpu), {}};
     bool any = false;
     for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      entry.lost_seconds[i] = node[cpu * kJobCauseCount + i];
+      entry.lost_seconds[i] = summed[cpu * kJobCauseCount + i];
       any = any || entry.lost_seconds[i] > 0;
     }
     if (any) per_cpu.push_back(entry);
@@ -232,12 +322,15 @@ bool finish_job(JobProcess& p) {
   session.close();
   const JobOptions& options = session.options();
   double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
+  Collectives world(p.comm), node(p.node);
+  auto buffers = std::make_unique<FinalizeBuffers>();
+  FinalizeBuffers& b = *buffers;
 
-  const StepResult steps = reduce_steps(p, deadline, options.finalize_timeout_seconds);
+  const StepResult steps = reduce_steps(p, world, b, deadline, options.finalize_timeout_seconds);
   // Only once every rank came (a collective would wait for a missing one).
-  const double exchange_caused = steps.complete ? reduce_exchanges(p, deadline) : -1;
+  const double exchange_caused = reduce_exchanges(p, world, b, deadline);
   RankRecord record = own_record(p, steps, exchange_caused);
-  add_node_view(p, record, deadline);
+  add_node_view(p, node, b, record, deadline);
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = steps.lateness;
   bool sent = true;
@@ -248,9 +341,9 @@ bool finish_job(JobProcess& p) {
   if (p.rank != 0) {
     // Names come from any process on the node, cut at 15 bytes: invalid
     // UTF-8 is replaced, not thrown on.
-    const std::string text = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     MPI_Request request;
-    PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, p.comm,
+    PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag, p.comm,
                &request);
     sent = complete(request, deadline);
   } else {
@@ -296,10 +389,10 @@ bool finish_job(JobProcess& p) {
 
   // From rank 0 to all: the reference rank and the naming threshold, so
   // that every rank attributes its own loss the way the report does, and
-  // rank 0's verdict on whether every rank came. One verdict for all: a
-  // rank that skipped PMPI_Finalize while another entered it would leave
-  // that one waiting forever.
-  std::vector<double> reference(kRankMeasureCount + 2, 0.0);
+  // rank 0's verdict on whether every rank came: one verdict for all, so
+  // that either every rank hands its node's loss to corenoised or none.
+  std::vector<double>& reference = b.reference;
+  reference.assign(kRankMeasureCount + 2, 0.0);
   if (p.rank == 0) {
     std::vector<RankMeasures> measures;
     for (const auto& r : records) measures.push_back(r.measures);
@@ -308,11 +401,14 @@ bool finish_job(JobProcess& p) {
     reference[kRankMeasureCount] = cause_threshold(measures, ref);
     reference[kRankMeasureCount + 1] = steps.complete && missing.empty() ? 1.0 : 0.0;
   }
-  MPI_Request request;
-  PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, p.comm,
-              &request);
-  const bool reduced =
-      complete(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
+  bool reduced = false;
+  if (world.open()) {
+    MPI_Request request;
+    const int posted = PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE,
+                                   0, world.comm(), &request);
+    reduced =
+        world.finish(posted, request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
+  }
   if (reduced) {
     RankMeasures ref;
     std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
@@ -320,14 +416,21 @@ bool finish_job(JobProcess& p) {
     RankAttribution mine = attribute(record.measures, ref, threshold);
     // Only a late rank's loss is the job's (job_report.cpp names the same).
     if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
-    report_node_loss(p, record, mine, deadline);
+    report_node_loss(p, node, b, record, mine, deadline);
   }
   // Rank 0 has every figure: the spill files are no longer needed. If it
   // has not, they stay for `corenoise job --report`.
   SpillWriter* spill = session.spill();
   if (spill != nullptr && reduced) spill->remove();
 
-  if (p.rank != 0) return reduced;
+  // Nothing pending writes into the buffers, or they are kept for good.
+  const bool settled = world.open() && node.open() && sent;
+  if (settled) {
+    buffers.reset();
+  } else {
+    p.kept = buffers.release();
+  }
+  if (p.rank != 0) return settled;
   JobFacts facts;
   facts.version = CORENOISE_VERSION;
   facts.program = options.program;
@@ -361,7 +464,7 @@ bool finish_job(JobProcess& p) {
   write_job_outputs(facts, records, options);
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
-  return reduced;
+  return settled;
 }
 
 }  // namespace corenoise

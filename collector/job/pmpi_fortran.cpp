@@ -319,11 +319,8 @@ extern "C" {
       *ierr = MPI_ERR_INTERN;                                                                     \
       return;                                                                                     \
     }                                                                                             \
-    if (corenoise::before_finalize()) {                                                           \
-      next(ierr);                                                                                 \
-    } else {                                                                                      \
-      *ierr = MPI_SUCCESS;                                                                        \
-    }                                                                                             \
+    corenoise::before_finalize();                                                                 \
+    next(ierr);                                                                                   \
   }
 
 CORENOISE_FORTRAN_LIFECYCLE(mpi_, _)

@@ -29,11 +29,12 @@ extern thread_local int depth __attribute__((tls_model("initial-exec")));
 // points (pmpi_wrappers.cpp): whether to measure at all (before the
 // library's init: the program must use this family's libmpi); the
 // session's start once MPI is up (once, whichever entry point comes
-// first); and the reduction before MPI's own finalize, false when a rank
-// is missing and MPI's finalize would wait for it forever.
+// first); and the reduction before MPI's own finalize, which the wrapper
+// then calls whatever the reduction found: a rank that is gone or late
+// makes MPI's finalize do what it does without the library.
 bool measure_this_program();
 void mpi_started();
-bool before_finalize();
+void before_finalize();
 
 inline JobSession* recording() { return is_main && depth == 0 ? process.session : nullptr; }
 

@@ -74,6 +74,10 @@ void start() {
   PMPI_Comm_split_type(process.comm, MPI_COMM_TYPE_SHARED, process.rank, MPI_INFO_NULL,
                        &process.node);
   PMPI_Comm_rank(process.node, &process.node_rank);
+  // The library's own failures are returned to it, never fatal to the job
+  // (a duplicate inherits MPI_COMM_WORLD's MPI_ERRORS_ARE_FATAL).
+  PMPI_Comm_set_errhandler(process.comm, MPI_ERRORS_RETURN);
+  PMPI_Comm_set_errhandler(process.node, MPI_ERRORS_RETURN);
   if (!warnings.empty() && process.rank == 0)
     std::fprintf(stderr, "corenoise job: %s\n", warnings.c_str());
   // The node's tasks before the first step, for naming what ran beside
@@ -98,6 +102,7 @@ void start() {
   // its own. Its copy of the session is dropped, never used.
   static const bool registered = [] {
     ::pthread_atfork(nullptr, nullptr, [] {
+      process.retired = process.session;
       process.session = nullptr;
       is_main = false;
     });
@@ -127,26 +132,25 @@ void mpi_started() {
   if (process.session == nullptr && !is_main) start_safely();
 }
 
-bool before_finalize() {
-  if (process.session == nullptr || !is_main) return true;
-  bool everyone = true;
+void before_finalize() {
+  if (process.session == nullptr || !is_main) return;
+  bool settled = false;
   // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
   // from an exit handler): a failure costs the report, never the job.
   try {
-    everyone = finish_job(process);
+    settled = finish_job(process);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", process.rank, e.what());
   }
+  process.retired = process.session;
   process.session = nullptr;
-  if (!everyone) {
-    // A rank is gone: MPI_Finalize is collective and would wait for it
-    // forever. The job's figures are written; let the process end.
-    std::fprintf(stderr,
-                 "corenoise job: rank %d: not every rank reached MPI_Finalize; returning "
-                 "without finalizing MPI, which would wait for them forever\n",
-                 process.rank);
+  // Freed before MPI's finalize, as a program's own should be, unless a
+  // collective abandoned at the timeout is pending on them: Open MPI's
+  // MPI_Finalize then progresses it on the freed communicator and crashes.
+  if (settled) {
+    PMPI_Comm_free(&process.node);
+    PMPI_Comm_free(&process.comm);
   }
-  return everyone;
 }
 
 }  // namespace corenoise
@@ -168,13 +172,8 @@ CORENOISE_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int*
 }
 
 CORENOISE_EXPORT int MPI_Finalize() {
-  return corenoise::before_finalize() ? PMPI_Finalize() : MPI_SUCCESS;
-}
-
-CORENOISE_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
-  // The cache is the recording thread's (it alone looks communicators up).
-  if (corenoise::is_main && comm != nullptr) corenoise::process.comms.forget(*comm);
-  return PMPI_Comm_free(comm);
+  corenoise::before_finalize();
+  return PMPI_Finalize();
 }
 
 }  // extern "C"

@@ -21,6 +21,9 @@
 //                          MPI_Finalized, MPI_Get_library_version)
 //   sleep                  the steps, then 30 s of sleep before
 //                          MPI_Finalize (for a signal from outside)
+//   late-finalize          rank 1 reaches MPI_Finalize 8 s after rank 0
+//                          (later than the 5 s finalize timeout the tests
+//                          give)
 #include <mpi.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -141,6 +144,8 @@ int main(int argc, char** argv) {
   }
   total += steps(MPI_COMM_WORLD, rank);
   if (rank == 0) std::printf("hostile_app %s: %.1f\n", mode.c_str(), total);
+  std::fflush(stdout);
+  if (mode == "late-finalize" && rank == 1) sleep(8);
   const int status = MPI_Finalize();
   if (mode == "outside") {
     int finalized = -1, length = 0;
