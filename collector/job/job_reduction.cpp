@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,11 +33,13 @@ namespace {
 constexpr int kRecordTag = 7411;  // on the library's own communicator
 
 // Polls `request` until it completes or `deadline` passes. A collective
-// cannot be cancelled; one left pending is abandoned with the job.
+// cannot be cancelled; one left pending is abandoned with the job. One that
+// failed (the library's communicators return errors: a peer's process is
+// gone) is not complete either: its buffers hold nothing to use.
 bool complete(MPI_Request& request, double deadline) {
   for (;;) {
     int done = 0;
-    PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (PMPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
     if (done != 0) return true;
     if (monotonic_seconds() > deadline) return false;
     ::usleep(200);
@@ -57,16 +58,34 @@ class Collectives {
   MPI_Comm comm() const { return comm_; }
   bool open() const { return open_; }
   void close() { open_ = false; }
-  // `posted`: the return code of the call that posted `request`. False, and
-  // closed, if it failed or the deadline passed before it completed.
-  bool finish(int posted, MPI_Request& request, double deadline) {
-    open_ = open_ && posted == MPI_SUCCESS && complete(request, deadline);
+  // No collective of this communicator is left pending: its buffers may be
+  // freed and the communicator with them.
+  bool settled() const { return pending_ == 0; }
+  // Posts one collective, `post(comm, &request)` returning the MPI call's
+  // code, unless closed. False, and closed, if the call failed: the next
+  // one must not be posted either, or it would match the others' previous.
+  template <class Post>
+  bool post(Post&& post, MPI_Request& request) {
+    if (!open_) return false;
+    if (post(comm_, &request) != MPI_SUCCESS) {
+      open_ = false;
+      return false;
+    }
+    ++pending_;
+    return true;
+  }
+  // Waits for a posted collective until `deadline`. False, and closed, if
+  // it did not complete (it stays pending) or the communicator was closed.
+  bool finish(MPI_Request& request, double deadline) {
+    open_ = open_ && complete(request, deadline);
+    if (open_) --pending_;
     return open_;
   }
 
  private:
   MPI_Comm comm_;
   bool open_ = true;
+  int pending_ = 0;  // posted, not seen to complete
 };
 
 }  // namespace
@@ -88,7 +107,8 @@ struct FinalizeBuffers {
   long pid = 0;
   std::vector<long> pids;
   std::vector<double> loss, summed;
-  std::string record;
+  std::string record;    // this rank's, sent to rank 0
+  std::string incoming;  // on rank 0, the record being received
   std::vector<double> reference;
 };
 
@@ -151,21 +171,26 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
   shape[0] = static_cast<long>(waits.bins().size());
   shape[1] = static_cast<long>(waits.steps_per_bin());
   shape[2] = unix_milliseconds();
+  const std::string not_every_rank = "not every rank reached MPI_Finalize within " +
+                                     std::to_string(static_cast<int>(timeout)) +
+                                     " s of the first; the ranks' steps are not compared";
+  const auto lowest = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(shape, low, 3, MPI_LONG, MPI_MIN, c, r);
+  };
+  const auto highest = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(shape, high, 3, MPI_LONG, MPI_MAX, c, r);
+  };
   MPI_Request requests[2];
-  const int posted_low =
-      PMPI_Iallreduce(shape, low, 3, MPI_LONG, MPI_MIN, world.comm(), &requests[0]);
-  const int posted_high =
-      PMPI_Iallreduce(shape, high, 3, MPI_LONG, MPI_MAX, world.comm(), &requests[1]);
-  if (!world.finish(posted_low, requests[0], deadline) ||
-      !world.finish(posted_high, requests[1], deadline)) {
-    result.problem = "not every rank reached MPI_Finalize";
+  const bool posted = world.post(lowest, requests[0]) && world.post(highest, requests[1]);
+  if (!posted || !world.finish(requests[0], deadline) || !world.finish(requests[1], deadline)) {
+    result.problem = not_every_rank;
     return result;
   }
   // A margin for the nodes' clocks and for the first's last poll.
   const double margin = std::min(1.0, timeout / 10);
   if (static_cast<double>(unix_milliseconds() - low[2]) / 1000 > timeout - margin) {
     world.close();
-    result.problem = "not every rank reached MPI_Finalize";
+    result.problem = not_every_rank;
     return result;
   }
   deadline = monotonic_seconds() + timeout;
@@ -186,17 +211,23 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
   sum.resize(n);
   maximum.resize(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = {waits.bins()[i], p.rank};
+  const int count = static_cast<int>(n);
+  const auto least_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(mine.data(), minimum.data(), count, MPI_DOUBLE_INT, MPI_MINLOC, c, r);
+  };
+  const auto summed_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(waits.bins().data(), sum.data(), count, MPI_DOUBLE, MPI_SUM, c, r);
+  };
+  const auto most_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(waits.bins().data(), maximum.data(), count, MPI_DOUBLE, MPI_MAX, c, r);
+  };
   MPI_Request reductions[3];
-  int posted[3];
-  posted[0] = PMPI_Iallreduce(mine.data(), minimum.data(), static_cast<int>(n), MPI_DOUBLE_INT,
-                              MPI_MINLOC, world.comm(), &reductions[0]);
-  posted[1] = PMPI_Iallreduce(waits.bins().data(), sum.data(), static_cast<int>(n), MPI_DOUBLE,
-                              MPI_SUM, world.comm(), &reductions[1]);
-  posted[2] = PMPI_Iallreduce(waits.bins().data(), maximum.data(), static_cast<int>(n), MPI_DOUBLE,
-                              MPI_MAX, world.comm(), &reductions[2]);
-  for (int i = 0; i < 3; ++i) {
-    if (!world.finish(posted[i], reductions[i], deadline)) {
-      result.problem = "not every rank reached MPI_Finalize";
+  const bool all_posted = world.post(least_wait, reductions[0]) &&
+                          world.post(summed_wait, reductions[1]) &&
+                          world.post(most_wait, reductions[2]);
+  for (MPI_Request& request : reductions) {
+    if (!all_posted || !world.finish(request, deadline)) {
+      result.problem = not_every_rank;
       return result;
     }
   }
@@ -224,9 +255,13 @@ double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers
   std::vector<double>& waited_for_me = b.waited_for_me;
   waited_for_me.resize(charged.size());
   MPI_Request request;
-  const int posted = PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1,
-                                    MPI_DOUBLE, world.comm(), &request);
-  return world.finish(posted, request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
+  const bool posted = world.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, c,
+                              r);
+      },
+      request);
+  return posted && world.finish(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
 }
 
 RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
@@ -260,9 +295,12 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   std::vector<long>& pids = b.pids;
   pids.resize(p.node_rank == 0 ? static_cast<std::size_t>(node_size) : 0);
   MPI_Request request;
-  const int posted =
-      PMPI_Igather(&b.pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, node.comm(), &request);
-  if (!node.finish(posted, request, deadline) || p.node_rank != 0) return;
+  const bool posted = node.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Igather(&b.pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, c, r);
+      },
+      request);
+  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
   const auto now = scan_tasks(p.session->options().proc_root);
   for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
@@ -286,11 +324,14 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
       loss[cpu * kJobCauseCount + i] = mine.causes[i] / static_cast<double>(record.cpus.size());
     }
   }
-  if (!node.open()) return;
   MPI_Request request;
-  const int posted = PMPI_Ireduce(loss.data(), summed.data(), static_cast<int>(loss.size()),
-                                  MPI_DOUBLE, MPI_SUM, 0, node.comm(), &request);
-  if (!node.finish(posted, request, deadline) || p.node_rank != 0) return;
+  const bool posted = node.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ireduce(loss.data(), summed.data(), static_cast<int>(loss.size()), MPI_DOUBLE,
+                            MPI_SUM, 0, c, r);
+      },
+      request);
+  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
   const std::string& socket = p.session->options().socket_path;
   if (socket.empty() || !std::filesystem::exists(socket)) return;
   std::vector<JobCpuLoss> per_cpu;
@@ -323,8 +364,14 @@ bool finish_job(JobProcess& p) {
   const JobOptions& options = session.options();
   double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
   Collectives world(p.comm), node(p.node);
-  auto buffers = std::make_unique<FinalizeBuffers>();
-  FinalizeBuffers& b = *buffers;
+  // Kept from the start, so that an exception (bad_alloc, a /proc read)
+  // after an abandoned operation cannot free what MPI may still write.
+  p.kept = new FinalizeBuffers;
+  FinalizeBuffers& b = *p.kept;
+  // The records go to rank 0 point to point; when a rank is missing, the
+  // collectives' deadline has passed, and the others' records still get a
+  // short window of their own.
+  bool record_pending = false;
 
   const StepResult steps = reduce_steps(p, world, b, deadline, options.finalize_timeout_seconds);
   // Only once every rank came (a collective would wait for a missing one).
@@ -333,6 +380,8 @@ bool finish_job(JobProcess& p) {
   add_node_view(p, node, b, record, deadline);
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = steps.lateness;
+  const double records_deadline =
+      std::max(deadline, monotonic_seconds() + std::min(options.finalize_timeout_seconds, 5.0));
   bool sent = true;
 
   std::vector<RankRecord> records;
@@ -343,17 +392,18 @@ bool finish_job(JobProcess& p) {
     // UTF-8 is replaced, not thrown on.
     b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     MPI_Request request;
-    PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag, p.comm,
-               &request);
-    sent = complete(request, deadline);
+    sent = PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
+                      p.comm, &request) == MPI_SUCCESS;
+    record_pending = sent && !complete(request, records_deadline);
+    sent = sent && !record_pending;
   } else {
     std::vector<bool> received(static_cast<std::size_t>(p.size), false);
     std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
     wires[0] = std::move(wire);
     received[0] = true;
     int count = 1;
-    std::string buffer;
-    while (count < p.size && monotonic_seconds() <= deadline) {
+    std::string& buffer = b.incoming;
+    while (count < p.size && monotonic_seconds() <= records_deadline) {
       int flag = 0;
       MPI_Status status;
       PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
@@ -364,8 +414,16 @@ bool finish_job(JobProcess& p) {
       int length = 0;
       PMPI_Get_count(&status, MPI_CHAR, &length);
       buffer.resize(static_cast<std::size_t>(length));
-      PMPI_Recv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
-                MPI_STATUS_IGNORE);
+      // Not a blocking receive: a large record needs its sender's MPI to
+      // progress, which a sender that gave up may never do.
+      MPI_Request request;
+      if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
+                     &request) != MPI_SUCCESS)
+        break;
+      if (!complete(request, records_deadline)) {
+        record_pending = true;
+        break;
+      }
       const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
       if (received[source]) continue;
       wires[source] = nlohmann::json::parse(buffer, nullptr, false);
@@ -401,14 +459,15 @@ bool finish_job(JobProcess& p) {
     reference[kRankMeasureCount] = cause_threshold(measures, ref);
     reference[kRankMeasureCount + 1] = steps.complete && missing.empty() ? 1.0 : 0.0;
   }
-  bool reduced = false;
-  if (world.open()) {
-    MPI_Request request;
-    const int posted = PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE,
-                                   0, world.comm(), &request);
-    reduced =
-        world.finish(posted, request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
-  }
+  MPI_Request request;
+  const bool posted = world.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, c,
+                           r);
+      },
+      request);
+  const bool reduced =
+      posted && world.finish(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
   if (reduced) {
     RankMeasures ref;
     std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
@@ -424,11 +483,10 @@ bool finish_job(JobProcess& p) {
   if (spill != nullptr && reduced) spill->remove();
 
   // Nothing pending writes into the buffers, or they are kept for good.
-  const bool settled = world.open() && node.open() && sent;
+  const bool settled = world.settled() && node.settled() && !record_pending;
   if (settled) {
-    buffers.reset();
-  } else {
-    p.kept = buffers.release();
+    delete p.kept;
+    p.kept = nullptr;
   }
   if (p.rank != 0) return settled;
   JobFacts facts;

@@ -172,8 +172,10 @@ TEST(JobHostile, ARankLaterThanTheFinalizeTimeoutEndsTheJobAsWithout) {
     const Compared c = compare(*l, "late-finalize", true);
     EXPECT_EQ(c.plain.exit_code, 0) << c.plain.err;
     ASSERT_TRUE(c.report.is_object()) << c.measured.err;
+    // Rank 1's record may still reach rank 0 in the records' own window;
+    // its steps are never compared.
     EXPECT_FALSE(c.report["complete"].get<bool>());
-    EXPECT_NE(c.report["incomplete_reason"].get<std::string>().find("ranks 1"), std::string::npos)
+    EXPECT_NE(c.report["incomplete_reason"].get<std::string>().find("MPI_Finalize"), std::string::npos)
         << c.report["incomplete_reason"];
     std::filesystem::remove_all(c.spill_dir);
   }

@@ -449,22 +449,23 @@ TEST(JobLost, KilledRankLeavesWhatWasGathered) {
 
 // A rank that exits without MPI_Finalize under a launcher that lets the
 // others run on (hydra's -disable-auto-cleanup; Slurm's srun by default):
-// the others' reduction gives up at the finalize timeout and rank 0 reports
-// what it has, naming the missing rank. Then MPICH's MPI_Finalize waits for
+// the others' reduction gives up at the finalize timeout, rank 1 still
+// sends its record in the records' own window, and rank 0 reports both,
+// naming the missing rank 2. Then MPICH's MPI_Finalize waits for
 // that rank, as the same program does without the library: the job's end is
 // the program's, not the library's.
 TEST(JobLost, RankThatSkipsFinalizeIsReportedMissing) {
   const std::string path = temp_path("lost.json");
-  const std::string job = "timeout -k 2 15 " + kMpich.program + " -disable-auto-cleanup -bind-to core -n 2 ";
-  const std::string program = kBsp + " --steps 20 --step-products 64 --skip-finalize-rank 1";
+  const std::string job = "timeout -k 2 15 " + kMpich.program + " -disable-auto-cleanup -n 3 ";
+  const std::string program = kBsp + " --steps 20 --step-products 64 --skip-finalize-rank 2";
   const auto plain = run_command(job + program);
   const auto result =
       run_command(job + kCorenoise + " job --no-daemon --finalize-timeout 3 --json " + path + " -- " + program);
   EXPECT_EQ(result.exit_code, plain.exit_code) << plain.err << "\n----\n" << result.err;
   const json report = read_json(path);
   EXPECT_FALSE(report["complete"].get<bool>());
-  EXPECT_EQ(report["ranks_reported"], 1);
-  EXPECT_NE(report["incomplete_reason"].get<std::string>().find("ranks 1"), std::string::npos)
+  EXPECT_EQ(report["ranks_reported"], 2);
+  EXPECT_NE(report["incomplete_reason"].get<std::string>().find("ranks 2"), std::string::npos)
       << report["incomplete_reason"];
   EXPECT_NE(result.err.find("INCOMPLETE"), std::string::npos) << result.err;
   std::filesystem::remove_all(path + ".ranks");
