@@ -100,19 +100,24 @@ using corenoise::MpiCall;
 using corenoise::PeerList;
 using corenoise::recorded_fortran;
 
+// Declares `next`, the definition that `name` (a string) displaced, of type
+// void(*)`params`; when none is found, MPI_ERR_INTERN in *ierr and a return.
+// Looked up again while not found: never a null cached for good.
+#define CORENOISE_FORTRAN_NEXT(name, params)                                                     \
+  using Fn = void(*) params;                                                                     \
+  static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(name));                     \
+  const Fn next = cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(name)); \
+  if (next == nullptr) {                                                                         \
+    *ierr = MPI_ERR_INTERN;                                                                      \
+    return;                                                                                      \
+  }                                                                                              \
+  static_assert(true)
+
 // NAME's two Fortran entry points; `Kind` its MpiCall, `step` and `peers`
 // expressions of the parameters, evaluated only while recording.
 #define CORENOISE_FORTRAN_ONE(symbol, Kind, params, args, step, peers)                      \
   CORENOISE_EXPORT void symbol params {                                                     \
-    using Fn = void(*) params;                                                              \
-    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));           \
-    /* looked up again while not found: never a null cached for good */                     \
-    const Fn next =                                                                         \
-        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol));   \
-    if (next == nullptr) {                                                                  \
-      *ierr = MPI_ERR_INTERN;                                                               \
-      return;                                                                               \
-    }                                                                                       \
+    CORENOISE_FORTRAN_NEXT(#symbol, params);                                                \
     const bool on = corenoise::recording() != nullptr;                                      \
     recorded_fortran(                                                                       \
         MpiCall::Kind, __builtin_return_address(0), on && (step), ierr, [&] { next args; }, \
@@ -231,23 +236,15 @@ void remember(const MPI_Fint* request, const MPI_Fint* comm, const MPI_Fint* ran
 extern "C" {
 
 // MPI_Wait (`count` 1) and MPI_Waitall; `params` and `args` its own.
-#define CORENOISE_FORTRAN_WAIT(symbol, Kind, params, args, count)                         \
-  CORENOISE_EXPORT void symbol params {                                                   \
-    using Fn = void(*) params;                                                            \
-    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));         \
-    /* looked up again while not found: never a null cached for good */                   \
-    const Fn next =                                                                       \
-        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol)); \
-    if (next == nullptr) {                                                                \
-      *ierr = MPI_ERR_INTERN;                                                             \
-      return;                                                                             \
-    }                                                                                     \
-    const PeerList pending = corenoise::pending_peers(count, requests);                   \
-    recorded_fortran(                                                                     \
-        MpiCall::Kind, __builtin_return_address(0), false, ierr, [&] { next args; },      \
-        [&](PeerList& peers) {                                                            \
-          for (int peer : pending.span()) peers.add(peer);                                \
-        });                                                                               \
+#define CORENOISE_FORTRAN_WAIT(symbol, Kind, params, args, count)                    \
+  CORENOISE_EXPORT void symbol params {                                              \
+    CORENOISE_FORTRAN_NEXT(#symbol, params);                                         \
+    const PeerList pending = corenoise::pending_peers(count, requests);              \
+    recorded_fortran(                                                                \
+        MpiCall::Kind, __builtin_return_address(0), false, ierr, [&] { next args; }, \
+        [&](PeerList& peers) {                                                       \
+          for (int peer : pending.span()) peers.add(peer);                           \
+        });                                                                          \
   }
 #define CORENOISE_FORTRAN_WAITS(prefix, suffix)                                      \
   CORENOISE_FORTRAN_WAIT(prefix##wait##suffix, Wait,                                 \
@@ -261,66 +258,31 @@ extern "C" {
 #define CORENOISE_FORTRAN_START(symbol, receive)                                                   \
   CORENOISE_EXPORT void symbol(void* buf, MPI_Fint* count, MPI_Fint* type, MPI_Fint* rank,         \
                                MPI_Fint* tag, MPI_Fint* comm, MPI_Fint* request, MPI_Fint* ierr) { \
-    using Fn = void (*)(void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*,   \
-                        MPI_Fint*);                                                                \
-    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#symbol));                  \
-    /* looked up again while not found: never a null cached for good */                            \
-    const Fn next =                                                                                \
-        cached != nullptr ? cached : reinterpret_cast<Fn>(corenoise::displaced(#symbol));          \
-    if (next == nullptr) {                                                                         \
-      *ierr = MPI_ERR_INTERN;                                                                      \
-      return;                                                                                      \
-    }                                                                                              \
+    CORENOISE_FORTRAN_NEXT(#symbol, (void*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, \
+                                     MPI_Fint*, MPI_Fint*));                                       \
     next(buf, count, type, rank, tag, comm, request, ierr);                                        \
     if (*ierr == MPI_SUCCESS) corenoise::remember(request, comm, rank, receive);                   \
   }
 
 // MPI_Init, MPI_Init_thread and MPI_Finalize, as the C ones do.
-#define CORENOISE_FORTRAN_LIFECYCLE(prefix, suffix)                                               \
-  CORENOISE_EXPORT void prefix##init##suffix(MPI_Fint* ierr) {                                    \
-    using Fn = void (*)(MPI_Fint*);                                                               \
-    static const Fn cached = reinterpret_cast<Fn>(corenoise::displaced(#prefix "init" #suffix));  \
-    const Fn next = cached != nullptr                                                             \
-                        ? cached                                                                  \
-                        : reinterpret_cast<Fn>(corenoise::displaced(#prefix "init" #suffix));     \
-    if (next == nullptr) {                                                                        \
-      *ierr = MPI_ERR_INTERN;                                                                     \
-      return;                                                                                     \
-    }                                                                                             \
-    const bool measure = corenoise::measure_this_program();                                       \
-    next(ierr);                                                                                   \
-    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                                \
-  }                                                                                               \
-  CORENOISE_EXPORT void prefix##init_thread##suffix(MPI_Fint* required, MPI_Fint* provided,       \
-                                                    MPI_Fint* ierr) {                             \
-    using Fn = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*);                                         \
-    static const Fn cached =                                                                      \
-        reinterpret_cast<Fn>(corenoise::displaced(#prefix "init_thread" #suffix));                \
-    const Fn next =                                                                               \
-        cached != nullptr                                                                         \
-            ? cached                                                                              \
-            : reinterpret_cast<Fn>(corenoise::displaced(#prefix "init_thread" #suffix));          \
-    if (next == nullptr) {                                                                        \
-      *ierr = MPI_ERR_INTERN;                                                                     \
-      return;                                                                                     \
-    }                                                                                             \
-    const bool measure = corenoise::measure_this_program();                                       \
-    next(required, provided, ierr);                                                               \
-    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                                \
-  }                                                                                               \
-  CORENOISE_EXPORT void prefix##finalize##suffix(MPI_Fint* ierr) {                                \
-    using Fn = void (*)(MPI_Fint*);                                                               \
-    static const Fn cached =                                                                      \
-        reinterpret_cast<Fn>(corenoise::displaced(#prefix "finalize" #suffix));                   \
-    const Fn next = cached != nullptr                                                             \
-                        ? cached                                                                  \
-                        : reinterpret_cast<Fn>(corenoise::displaced(#prefix "finalize" #suffix)); \
-    if (next == nullptr) {                                                                        \
-      *ierr = MPI_ERR_INTERN;                                                                     \
-      return;                                                                                     \
-    }                                                                                             \
-    corenoise::before_finalize();                                                                 \
-    next(ierr);                                                                                   \
+#define CORENOISE_FORTRAN_LIFECYCLE(prefix, suffix)                                           \
+  CORENOISE_EXPORT void prefix##init##suffix(MPI_Fint* ierr) {                                \
+    CORENOISE_FORTRAN_NEXT(#prefix "init" #suffix, (MPI_Fint*));                              \
+    const bool measure = corenoise::measure_this_program();                                   \
+    next(ierr);                                                                               \
+    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                            \
+  }                                                                                           \
+  CORENOISE_EXPORT void prefix##init_thread##suffix(MPI_Fint* required, MPI_Fint* provided,   \
+                                                    MPI_Fint* ierr) {                         \
+    CORENOISE_FORTRAN_NEXT(#prefix "init_thread" #suffix, (MPI_Fint*, MPI_Fint*, MPI_Fint*)); \
+    const bool measure = corenoise::measure_this_program();                                   \
+    next(required, provided, ierr);                                                           \
+    if (*ierr == MPI_SUCCESS && measure) corenoise::mpi_started();                            \
+  }                                                                                           \
+  CORENOISE_EXPORT void prefix##finalize##suffix(MPI_Fint* ierr) {                            \
+    CORENOISE_FORTRAN_NEXT(#prefix "finalize" #suffix, (MPI_Fint*));                          \
+    corenoise::before_finalize();                                                             \
+    next(ierr);                                                                               \
   }
 
 CORENOISE_FORTRAN_LIFECYCLE(mpi_, _)
