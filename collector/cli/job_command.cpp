@@ -133,13 +133,15 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
       parse_args(own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report"},
                  {"no-daemon", "no-spill", "quiet", "help"});
   if (!parsed.positional.empty()) {
-    throw UsageError("'" + parsed.positional.front() + "' before '--': the program comes after '--'");
+    throw UsageError("'" + parsed.positional.front() +
+                     "' before '--': the program comes after '--'");
   }
   JobLaunch launch;
   launch.program = program;
   auto& env = launch.environment;
   const char* socket = std::getenv("CORENOISE_SOCKET");
-  env["CORENOISE_JOB_SOCKET"] = socket != nullptr && *socket != '\0' ? socket : kDefaultControlSocket;
+  env["CORENOISE_JOB_SOCKET"] =
+      socket != nullptr && *socket != '\0' ? socket : kDefaultControlSocket;
   for (const auto& [name, value] : parsed.options) {
     try {
       if (name == "json") {
@@ -151,9 +153,11 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
       } else if (name == "no-daemon") {
         env["CORENOISE_JOB_SOCKET"] = "";
       } else if (name == "finalize-timeout") {
-        env["CORENOISE_JOB_FINALIZE_TIMEOUT"] = std::to_string(parse_real_value(value, 0.1, 3600, "seconds"));
+        env["CORENOISE_JOB_FINALIZE_TIMEOUT"] =
+            std::to_string(parse_real_value(value, 0.1, 3600, "seconds"));
       } else if (name == "budget") {
-        env["CORENOISE_JOB_BUDGET"] = std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
+        env["CORENOISE_JOB_BUDGET"] =
+            std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
       } else if (name == "quiet") {
         env["CORENOISE_JOB_QUIET"] = "1";
       } else if (name == "spill") {
@@ -165,10 +169,13 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
       throw UsageError("--" + name + ": " + e.what());
     }
   }
-  if (parsed.has("no-daemon") && parsed.has("socket")) throw UsageError("--socket and --no-daemon contradict");
-  if (parsed.has("no-spill") && parsed.has("spill")) throw UsageError("--spill and --no-spill contradict");
+  if (parsed.has("no-daemon") && parsed.has("socket"))
+    throw UsageError("--socket and --no-daemon contradict");
+  if (parsed.has("no-spill") && parsed.has("spill"))
+    throw UsageError("--spill and --no-spill contradict");
   if (!launch.report_dir.empty()) {
-    if (!program.empty()) throw UsageError("--report DIR runs no program: leave out '-- " + program.front() + "'");
+    if (!program.empty())
+      throw UsageError("--report DIR runs no program: leave out '-- " + program.front() + "'");
     return launch;
   }
   if (program.empty()) throw UsageError("no program: corenoise job [OPTIONS] -- PROGRAM [ARGS...]");
@@ -202,8 +209,10 @@ int run_job_command(const std::vector<std::string>& args) {
         }
         if (!mpi.family) {
           throw std::runtime_error(
-              "no MPI launcher started this process (none of PMI_FD, PMI_PORT, OMPI_COMM_WORLD_SIZE, "
-              "PMIX_RANK, PMI_RANK is set): start it as every rank with mpiexec.mpich, mpirun.openmpi "
+              "no MPI launcher started this process (none of PMI_FD, PMI_PORT, "
+              "OMPI_COMM_WORLD_SIZE, "
+              "PMIX_RANK, PMI_RANK is set): start it as every rank with mpiexec.mpich, "
+              "mpirun.openmpi "
               "or srun --mpi=..., or set CORENOISE_MPI=mpich|openmpi for a program run alone");
         }
         const std::string family(family_name(*mpi.family));
@@ -212,28 +221,31 @@ int run_job_command(const std::vector<std::string>& args) {
         const auto library = find_family_library(file, &tried);
         if (!library) {
           throw std::runtime_error("this corenoise was built without " + family_title(*mpi.family) +
-                                   " (no " + file + " in " + tried + "); rebuild it with " + family +
-                                   " in CORENOISE_MPI_FAMILIES (docs/operations.md)");
+                                   " (no " + file + " in " + tried + "); rebuild it with " +
+                                   family + " in CORENOISE_MPI_FAMILIES (docs/operations.md)");
         }
         // Only rank 0 writes; it checks before the job starts.
         if (mpi.rank <= 0) {
           for (const char* name : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
             if (auto it = launch.environment.find(name); it != launch.environment.end()) {
-              check_writable(it->second, name == std::string("CORENOISE_JOB_JSON") ? "--json" : "--html");
+              check_writable(it->second,
+                             name == std::string("CORENOISE_JOB_JSON") ? "--json" : "--html");
             }
           }
         }
         launch.environment["CORENOISE_JOB_FAMILY"] = family;
         const char* preload = std::getenv("LD_PRELOAD");
         launch.environment["LD_PRELOAD"] =
-            library->string() + (preload != nullptr && *preload != '\0' ? std::string(":") + preload : "");
-        for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
+            library->string() +
+            (preload != nullptr && *preload != '\0' ? std::string(":") + preload : "");
+        for (const auto& [name, value] : launch.environment)
+          ::setenv(name.c_str(), value.c_str(), 1);
         std::vector<char*> argv;
         for (auto& word : launch.program) argv.push_back(word.data());
         argv.push_back(nullptr);
         ::execvp(argv[0], argv.data());
-        std::cerr << "corenoise job: cannot run '" << launch.program.front() << "': " << std::strerror(errno)
-                  << '\n';
+        std::cerr << "corenoise job: cannot run '" << launch.program.front()
+                  << "': " << std::strerror(errno) << '\n';
         return 127;
       });
 }

@@ -21,7 +21,8 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
   const std::size_t upper[] = {index(reference.clock_hz), index(reference.wait_cpu_seconds)};
   for (std::size_t field = 0; field < kRankMeasureCount; ++field) {
     for (std::size_t i = 0; i < ranks.size(); ++i) column[i] = as_array(ranks[i])[field];
-    const bool clean_is_high = std::find(std::begin(upper), std::end(upper), field) != std::end(upper);
+    const bool clean_is_high =
+        std::find(std::begin(upper), std::end(upper), field) != std::end(upper);
     const std::size_t middle = clean_is_high ? column.size() / 2 : (column.size() - 1) / 2;
     const auto median = column.begin() + static_cast<std::ptrdiff_t>(middle);
     std::nth_element(column.begin(), median, column.end());
@@ -35,7 +36,6 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
   return reference;
 }
 
-
 double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference) {
   // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
   // compute time (the hypervisor's gaps, which the guest counts as run
@@ -45,7 +45,8 @@ double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& 
     // The spread of the time each rank kept the others waiting for it:
     // computing, or off its CPU inside a call.
     std::vector<double> busy;
-    for (const auto& m : ranks) busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
+    for (const auto& m : ranks)
+      busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
     threshold = std::max(threshold, 5 * 1.4826 * stats::mad(busy));
   }
   return threshold;

@@ -9,7 +9,8 @@ std::string_view cause_advice(JobCause cause) {
     case JobCause::own_threads:
       return "one thread per rank on a bound core: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
              "MKL_NUM_THREADS=1, for XLA --xla_cpu_multi_thread_eigen=false "
-             "intra_op_parallelism_threads=1; or bind each rank to as many cores as it runs threads";
+             "intra_op_parallelism_threads=1; or bind each rank to as many cores as it runs "
+             "threads";
     case JobCause::other_processes:
       return "keep other work off the job's cores: give the OS a core (Slurm CoreSpecCount, "
              "CpuSpecList) and leave it out of the binding; find the process named here";
@@ -34,13 +35,20 @@ std::string_view cause_advice(JobCause cause) {
 
 std::string_view cause_words(JobCause cause) {
   switch (cause) {
-    case JobCause::own_threads: return "waited for its CPU behind its own threads";
-    case JobCause::other_processes: return "waited for its CPU behind other processes";
-    case JobCause::interrupts: return "its CPU served interrupts";
-    case JobCause::steal: return "the hypervisor took its vCPU (steal)";
-    case JobCause::page_faults: return "faulted pages in";
-    case JobCause::slower_clock: return "ran at a slower clock";
-    case JobCause::more_work: return "did more work at the same clock";
+    case JobCause::own_threads:
+      return "waited for its CPU behind its own threads";
+    case JobCause::other_processes:
+      return "waited for its CPU behind other processes";
+    case JobCause::interrupts:
+      return "its CPU served interrupts";
+    case JobCause::steal:
+      return "the hypervisor took its vCPU (steal)";
+    case JobCause::page_faults:
+      return "faulted pages in";
+    case JobCause::slower_clock:
+      return "ran at a slower clock";
+    case JobCause::more_work:
+      return "did more work at the same clock";
   }
   return "";
 }

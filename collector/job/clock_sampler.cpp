@@ -21,7 +21,8 @@ int open_counter(std::uint64_t config, int group) {
   attr.exclude_kernel = 1;  // allowed at perf_event_paranoid 2
   attr.exclude_hv = 1;
   attr.read_format = PERF_FORMAT_GROUP;
-  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, group, PERF_FLAG_FD_CLOEXEC));
+  return static_cast<int>(
+      ::syscall(SYS_perf_event_open, &attr, 0, -1, group, PERF_FLAG_FD_CLOEXEC));
 }
 
 // About 3 µs at 3 GHz: four chunks of 2,000 adds, the fastest kept, so a

@@ -36,13 +36,13 @@ class ClockSampler {
   std::string_view source() const;
 
  private:
-  int cycles_fd_ = -1;      // group leader: core cycles
-  int reference_fd_ = -1;   // reference cycles, at the TSC's rate
+  int cycles_fd_ = -1;     // group leader: core cycles
+  int reference_fd_ = -1;  // reference cycles, at the TSC's rate
   std::uint64_t last_cycles_ = 0, last_reference_ = 0;
   std::array<double, kMaxSamples> samples_{};
   mutable std::array<double, kMaxSamples> scratch_{};  // median_hz() allocates nothing
-  std::size_t count_ = 0;  // readings taken; past kMaxSamples, a ring
-  std::size_t recent_at_ = 0;  // count_ when recent_ was computed
+  std::size_t count_ = 0;                              // readings taken; past kMaxSamples, a ring
+  std::size_t recent_at_ = 0;                          // count_ when recent_ was computed
   double recent_ = 0;
 };
 

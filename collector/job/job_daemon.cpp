@@ -1,7 +1,7 @@
 #include "collector/job/job_daemon.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -17,7 +17,8 @@ constexpr std::chrono::milliseconds kTimeout{1000};
 }
 
 json verdicts_from_results(const json& results, double now_unix_seconds) {
-  if (!results.is_object() || !results.contains("cpus") || !results["cpus"].is_array()) return nullptr;
+  if (!results.is_object() || !results.contains("cpus") || !results["cpus"].is_array())
+    return nullptr;
   double finished = 0;
   if (results.contains("rounds") && results["rounds"].is_array() && !results["rounds"].empty()) {
     const json& last = results["rounds"].back();
@@ -37,9 +38,11 @@ json verdicts_from_results(const json& results, double now_unix_seconds) {
 json daemon_verdicts(const std::string& socket_path) {
   if (socket_path.empty() || !std::filesystem::exists(socket_path)) return nullptr;
   try {
-    const json reply = ControlClient(socket_path, kTimeout).request(json{{"command", "results"}}, kTimeout);
+    const json reply =
+        ControlClient(socket_path, kTimeout).request(json{{"command", "results"}}, kTimeout);
     if (!reply.value("ok", false)) return nullptr;
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     // The reply is {"ok": true, ...the results document's fields}.
     return verdicts_from_results(reply.contains("result") ? reply["result"] : reply, now);
   } catch (const std::exception&) {
@@ -47,8 +50,8 @@ json daemon_verdicts(const std::string& socket_path) {
   }
 }
 
-json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds, int ranks,
-                 const std::vector<JobCpuLoss>& loss) {
+json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds,
+                 int ranks, const std::vector<JobCpuLoss>& loss) {
   JobRequest request;
   request.job_id = job_id;
   request.ended_unix_seconds = ended_unix_seconds;
@@ -80,12 +83,14 @@ std::string send_job_loss(const std::string& socket_path, const json& request) {
 }
 
 std::string job_id(long rank0_pid) {
-  for (const char* name : {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}) {
+  for (const char* name :
+       {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}) {
     const char* value = std::getenv(name);
     if (value != nullptr && *value != '\0') {
       // The daemon takes 1 to 128 printable ASCII characters.
       std::string id;
-      for (const char* c = value; *c != '\0' && id.size() < 128; ++c) id += (*c >= 0x20 && *c < 0x7f) ? *c : '_';
+      for (const char* c = value; *c != '\0' && id.size() < 128; ++c)
+        id += (*c >= 0x20 && *c < 0x7f) ? *c : '_';
       return id;
     }
   }

@@ -25,7 +25,8 @@ void write_job_outputs(const JobFacts& facts, const std::vector<RankRecord>& rec
       std::fprintf(stderr, "corenoise job: %s\n", e.what());
     }
   };
-  write(options.json_path, report.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "--json");
+  write(options.json_path,
+        report.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "--json");
   if (!options.html_path.empty()) write(options.html_path, render_report_page(report), "--html");
   if (options.banner) {
     std::string banner = job_banner(report);

@@ -21,7 +21,8 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 bool all_digits(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -33,7 +34,8 @@ std::vector<TaskTime> scan_tasks(const std::string& proc_root) {
     const std::string pid = process.path().filename().string();
     if (!all_digits(pid)) continue;
     std::error_code task_error;
-    for (const auto& task : std::filesystem::directory_iterator(process.path() / "task", task_error)) {
+    for (const auto& task :
+         std::filesystem::directory_iterator(process.path() / "task", task_error)) {
       const std::string tid = task.path().filename().string();
       if (!all_digits(tid)) continue;
       // Tasks come and go while we read: a missing file is a task gone.
@@ -72,7 +74,8 @@ std::vector<CpuCulprit> culprits_between(std::span<const TaskTime> before,
   std::map<std::pair<int, long>, std::pair<double, std::string>> by_process;
   for (const TaskTime& t : after) {
     if (t.cpu < 0) continue;
-    if (std::find(excluded_pids.begin(), excluded_pids.end(), t.pid) != excluded_pids.end()) continue;
+    if (std::find(excluded_pids.begin(), excluded_pids.end(), t.pid) != excluded_pids.end())
+      continue;
     std::uint64_t base = 0;
     // A tid reused by another process since the first scan is a new task.
     if (auto it = earlier.find(t.tid); it != earlier.end() && earlier_pid[t.tid] == t.pid) {
@@ -84,7 +87,8 @@ std::vector<CpuCulprit> culprits_between(std::span<const TaskTime> before,
   }
   std::vector<CpuCulprit> all;
   for (const auto& [key, value] : by_process) {
-    if (value.first >= min_seconds) all.push_back({key.first, key.second, value.second, value.first});
+    if (value.first >= min_seconds)
+      all.push_back({key.first, key.second, value.second, value.first});
   }
   std::sort(all.begin(), all.end(), [](const CpuCulprit& a, const CpuCulprit& b) {
     return std::tie(a.cpu, b.seconds) < std::tie(b.cpu, a.seconds);

@@ -29,11 +29,21 @@ std::optional<TaskStat> parse_task_stat(std::string_view text) {
     value = to_number(token);
     if (!value) return std::nullopt;
     switch (field) {
-      case 10: stat.minor_faults = *value; break;
-      case 12: stat.major_faults = *value; break;
-      case 14: stat.user_ticks = *value; break;
-      case 15: stat.system_ticks = *value; break;
-      case 39: stat.processor = static_cast<int>(std::min<std::uint64_t>(*value, 1u << 30)); break;
+      case 10:
+        stat.minor_faults = *value;
+        break;
+      case 12:
+        stat.major_faults = *value;
+        break;
+      case 14:
+        stat.user_ticks = *value;
+        break;
+      case 15:
+        stat.system_ticks = *value;
+        break;
+      case 39:
+        stat.processor = static_cast<int>(std::min<std::uint64_t>(*value, 1u << 30));
+        break;
     }
   }
   return stat;

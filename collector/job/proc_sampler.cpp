@@ -49,7 +49,8 @@ ProcSampler::ProcSampler(std::string proc_root, std::vector<unsigned> cpus, int 
   // a quarter of its soft limit (1,024 on many systems gives 128 threads).
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-    max_threads_ = std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 8, 8, kMaxThreads);
+    max_threads_ =
+        std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur) / 8, 8, kMaxThreads);
   }
   departed_.reserve(kMaxThreads);
   task_dir_fd_ = ::open((proc_root_ + "/self/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -158,7 +159,8 @@ ProcWindow ProcSampler::sample() {
       const std::size_t n = std::min(stat->comm.size(), task.comm.size() - 1);
       std::memcpy(task.comm.data(), stat->comm.data(), n);
     }
-    const double ran = static_cast<double>(sched->run_ns - std::min(sched->run_ns, task.last.run_ns)) * 1e-9;
+    const double ran =
+        static_cast<double>(sched->run_ns - std::min(sched->run_ns, task.last.run_ns)) * 1e-9;
     if (task.tid == main_tid_) {
       window.main_run_queue_seconds +=
           static_cast<double>(sched->wait_ns - std::min(sched->wait_ns, task.last.wait_ns)) * 1e-9;

@@ -22,13 +22,13 @@ namespace corenoise {
 
 // Deltas over one window (between two samples), in seconds and counts.
 struct ProcWindow {
-  double own_threads_seconds = 0;   // the process's OTHER threads, on the rank's CPUs
-  double own_process_seconds = 0;   // all its threads (main included), on the rank's CPUs
-  double cpu_busy_seconds = 0;      // user+nice+system of the rank's CPUs, from ticks
-  double interrupt_seconds = 0;     // irq+softirq of the rank's CPUs
+  double own_threads_seconds = 0;  // the process's OTHER threads, on the rank's CPUs
+  double own_process_seconds = 0;  // all its threads (main included), on the rank's CPUs
+  double cpu_busy_seconds = 0;     // user+nice+system of the rank's CPUs, from ticks
+  double interrupt_seconds = 0;    // irq+softirq of the rank's CPUs
   double steal_seconds = 0;
   double main_run_queue_seconds = 0;  // the main thread runnable, not running
-  std::uint64_t minor_faults = 0;   // the main thread's
+  std::uint64_t minor_faults = 0;     // the main thread's
   std::uint64_t major_faults = 0;
   std::uint64_t involuntary_switches = 0;  // the main thread
 };
@@ -82,9 +82,9 @@ class ProcSampler {
   int task_dir_fd_ = -1;
   int proc_stat_fd_ = -1;
   int main_status_fd_ = -1;
-  std::vector<char> buffer_;         // for /proc/stat and status files
-  std::array<char, 4096> small_{};   // for stat and schedstat lines
-  std::array<char, 8192> dents_{};   // getdents64
+  std::vector<char> buffer_;        // for /proc/stat and status files
+  std::array<char, 4096> small_{};  // for stat and schedstat lines
+  std::array<char, 8192> dents_{};  // getdents64
   std::vector<Task> tasks_;
   std::size_t max_threads_ = kMaxThreads;  // from RLIMIT_NOFILE
   std::size_t open_tasks_ = 0;

@@ -21,8 +21,8 @@ struct RankMeasures {
   // (attribution.h) is one rank's, not a sum of medians of different ranks.
   double off_cpu_seconds = 0;
   double calls = 0;
-  double steps = 0;                // blocking collectives over the whole job
-  double overhead_seconds = 0;     // the library's own sampling
+  double steps = 0;             // blocking collectives over the whole job
+  double overhead_seconds = 0;  // the library's own sampling
   double samples = 0;
   double own_threads_seconds = 0;      // CPU time of its other threads on its CPUs
   double other_processes_seconds = 0;  // its CPUs busy with other processes' tasks
@@ -32,14 +32,15 @@ struct RankMeasures {
   double minor_faults = 0;
   double major_faults = 0;
   double involuntary_switches = 0;
-  double fault_seconds = 0;            // minor faults × the measured cost of one
-  double clock_hz = 0;                 // median effective clock of the main thread
+  double fault_seconds = 0;  // minor faults × the measured cost of one
+  double clock_hz = 0;       // median effective clock of the main thread
   // The others' waiting its lateness caused: at steps (step_math.h) and,
   // of that, in point-to-point exchanges (peer_waits.h).
   double wait_caused_seconds = 0;
-  double exchange_wait_seconds = 0;         // of wait_seconds, in point-to-point calls
-  double exchange_wait_caused_seconds = 0;  // of wait_caused_seconds, the others' exchange waits for it
-  double exchange_uncharged_seconds = 0;    // its exchange waits whose peer is not known
+  double exchange_wait_seconds = 0;  // of wait_seconds, in point-to-point calls
+  double exchange_wait_caused_seconds =
+      0;  // of wait_caused_seconds, the others' exchange waits for it
+  double exchange_uncharged_seconds = 0;  // its exchange waits whose peer is not known
 };
 
 inline constexpr std::size_t kRankMeasureCount = sizeof(RankMeasures) / sizeof(double);

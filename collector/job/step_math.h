@@ -30,8 +30,9 @@ inline double wait_caused(int rank, int ranks, std::span<const double> minimum,
 
 // A rank's lateness per column of at most kMaxLatenessColumns columns,
 // each column the sum over its bins; `*steps_per_column` is set.
-inline std::vector<float> lateness_columns(std::span<const double> mine, std::span<const double> maximum,
-                                           long steps_per_bin, long* steps_per_column) {
+inline std::vector<float> lateness_columns(std::span<const double> mine,
+                                           std::span<const double> maximum, long steps_per_bin,
+                                           long* steps_per_column) {
   const std::size_t n = mine.size();
   const std::size_t columns = n < kMaxLatenessColumns ? n : kMaxLatenessColumns;
   const std::size_t per_column = columns == 0 ? 1 : (n + columns - 1) / columns;

@@ -79,7 +79,8 @@ std::string family_title(MpiFamily family) {
   return family == MpiFamily::mpich ? "MPICH" : "Open MPI";
 }
 
-std::optional<std::filesystem::path> find_family_library(const std::string& file, std::string* tried) {
+std::optional<std::filesystem::path> find_family_library(const std::string& file,
+                                                         std::string* tried) {
   for (const auto& dir : plugin_directories()) {
     const auto path = (dir / file).lexically_normal();
     std::error_code error;

@@ -35,7 +35,8 @@ std::unique_ptr<MpiEnvironment> open_mpi_environment(int* argc = nullptr, char**
 // Where a per-family library of this build (`file`, e.g.
 // libcorenoise-job-openmpi.so) is, searched as the plugins are; nullopt if
 // in none of the directories, which `*tried` then lists.
-std::optional<std::filesystem::path> find_family_library(const std::string& file, std::string* tried);
+std::optional<std::filesystem::path> find_family_library(const std::string& file,
+                                                         std::string* tried);
 
 // "MPICH", "Open MPI": the family as messages name it.
 std::string family_title(MpiFamily family);

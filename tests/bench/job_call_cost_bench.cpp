@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
                                     JobOptions{}.max_interval_seconds);
 
   std::printf("per blocking call (enter+exit): median %.0f ns over %ld calls\n", call * 1e9, calls);
-  std::printf("per sample (/proc, /proc/stat, clock chain): median %.1f us (%s clock)\n", sample * 1e6,
-              std::string(sampled.clock_source()).c_str());
+  std::printf("per sample (/proc, /proc/stat, clock chain): median %.1f us (%s clock)\n",
+              sample * 1e6, std::string(sampled.clock_source()).c_str());
   std::printf("sampling cadence at the default budget (%.2f %%): every %.0f ms\n", budget * 100,
               cadence * 1e3);
   for (const double step : {0.001, 0.030}) {

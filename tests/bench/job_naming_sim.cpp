@@ -75,7 +75,7 @@ using nlohmann::json;
 
 // A clean rank as measured, per second of compute where it scales.
 struct CleanRank {
-  std::string source;  // "FILE rank N"
+  std::string source;       // "FILE rank N"
   double cpu_share = 0;     // compute_cpu / compute
   double off_in_calls = 0;  // (wait - wait_cpu) / compute
   double own_threads = 0, other_processes = 0, interrupts = 0, steal = 0, run_queue = 0;
@@ -118,7 +118,8 @@ void load_report(const json& doc, const std::string& path, Pool& pool) {
     c.source = path + " rank " + std::to_string(r.at("rank").get<int>());
     c.cpu_share = r.at("compute_cpu_seconds").get<double>() / compute;
     c.off_in_calls =
-        std::max(0.0, r.at("wait_seconds").get<double>() - r.at("wait_cpu_seconds").get<double>()) / compute;
+        std::max(0.0, r.at("wait_seconds").get<double>() - r.at("wait_cpu_seconds").get<double>()) /
+        compute;
     c.own_threads = k.at("own_threads_seconds").get<double>() / compute;
     c.other_processes = k.at("other_processes_seconds").get<double>() / compute;
     c.interrupts = k.at("interrupt_seconds").get<double>() / compute;
@@ -177,7 +178,8 @@ Pool load_pool(const std::vector<std::string>& paths, bool per_job) {
                doc["per_rank"][0].contains("compute_seconds")) {
       load_steps(doc, path, raw, job_medians, latencies, pool);
     } else {
-      throw std::runtime_error(path + ": neither a corenoise job report nor a bsp_step_app --per-step file");
+      throw std::runtime_error(
+          path + ": neither a corenoise job report nor a bsp_step_app --per-step file");
     }
   }
   if (pool.ranks.empty() || raw.empty()) {
@@ -207,12 +209,14 @@ double measure_fault_cost() {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   std::vector<double> batches;
   for (int batch = 0; batch < 5; ++batch) {
-    void* memory = ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory =
+        ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return 0;
     auto* bytes = static_cast<volatile char*>(memory);
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < kPages; ++i) bytes[i * page] = 1;
-    batches.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kPages);
+    batches.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                      kPages);
     ::munmap(memory, kPages * page);
   }
   return median_of(batches);
@@ -228,7 +232,8 @@ struct Draws {
   std::vector<long> series;                // index into pool.series; -1 when pooled
 };
 
-Draws draw_job(const Pool& pool, int ranks, int steps, bool pooled, bool coupled, std::mt19937_64& rng) {
+Draws draw_job(const Pool& pool, int ranks, int steps, bool pooled, bool coupled,
+               std::mt19937_64& rng) {
   Draws d;
   std::uniform_int_distribution<std::size_t> pick_record(0, pool.ranks.size() - 1);
   std::uniform_int_distribution<std::size_t> pick_series(0, pool.series.size() - 1);
@@ -289,7 +294,8 @@ double library_fraction() {
 // not bind (the same median and MAD as attribution.cpp's).
 double five_sd_term(const std::vector<RankMeasures>& measures) {
   std::vector<double> busy;
-  for (const auto& m : measures) busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
+  for (const auto& m : measures)
+    busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
   const auto mid = busy.begin() + static_cast<std::ptrdiff_t>(busy.size() / 2);
   std::nth_element(busy.begin(), mid, busy.end());
   const double median = *mid;
@@ -298,12 +304,14 @@ double five_sd_term(const std::vector<RankMeasures>& measures) {
   return 5 * 1.4826 * *mid;
 }
 
-JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, double fault_cost, Effect effect,
-                   double x, const Alternative& alt) {
+JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, double fault_cost,
+                   Effect effect, double x, const Alternative& alt) {
   const auto ranks = draws.steps.size();
   const auto steps = draws.steps.front().size();
   const double grow = effect == Effect::none ? 1.0 : 1.0 + x;
-  auto step = [&](std::size_t i, std::size_t s) { return draws.steps[i][s] * (i == 0 ? grow : 1.0); };
+  auto step = [&](std::size_t i, std::size_t s) {
+    return draws.steps[i][s] * (i == 0 ? grow : 1.0);
+  };
 
   // step_math.h's reduction: per step the minimum wait (the last arriver's,
   // the latency), its rank, and the sum of the waits.
@@ -354,7 +362,8 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
     m.steps = static_cast<double>(steps);
     m.calls = static_cast<double>(steps);
     m.elapsed_seconds = m.compute_seconds + m.wait_seconds;
-    m.wait_caused_seconds = wait_caused(static_cast<int>(i), static_cast<int>(ranks), minimum, last_rank, sum);
+    m.wait_caused_seconds =
+        wait_caused(static_cast<int>(i), static_cast<int>(ranks), minimum, last_rank, sum);
     measures[i] = m;
     RankRecord& r = records[i];
     r.rank = static_cast<int>(i);
@@ -404,12 +413,13 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
       if (measures[i].wait_caused_seconds < threshold) a.main_cause.reset();
       if (diagnose && i != 0) {
         result.max_excess = std::max(result.max_excess, a.excess_seconds);
-        result.max_cause = std::max(result.max_cause, *std::max_element(a.causes.begin(), a.causes.end()));
+        result.max_cause =
+            std::max(result.max_cause, *std::max_element(a.causes.begin(), a.causes.end()));
         result.caused_share += measures[i].wait_caused_seconds >= threshold ? 1.0 : 0.0;
       }
       if (i == 0) {
-        *outcome = !cause_found       ? kCauseUnder
-                   : !a.main_cause    ? kCausedUnder
+        *outcome = !cause_found                         ? kCauseUnder
+                   : !a.main_cause                      ? kCausedUnder
                    : to_string(*a.main_cause) != target ? kWrongCause
                                                         : kNotFirst;
       }
@@ -428,11 +438,13 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
   result.caused_share /= static_cast<double>(ranks > 1 ? ranks - 1 : 1);
   const bool report_detected = !report["worst_ranks"].empty() && report["worst_ranks"][0] == 0 &&
                                report["ranks"][0]["cause"] == target;
-  result.mismatches = own_named != result.named || (result.outcome == kDetected) != report_detected ? 1 : 0;
+  result.mismatches =
+      own_named != result.named || (result.outcome == kDetected) != report_detected ? 1 : 0;
   if (alt.active()) {
-    double threshold =
-        std::max(1e-3, (alt.fraction >= 0 ? alt.fraction : library_fraction()) * reference.compute_seconds);
-    if (ranks >= 8) threshold = std::max(threshold, result.five_sd / 5 * (alt.sd >= 0 ? alt.sd : 5));
+    double threshold = std::max(
+        1e-3, (alt.fraction >= 0 ? alt.fraction : library_fraction()) * reference.compute_seconds);
+    if (ranks >= 8)
+      threshold = std::max(threshold, result.five_sd / 5 * (alt.sd >= 0 ? alt.sd : 5));
     name_at(threshold, false, &result.named_alt, &result.named_alt_others, &result.outcome_alt);
   }
   return result;
@@ -463,14 +475,16 @@ double upper_bound(int k, int n) {
 
 std::string share_text(int k, int n) {
   char text[96];
-  std::snprintf(text, sizeof(text), "%d/%d = %.1f %% (<= %.1f %%)", k, n, 100.0 * k / n, 100.0 * upper_bound(k, n));
+  std::snprintf(text, sizeof(text), "%d/%d = %.1f %% (<= %.1f %%)", k, n, 100.0 * k / n,
+                100.0 * upper_bound(k, n));
   return text;
 }
 
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(std::min<double>(static_cast<double>(v.size() - 1), std::floor(q * v.size())))];
+  return v[static_cast<std::size_t>(
+      std::min<double>(static_cast<double>(v.size() - 1), std::floor(q * v.size())))];
 }
 
 struct Options {
@@ -483,11 +497,12 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "job_naming_sim: %s\nusage: job_naming_sim [--ranks R] [--steps S] [--jobs N] [--seed K]\n"
-               "    [--ranks-per-node P] [--steps-model rank|pooled] [--per-job] [--coupled]\n"
-               "    [--effects 1,2,5,10,20] [--alt-fraction F] [--alt-sd K] FILE...\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "job_naming_sim: %s\nusage: job_naming_sim [--ranks R] [--steps S] [--jobs N] [--seed K]\n"
+      "    [--ranks-per-node P] [--steps-model rank|pooled] [--per-job] [--coupled]\n"
+      "    [--effects 1,2,5,10,20] [--alt-fraction F] [--alt-sd K] FILE...\n",
+      why.c_str());
   std::exit(1);
 }
 
@@ -499,15 +514,24 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage("missing value for " + arg);
       return argv[++i];
     };
-    if (arg == "--ranks") o.ranks = std::atoi(value().c_str());
-    else if (arg == "--steps") o.steps = std::atoi(value().c_str());
-    else if (arg == "--jobs") o.jobs = std::atoi(value().c_str());
-    else if (arg == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (arg == "--ranks-per-node") o.ranks_per_node = std::atoi(value().c_str());
-    else if (arg == "--per-job") o.per_job = true;
-    else if (arg == "--coupled") o.coupled = true;
-    else if (arg == "--alt-fraction") o.alt.fraction = std::atof(value().c_str());
-    else if (arg == "--alt-sd") o.alt.sd = std::atof(value().c_str());
+    if (arg == "--ranks")
+      o.ranks = std::atoi(value().c_str());
+    else if (arg == "--steps")
+      o.steps = std::atoi(value().c_str());
+    else if (arg == "--jobs")
+      o.jobs = std::atoi(value().c_str());
+    else if (arg == "--seed")
+      o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (arg == "--ranks-per-node")
+      o.ranks_per_node = std::atoi(value().c_str());
+    else if (arg == "--per-job")
+      o.per_job = true;
+    else if (arg == "--coupled")
+      o.coupled = true;
+    else if (arg == "--alt-fraction")
+      o.alt.fraction = std::atof(value().c_str());
+    else if (arg == "--alt-sd")
+      o.alt.sd = std::atof(value().c_str());
     else if (arg == "--steps-model") {
       const std::string v = value();
       if (v != "rank" && v != "pooled") usage("--steps-model: rank or pooled");
@@ -515,7 +539,8 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--effects") {
       o.effects.clear();
       std::stringstream list(value());
-      for (std::string item; std::getline(list, item, ',');) o.effects.push_back(std::atof(item.c_str()) / 100);
+      for (std::string item; std::getline(list, item, ',');)
+        o.effects.push_back(std::atof(item.c_str()) / 100);
     } else if (!arg.empty() && arg[0] == '-') {
       usage("unknown option " + arg);
     } else {
@@ -545,8 +570,9 @@ void print_sources(const Pool& pool, const Tally& clean, int jobs) {
   for (const auto& [record, count] : clean.named_by_record) by_record.push_back({count, record});
   std::sort(by_record.rbegin(), by_record.rend());
   if (by_series.empty() && by_record.empty()) return;
-  std::printf("\nthe clean ranks named, by the measured step series they drew (level: its median step over "
-              "the pool's):\n");
+  std::printf(
+      "\nthe clean ranks named, by the measured step series they drew (level: its median step over "
+      "the pool's):\n");
   for (std::size_t i = 0; i < std::min<std::size_t>(4, by_series.size()); ++i) {
     const auto [count, series] = by_series[i];
     if (series < 0) {
@@ -554,8 +580,9 @@ void print_sources(const Pool& pool, const Tally& clean, int jobs) {
       continue;
     }
     const Series& s = pool.series[static_cast<std::size_t>(series)];
-    std::printf("  %s (level %.3f): %.2f per job (%.0f %% of those named)\n", s.source.c_str(), s.level,
-                static_cast<double>(count) / jobs, 100.0 * count / std::max(1, clean.named));
+    std::printf("  %s (level %.3f): %.2f per job (%.0f %% of those named)\n", s.source.c_str(),
+                s.level, static_cast<double>(count) / jobs,
+                100.0 * count / std::max(1, clean.named));
   }
   std::printf("and by the record they drew:\n");
   for (std::size_t i = 0; i < std::min<std::size_t>(4, by_record.size()); ++i) {
@@ -597,25 +624,31 @@ int main(int argc, char** argv) {
   auto range = [](const std::vector<double>& v, double scale, const char* unit) {
     char text[128];
     std::snprintf(text, sizeof(text), "median %.3g%s [%.3g, %.3g]", median_of(v) * scale, unit,
-                  *std::min_element(v.begin(), v.end()) * scale, *std::max_element(v.begin(), v.end()) * scale);
+                  *std::min_element(v.begin(), v.end()) * scale,
+                  *std::max_element(v.begin(), v.end()) * scale);
     return std::string(text);
   };
   std::printf("## job_naming_sim: %d ranks (%d per node) x %d steps, %d jobs, seed %llu\n", o.ranks,
               o.ranks_per_node, o.steps, o.jobs, static_cast<unsigned long long>(o.seed));
-  std::printf("steps: %s, normalised to %s%s\n\n",
-              o.pooled ? "pooled (iid from the union)" : "one measured series per rank, bootstrapped",
-              o.per_job ? "each job's median" : "the pool's median", o.coupled ? "; coupled to the record's CPU share" : "");
-  std::printf("inputs: %zu clean rank records from %d reports (%d of those reports named a rank); "
-              "%zu step series from %d --per-step files\n",
-              pool.ranks.size(), pool.reports, pool.reports_naming, pool.series.size(), pool.step_files);
+  std::printf(
+      "steps: %s, normalised to %s%s\n\n",
+      o.pooled ? "pooled (iid from the union)" : "one measured series per rank, bootstrapped",
+      o.per_job ? "each job's median" : "the pool's median",
+      o.coupled ? "; coupled to the record's CPU share" : "");
+  std::printf(
+      "inputs: %zu clean rank records from %d reports (%d of those reports named a rank); "
+      "%zu step series from %d --per-step files\n",
+      pool.ranks.size(), pool.reports, pool.reports_naming, pool.series.size(), pool.step_files);
   std::printf("  step: pool median %.3f ms; robust sd within a series %s; series levels %s\n",
-              pool.median_step * 1e3, range(step_sd, 100, " %").c_str(), range(levels, 1, "").c_str());
-  std::printf("  collective latency at the last arriver %.1f us; minor fault %.0f ns\n", pool.latency * 1e6,
-              fault_cost * 1e9);
-  std::printf("  records: CPU share of compute %s; off-CPU in calls per compute s %s;\n"
-              "    other processes per compute s %s; clock %s\n\n",
-              range(cpu_share, 100, " %").c_str(), range(off_share, 100, " %").c_str(),
-              range(other_share, 100, " %").c_str(), range(clock, 1e-9, " GHz").c_str());
+              pool.median_step * 1e3, range(step_sd, 100, " %").c_str(),
+              range(levels, 1, "").c_str());
+  std::printf("  collective latency at the last arriver %.1f us; minor fault %.0f ns\n",
+              pool.latency * 1e6, fault_cost * 1e9);
+  std::printf(
+      "  records: CPU share of compute %s; off-CPU in calls per compute s %s;\n"
+      "    other processes per compute s %s; clock %s\n\n",
+      range(cpu_share, 100, " %").c_str(), range(off_share, 100, " %").c_str(),
+      range(other_share, 100, " %").c_str(), range(clock, 1e-9, " GHz").c_str());
 
   std::mt19937_64 rng(o.seed);
   std::vector<Tally> tallies(1 + 2 * o.effects.size());
@@ -623,7 +656,9 @@ int main(int argc, char** argv) {
   for (int job = 0; job < o.jobs; ++job) {
     const Draws draws = draw_job(pool, o.ranks, o.steps, o.pooled, o.coupled, rng);
     for (std::size_t e = 0; e < tallies.size(); ++e) {
-      const Effect effect = e == 0 ? Effect::none : (e - 1) % 2 == 0 ? Effect::other_processes : Effect::more_work;
+      const Effect effect = e == 0             ? Effect::none
+                            : (e - 1) % 2 == 0 ? Effect::other_processes
+                                               : Effect::more_work;
       const double x = e == 0 ? 0 : o.effects[(e - 1) / 2];
       const JobResult r = evaluate(pool, draws, o.ranks_per_node, fault_cost, effect, x, o.alt);
       Tally& t = tallies[e];
@@ -655,7 +690,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int n = o.jobs;
 
   const Tally& clean = tallies[0];
@@ -666,21 +702,27 @@ int main(int argc, char** argv) {
   std::printf("| cause | named ranks per job | jobs naming one |\n|---|---|---|\n");
   for (std::size_t c = 0; c < kJobCauseCount; ++c) {
     std::printf("| %s | %.3f | %s |\n", std::string(to_string(kJobCauses[c])).c_str(),
-                static_cast<double>(clean.by_cause[c]) / n, share_text(clean.cause_jobs[c], n).c_str());
+                static_cast<double>(clean.by_cause[c]) / n,
+                share_text(clean.cause_jobs[c], n).c_str());
   }
   std::printf("\nthe threshold's terms, over the jobs (median [5th, 95th percentile]):\n");
-  std::printf("  threshold / reference compute: %.2f %% [%.2f, %.2f]  (the floor %.3g %%; 1 ms is %.2f %%)\n",
-              100 * quantile(clean.threshold, 0.5), 100 * quantile(clean.threshold, 0.05),
-              100 * quantile(clean.threshold, 0.95), 100 * library_fraction(),
-              100 * 1e-3 / (pool.median_step * o.steps));
+  std::printf(
+      "  threshold / reference compute: %.2f %% [%.2f, %.2f]  (the floor %.3g %%; 1 ms is %.2f "
+      "%%)\n",
+      100 * quantile(clean.threshold, 0.5), 100 * quantile(clean.threshold, 0.05),
+      100 * quantile(clean.threshold, 0.95), 100 * library_fraction(),
+      100 * 1e-3 / (pool.median_step * o.steps));
   if (o.ranks >= 8) {
-    std::printf("  5 robust sd / reference compute: %.2f %% [%.2f, %.2f]\n", 100 * quantile(clean.five_sd, 0.5),
-                100 * quantile(clean.five_sd, 0.05), 100 * quantile(clean.five_sd, 0.95));
+    std::printf("  5 robust sd / reference compute: %.2f %% [%.2f, %.2f]\n",
+                100 * quantile(clean.five_sd, 0.5), 100 * quantile(clean.five_sd, 0.05),
+                100 * quantile(clean.five_sd, 0.95));
   }
-  std::printf("  largest clean excess / threshold: %.2f [%.2f, %.2f]\n", quantile(clean.max_excess, 0.5),
-              quantile(clean.max_excess, 0.05), quantile(clean.max_excess, 0.95));
-  std::printf("  largest clean cause / threshold: %.2f [%.2f, %.2f]\n", quantile(clean.max_cause, 0.5),
-              quantile(clean.max_cause, 0.05), quantile(clean.max_cause, 0.95));
+  std::printf("  largest clean excess / threshold: %.2f [%.2f, %.2f]\n",
+              quantile(clean.max_excess, 0.5), quantile(clean.max_excess, 0.05),
+              quantile(clean.max_excess, 0.95));
+  std::printf("  largest clean cause / threshold: %.2f [%.2f, %.2f]\n",
+              quantile(clean.max_cause, 0.5), quantile(clean.max_cause, 0.05),
+              quantile(clean.max_cause, 0.95));
   std::printf("  clean ranks whose wait caused reaches the threshold: %.2f %% [%.2f, %.2f]\n",
               100 * quantile(clean.caused_share, 0.5), 100 * quantile(clean.caused_share, 0.05),
               100 * quantile(clean.caused_share, 0.95));
@@ -697,34 +739,45 @@ int main(int argc, char** argv) {
     }
     return text.empty() ? std::string("-") : text;
   };
-  std::printf("\n### rank 0 given an effect: detected = first in worst_ranks with the right cause\n\n");
-  std::printf("| effect | X | detected | otherwise | false named others per job | jobs with a false one |\n");
+  std::printf(
+      "\n### rank 0 given an effect: detected = first in worst_ranks with the right cause\n\n");
+  std::printf(
+      "| effect | X | detected | otherwise | false named others per job | jobs with a false one "
+      "|\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (std::size_t e = 1; e < tallies.size(); ++e) {
     const Tally& t = tallies[e];
-    std::printf("| %s | %.0f %% | %s | %s | %.3f | %s |\n", (e - 1) % 2 == 0 ? "other-processes" : "more-work",
-                100 * o.effects[(e - 1) / 2], share_text(t.outcomes[kDetected], n).c_str(),
-                outcome_text(t.outcomes).c_str(), static_cast<double>(t.others) / n,
-                share_text(t.false_jobs, n).c_str());
+    std::printf("| %s | %.0f %% | %s | %s | %.3f | %s |\n",
+                (e - 1) % 2 == 0 ? "other-processes" : "more-work", 100 * o.effects[(e - 1) / 2],
+                share_text(t.outcomes[kDetected], n).c_str(), outcome_text(t.outcomes).c_str(),
+                static_cast<double>(t.others) / n, share_text(t.false_jobs, n).c_str());
   }
   if (o.alt.active()) {
     char sd_term[48] = "";
-    if (o.ranks >= 8) std::snprintf(sd_term, sizeof(sd_term), ", %.3g robust sd", o.alt.sd >= 0 ? o.alt.sd : 5.0);
-    std::printf("\n### the same at the alternative threshold: max(1 ms, %.3g x reference compute%s)\n\n",
-                o.alt.fraction >= 0 ? o.alt.fraction : library_fraction(), sd_term);
-    std::printf("clean jobs naming any rank: %s; named per job %.3f\n\n", share_text(clean.alt_named_jobs, n).c_str(),
+    if (o.ranks >= 8)
+      std::snprintf(sd_term, sizeof(sd_term), ", %.3g robust sd", o.alt.sd >= 0 ? o.alt.sd : 5.0);
+    std::printf(
+        "\n### the same at the alternative threshold: max(1 ms, %.3g x reference compute%s)\n\n",
+        o.alt.fraction >= 0 ? o.alt.fraction : library_fraction(), sd_term);
+    std::printf("clean jobs naming any rank: %s; named per job %.3f\n\n",
+                share_text(clean.alt_named_jobs, n).c_str(),
                 static_cast<double>(clean.alt_named) / n);
-    std::printf("| effect | X | detected | otherwise | false named others per job |\n|---|---|---|---|---|\n");
+    std::printf(
+        "| effect | X | detected | otherwise | false named others per job "
+        "|\n|---|---|---|---|---|\n");
     for (std::size_t e = 1; e < tallies.size(); ++e) {
       const Tally& t = tallies[e];
-      std::printf("| %s | %.0f %% | %s | %s | %.3f |\n", (e - 1) % 2 == 0 ? "other-processes" : "more-work",
-                  100 * o.effects[(e - 1) / 2], share_text(t.outcomes_alt[kDetected], n).c_str(),
+      std::printf("| %s | %.0f %% | %s | %s | %.3f |\n",
+                  (e - 1) % 2 == 0 ? "other-processes" : "more-work", 100 * o.effects[(e - 1) / 2],
+                  share_text(t.outcomes_alt[kDetected], n).c_str(),
                   outcome_text(t.outcomes_alt).c_str(), static_cast<double>(t.alt_others) / n);
     }
   }
   int mismatches = 0;
   for (const auto& t : tallies) mismatches += t.mismatches;
-  std::printf("\n(%d simulated reports in %.1f s; this file's naming rule disagreed with job_report's in %d)\n",
-              n * static_cast<int>(tallies.size()), seconds, mismatches);
+  std::printf(
+      "\n(%d simulated reports in %.1f s; this file's naming rule disagreed with job_report's in "
+      "%d)\n",
+      n * static_cast<int>(tallies.size()), seconds, mismatches);
   return 0;
 }

@@ -193,7 +193,8 @@ TEST(Selftest, ABusyMachineIsNotJudged) {
   ASSERT_EQ(load.wait_line().rfind("ready", 0), 0u);
   const auto r = run_command(kCorenoise + " selftest --cpu 1");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("CANNOT JUDGE: the other CPUs lost more than 5.0 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CANNOT JUDGE: the other CPUs lost more than 5.0 %"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("(others "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
 }

@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
     for (int k = 0; k < n; ++k) field[static_cast<std::size_t>(k)] = receive[k][0];
     if ((step + 1) % o.allreduce_every == 0)
       MPI_Allreduce(&sum, &residual, 1, MPI_DOUBLE, MPI_SUM, grid);
-    step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
+    step_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
   }
   double checksum = 0, local = 0;
   for (double v : field) local += v;
@@ -210,7 +211,8 @@ int main(int argc, char** argv) {
   if (rank == 0)
     std::printf("halo_app: %d ranks, %d steps, checksum %.12e\n", size, o.steps, checksum);
   if (rank == 0 && o.median_step) {
-    std::nth_element(step_seconds.begin(), step_seconds.begin() + step_seconds.size() / 2, step_seconds.end());
+    std::nth_element(step_seconds.begin(), step_seconds.begin() + step_seconds.size() / 2,
+                     step_seconds.end());
     std::printf("halo_app: median step %.9f s\n", step_seconds[step_seconds.size() / 2]);
   }
   MPI_Comm_free(&grid);

@@ -175,7 +175,8 @@ TEST(JobHostile, ARankLaterThanTheFinalizeTimeoutEndsTheJobAsWithout) {
     // Rank 1's record may still reach rank 0 in the records' own window;
     // its steps are never compared.
     EXPECT_FALSE(c.report["complete"].get<bool>());
-    EXPECT_NE(c.report["incomplete_reason"].get<std::string>().find("MPI_Finalize"), std::string::npos)
+    EXPECT_NE(c.report["incomplete_reason"].get<std::string>().find("MPI_Finalize"),
+              std::string::npos)
         << c.report["incomplete_reason"];
     std::filesystem::remove_all(c.spill_dir);
   }

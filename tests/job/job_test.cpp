@@ -24,9 +24,9 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "control_socket.h"
@@ -82,13 +82,15 @@ JobRun run_story(const std::string& story_args, const std::string& name,
   const std::string path = temp_path(name + ".json");
   JobRun run;
   const auto modules = run_command(kPython + " -c 'import mpi4py, numpy'");
-  EXPECT_EQ(modules.exit_code, 0) << kPython
-                                  << " lacks mpi4py or numpy: apt-get install python3-mpi4py python3-numpy "
-                                     "(deploy/dev-setup.sh --tests does)\n"
-                                  << modules.err;
-  run.result = run_command("timeout -k 5 120 env " + kOneThread + kOpenMpi.bound_job(2) +
-                           " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise + " job " + daemon +
-                           " --json " + path + " -- " + kPython + " " + kStory + " " + story_args);
+  EXPECT_EQ(modules.exit_code, 0)
+      << kPython
+      << " lacks mpi4py or numpy: apt-get install python3-mpi4py python3-numpy "
+         "(deploy/dev-setup.sh --tests does)\n"
+      << modules.err;
+  run.result =
+      run_command("timeout -k 5 120 env " + kOneThread + kOpenMpi.bound_job(2) +
+                  " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise + " job " + daemon +
+                  " --json " + path + " -- " + kPython + " " + kStory + " " + story_args);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.report = read_json(path);
   std::remove(path.c_str());
@@ -160,7 +162,8 @@ TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
   testing::ControlSocket control(testing::socket_path(dir));
   ASSERT_EQ(control.request(R"({"command":"pause","seconds":600})")["ok"], true);
 
-  const JobRun run = run_story("--steps 150 --own-threads 1:2", "daemon", "--socket " + testing::socket_path(dir));
+  const JobRun run =
+      run_story("--steps 150 --own-threads 1:2", "daemon", "--socket " + testing::socket_path(dir));
   expect_rank_one(run, "own-threads");
   for (int rank : {0, 1}) {
     const json& entry = rank_entry(run.report, rank);
@@ -169,10 +172,12 @@ TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
   }
   const std::string metrics = testing::http_get(port, "/metrics").second;
   EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_reports_total"), 1.0) << metrics;
-  const auto lost = testing::metric_value(metrics, "corenoise_job_lost_seconds_total{cpu=\"1\",cause=\"own-threads\"}");
+  const auto lost = testing::metric_value(
+      metrics, "corenoise_job_lost_seconds_total{cpu=\"1\",cause=\"own-threads\"}");
   ASSERT_TRUE(lost.has_value()) << metrics;
   EXPECT_NEAR(*lost, rank_entry(run.report, 1)["causes"]["own-threads"].get<double>(), 1e-3);
-  EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_lost_seconds_total{cpu=\"0\",cause=\"own-threads\"}")
+  EXPECT_EQ(testing::metric_value(
+                metrics, "corenoise_job_lost_seconds_total{cpu=\"0\",cause=\"own-threads\"}")
                 .value_or(0.0),
             0.0);
 }
@@ -185,8 +190,9 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
   ASSERT_EQ(noise.wait_line().rfind("ready", 0), 0u);
   const std::string path = temp_path("bsp.json");
   JobRun run;
-  run.result = run_command("timeout -k 5 120 " + kMpich.bound_job(2) + kCorenoise + " job --no-daemon --json " +
-                           path + " -- " + kBsp + " --steps 60 --step-products 256");
+  run.result = run_command("timeout -k 5 120 " + kMpich.bound_job(2) + kCorenoise +
+                           " job --no-daemon --json " + path + " -- " + kBsp +
+                           " --steps 60 --step-products 256");
   ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
   run.report = read_json(path);
   std::remove(path.c_str());
@@ -202,8 +208,8 @@ JobRun run_halo(const std::string& job, const std::string& halo_app, const std::
                 const std::string& name) {
   const std::string path = temp_path(name + ".json");
   JobRun run;
-  run.result = run_command("timeout -k 5 120 " + job + kCorenoise + " job --no-daemon --json " + path + " -- " +
-                           halo_app + " --steps 300 " + args);
+  run.result = run_command("timeout -k 5 120 " + job + kCorenoise + " job --no-daemon --json " +
+                           path + " -- " + halo_app + " --steps 300 " + args);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   EXPECT_NE(run.result.out.find("halo_app: "), std::string::npos) << run.result.out;
   run.report = read_json(path);
@@ -224,7 +230,8 @@ void expect_rank_one_in_exchanges(const JobRun& run, const std::string& cause) {
   EXPECT_GT(report["exchange_wait_caused_seconds"].get<double>(),
             report["collective_wait_caused_seconds"].get<double>());
   EXPECT_GT(report["exchange_wait_seconds"].get<double>(), 0.0);
-  EXPECT_NEAR(report["exchange_wait_seconds"].get<double>() + report["collective_wait_seconds"].get<double>(),
+  EXPECT_NEAR(report["exchange_wait_seconds"].get<double>() +
+                  report["collective_wait_seconds"].get<double>(),
               report["wait_seconds"].get<double>(), 1e-9);
   EXPECT_NE(run.result.err.find(" in exchanges"), std::string::npos) << run.result.err;
 }
@@ -233,8 +240,8 @@ void expect_rank_one_in_exchanges(const JobRun& run, const std::string& cause) {
 // 1's): SCHED_FIFO, as an interrupt thread, or `normal` priority.
 JobRun run_halo_beside_noise(bool normal, const std::string& job, const std::string& halo_app,
                              const std::string& args, const std::string& name) {
-  std::vector<std::string> inject{kCorenoise, "inject", "--cpus", "1", "--seconds", "60", "--duty", "0.3",
-                                  "--period", "0.01"};
+  std::vector<std::string> inject{kCorenoise, "inject", "--cpus", "1",        "--seconds",
+                                  "60",       "--duty", "0.3",    "--period", "0.01"};
   if (normal) inject.push_back("--normal");
   BackgroundProcess noise(inject);
   EXPECT_EQ(noise.wait_line().rfind("ready", 0), 0u);
@@ -242,11 +249,12 @@ JobRun run_halo_beside_noise(bool normal, const std::string& job, const std::str
 }
 
 TEST(JobHalo, NonblockingExchangeWithRealTimeNoiseNamesItsRank) {
-  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich, "--exchange nonblocking --dims 2",
-                                           "halo-nonblocking");
+  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich,
+                                           "--exchange nonblocking --dims 2", "halo-nonblocking");
   expect_rank_one_in_exchanges(run, "other-processes");
   bool waitall = false;
-  for (const auto& site : run.report["call_sites"]) waitall = waitall || site["call"] == "MPI_Waitall";
+  for (const auto& site : run.report["call_sites"])
+    waitall = waitall || site["call"] == "MPI_Waitall";
   EXPECT_TRUE(waitall) << run.report["call_sites"].dump(1);
 }
 
@@ -255,17 +263,19 @@ TEST(JobHalo, NonblockingExchangeWithRealTimeNoiseNamesItsRank) {
 // receiver), MPI_Wait, with another process taking 30 % of rank 1's core
 // at normal priority, under Open MPI.
 TEST(JobHalo, IrecvSendWaitWithAnotherProcessNamesItsRank) {
-  const JobRun run =
-      run_halo_beside_noise(true, kOpenMpi.bound_job(2), kHaloOpenMpi, "--exchange irecv-send", "halo-irecv-send");
+  const JobRun run = run_halo_beside_noise(true, kOpenMpi.bound_job(2), kHaloOpenMpi,
+                                           "--exchange irecv-send", "halo-irecv-send");
   EXPECT_EQ(run.report["mpi_family"], "openmpi");
   expect_rank_one_in_exchanges(run, "other-processes");
   std::set<std::string> calls;
   for (const auto& site : run.report["call_sites"]) calls.insert(site["call"].get<std::string>());
-  EXPECT_TRUE(calls.count("MPI_Send") == 1 && calls.count("MPI_Wait") == 1) << run.report["call_sites"].dump(1);
+  EXPECT_TRUE(calls.count("MPI_Send") == 1 && calls.count("MPI_Wait") == 1)
+      << run.report["call_sites"].dump(1);
 }
 
 TEST(JobHalo, BlockingSendRecvWithRealTimeNoiseNamesItsRank) {
-  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich, "--exchange blocking", "halo-blocking");
+  const JobRun run = run_halo_beside_noise(false, kMpich.bound_job(2), kHaloMpich,
+                                           "--exchange blocking", "halo-blocking");
   expect_rank_one_in_exchanges(run, "other-processes");
 }
 
@@ -277,8 +287,9 @@ TEST(JobHalo, BlockingSendRecvWithRealTimeNoiseNamesItsRank) {
 // The ranks on the
 // other CPU waited and passed the delay on: not named.
 TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedWithItsCpuMate) {
-  const JobRun run = run_halo(kOpenMpi.launcher() + " --oversubscribe --map-by core --bind-to core:overload-allowed -n 4 ",
-                              kHaloOpenMpi, "--exchange nonblocking --dims 2 --larger 2:1.5", "halo-four");
+  const JobRun run = run_halo(
+      kOpenMpi.launcher() + " --oversubscribe --map-by core --bind-to core:overload-allowed -n 4 ",
+      kHaloOpenMpi, "--exchange nonblocking --dims 2 --larger 2:1.5", "halo-four");
   const json& report = run.report;
   SCOPED_TRACE(run.result.err);
   ASSERT_EQ(report["ranks_reported"], 4);
@@ -287,8 +298,10 @@ TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedWithItsCpuMate) {
   EXPECT_EQ(rank_entry(report, 2)["cause"], "more-work") << rank_entry(report, 2).dump(1);
   const json& mate = rank_entry(report, 0);
   EXPECT_EQ(mate["cause"], "other-processes") << mate.dump(1);
-  EXPECT_EQ(std::set<int>(report["worst_ranks"].begin(), report["worst_ranks"].end()), (std::set<int>{0, 2}));
-  for (int rank : {1, 3}) EXPECT_EQ(rank_entry(report, rank)["cause"], "none") << rank_entry(report, rank).dump(1);
+  EXPECT_EQ(std::set<int>(report["worst_ranks"].begin(), report["worst_ranks"].end()),
+            (std::set<int>{0, 2}));
+  for (int rank : {1, 3})
+    EXPECT_EQ(rank_entry(report, rank)["cause"], "none") << rank_entry(report, rank).dump(1);
 }
 
 // Clean runs name nobody, under both families, and the program's output
@@ -301,9 +314,11 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.launcher.family);
     const std::string args = "--exchange nonblocking --dims 2 --passes 300";
-    const auto plain = run_command("timeout -k 5 60 " + c.launcher.bound_job(2) + c.app + " --steps 300 " + args);
+    const auto plain =
+        run_command("timeout -k 5 60 " + c.launcher.bound_job(2) + c.app + " --steps 300 " + args);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    const JobRun run = run_halo(c.launcher.bound_job(2), c.app, args, "halo-clean-" + c.launcher.family);
+    const JobRun run =
+        run_halo(c.launcher.bound_job(2), c.app, args, "halo-clean-" + c.launcher.family);
     EXPECT_EQ(run.result.out, plain.out);
     EXPECT_TRUE(run.report["worst_ranks"].empty()) << run.report.dump(1);
     for (const auto& r : run.report["ranks"]) EXPECT_EQ(r["cause"], "none") << r.dump(1);
@@ -320,13 +335,17 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
     SCOPED_TRACE(launcher.family);
     const std::string program = kHaloFortranDir + "/halo_fortran_" + launcher.family;
     ASSERT_EQ(::access(program.c_str(), X_OK), 0)
-        << program << " was not built: mpif90." << launcher.family << " is missing (apt-get install "
-        << (launcher.family == "mpich" ? "libmpich-dev" : "libopenmpi-dev") << ", which brings gfortran)";
-    const auto plain = run_command("timeout -k 5 60 " + launcher.bound_job(2) + program + " 200 300");
+        << program << " was not built: mpif90." << launcher.family
+        << " is missing (apt-get install "
+        << (launcher.family == "mpich" ? "libmpich-dev" : "libopenmpi-dev")
+        << ", which brings gfortran)";
+    const auto plain =
+        run_command("timeout -k 5 60 " + launcher.bound_job(2) + program + " 200 300");
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     const std::string path = temp_path("fortran-" + launcher.family + ".json");
-    const auto result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise + " job --no-daemon --json " +
-                                    path + " -- " + program + " 200 300");
+    const auto result =
+        run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                    " job --no-daemon --json " + path + " -- " + program + " 200 300");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.out, plain.out);
     const json report = read_json(path);
@@ -334,7 +353,8 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
     // 4 allreduces and the closing barrier; the reduce is rooted.
     EXPECT_EQ(report["steps"], 5) << report.dump(1);
     std::map<std::string, double> calls;
-    for (const auto& site : report["call_sites"]) calls[site["call"].get<std::string>()] += site["calls"].get<double>();
+    for (const auto& site : report["call_sites"])
+      calls[site["call"].get<std::string>()] += site["calls"].get<double>();
     EXPECT_EQ(calls["MPI_Waitall"], 200) << report["call_sites"].dump(1);
     EXPECT_EQ(calls["MPI_Sendrecv"], 20);
     EXPECT_EQ(calls["MPI_Allreduce"], 4);
@@ -344,8 +364,9 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
 
     const std::string late_path = temp_path("fortran-late-" + launcher.family + ".json");
     JobRun run;
-    run.result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise + " job --no-daemon --json " +
-                             late_path + " -- " + program + " 200 300 1");
+    run.result =
+        run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                    " job --no-daemon --json " + late_path + " -- " + program + " 200 300 1");
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     run.report = read_json(late_path);
     std::remove(late_path.c_str());
@@ -383,7 +404,8 @@ TEST(JobScalapack, DebiansTestProgramsGiveTheSameVerdicts) {
         }
         lines.push_back(verdict);
       }
-      if (line.find("tests completed") != std::string::npos || line.find("tests skipped") != std::string::npos) {
+      if (line.find("tests completed") != std::string::npos ||
+          line.find("tests skipped") != std::string::npos) {
         lines.push_back(line);
       }
     }
@@ -393,8 +415,9 @@ TEST(JobScalapack, DebiansTestProgramsGiveTheSameVerdicts) {
     for (const std::string program : {"xdlu", "xdqr"}) {
       SCOPED_TRACE(launcher.family + " " + program);
       const std::string binary = tests_dir + launcher.family + "-tests/" + program;
-      ASSERT_EQ(::access(binary.c_str(), X_OK), 0) << binary << ": apt-get install scalapack-mpi-test "
-                                                   << "(deploy/dev-setup.sh --tests does)";
+      ASSERT_EQ(::access(binary.c_str(), X_OK), 0)
+          << binary << ": apt-get install scalapack-mpi-test "
+          << "(deploy/dev-setup.sh --tests does)";
       const std::string in_dir = "cd " + kScalapackInputs + " && timeout -k 5 120 ";
       const auto plain = run_command(in_dir + launcher.launcher() + " -n 2 " + binary);
       ASSERT_EQ(plain.exit_code, 0) << plain.err;
@@ -425,8 +448,9 @@ TEST(JobScalapack, DebiansTestProgramsGiveTheSameVerdicts) {
 TEST(JobLost, KilledRankLeavesWhatWasGathered) {
   const std::string path = temp_path("killed.json");
   const std::string spill = path + ".ranks";
-  const auto result = run_command("timeout -k 5 60 " + kMpich.bound_job(2) + kCorenoise + " job --no-daemon --json " +
-                                  path + " -- " + kBsp + " --steps 100 --step-products 64 --kill-rank 1 --kill-at-step 60");
+  const auto result = run_command(
+      "timeout -k 5 60 " + kMpich.bound_job(2) + kCorenoise + " job --no-daemon --json " + path +
+      " -- " + kBsp + " --steps 100 --step-products 64 --kill-rank 1 --kill-at-step 60");
   EXPECT_NE(result.exit_code, 124) << "the job hung: " << result.err;
   EXPECT_NE(result.exit_code, 0) << "rank 1 was to be killed";
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << "no report can have been written at MPI_Finalize";
@@ -437,7 +461,8 @@ TEST(JobLost, KilledRankLeavesWhatWasGathered) {
   EXPECT_EQ(report["ranks_reported"], 2);
   EXPECT_EQ(report["ranks_total"], 2);
   EXPECT_EQ(report["mpi_family"], "mpich");
-  EXPECT_NE(report["incomplete_reason"].get<std::string>().find("before MPI_Finalize"), std::string::npos);
+  EXPECT_NE(report["incomplete_reason"].get<std::string>().find("before MPI_Finalize"),
+            std::string::npos);
   // 5 warm-up steps (a barrier and an allreduce each), the start barrier
   // and 60 steps of two collectives before the kill.
   EXPECT_GE(report["steps"].get<int>(), 120) << report.dump(1);
@@ -459,8 +484,8 @@ TEST(JobLost, RankThatSkipsFinalizeIsReportedMissing) {
   const std::string job = "timeout -k 2 15 " + kMpich.program + " -disable-auto-cleanup -n 3 ";
   const std::string program = kBsp + " --steps 20 --step-products 64 --skip-finalize-rank 2";
   const auto plain = run_command(job + program);
-  const auto result =
-      run_command(job + kCorenoise + " job --no-daemon --finalize-timeout 3 --json " + path + " -- " + program);
+  const auto result = run_command(
+      job + kCorenoise + " job --no-daemon --finalize-timeout 3 --json " + path + " -- " + program);
   EXPECT_EQ(result.exit_code, plain.exit_code) << plain.err << "\n----\n" << result.err;
   const json report = read_json(path);
   EXPECT_FALSE(report["complete"].get<bool>());
@@ -475,8 +500,9 @@ TEST(JobLost, RankThatSkipsFinalizeIsReportedMissing) {
 // MPI-4's large-count forms are the same calls and steps as the int ones.
 TEST(JobCalls, LargeCountCollectivesAreStepsAndSites) {
   const std::string path = temp_path("large-count.json");
-  const auto result = run_command("timeout -k 5 60 " + kMpich.bound_job(2) + kCorenoise + " job --no-daemon --no-spill --json " +
-                                  path + " -- " + kLargeCount + " 25");
+  const auto result =
+      run_command("timeout -k 5 60 " + kMpich.bound_job(2) + kCorenoise +
+                  " job --no-daemon --no-spill --json " + path + " -- " + kLargeCount + " 25");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const json report = read_json(path);
   std::remove(path.c_str());
@@ -495,7 +521,8 @@ TEST(JobCalls, LargeCountCollectivesAreStepsAndSites) {
 // The command itself: a program that never calls MPI_Init runs untouched
 // with the library preloaded; bad input stops before anything runs.
 TEST(JobCommand, AProgramWithoutMpiRunsUntouched) {
-  const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise + " job --no-daemon -- /bin/sh -c 'echo $LD_PRELOAD'");
+  const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise +
+                                  " job --no-daemon -- /bin/sh -c 'echo $LD_PRELOAD'");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("libcorenoise-job-mpich.so"), std::string::npos) << result.out;
   EXPECT_EQ(result.err, "");
@@ -529,9 +556,11 @@ TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
   const auto alone = run_command("env -u PMI_FD -u PMI_RANK " + kCorenoise + " job -- /bin/true");
   EXPECT_EQ(alone.exit_code, 1);
   EXPECT_NE(alone.err.find("no MPI launcher started this process"), std::string::npos) << alone.err;
-  const auto missing = run_command(kMpich.program + " -n 1 " + kCorenoise + " job --no-daemon -- /nonexistent/program");
+  const auto missing = run_command(kMpich.program + " -n 1 " + kCorenoise +
+                                   " job --no-daemon -- /nonexistent/program");
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
-  EXPECT_NE(missing.err.find("cannot run '/nonexistent/program'"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot run '/nonexistent/program'"), std::string::npos)
+      << missing.err;
 }
 
 }  // namespace

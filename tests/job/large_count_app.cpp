@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<double> send(16, rank), receive(16);
   for (int step = 0; step < steps; ++step) {
-    MPI_Allreduce_c(send.data(), receive.data(), MPI_Count{16}, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce_c(send.data(), receive.data(), MPI_Count{16}, MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
     MPI_Bcast_c(receive.data(), MPI_Count{16}, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
     MPI_Sendrecv_c(send.data(), MPI_Count{16}, MPI_DOUBLE, next, 0, receive.data(), MPI_Count{16},

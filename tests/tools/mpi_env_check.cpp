@@ -192,10 +192,14 @@ int run(int argc, char** argv) {
   const auto opened = corenoise::open_mpi_environment(&argc, &argv);
   MpiEnvironment& env = *opened;
   env.start_watchdog(timeout, "mpi_env_check");
-  json line = {{"world_rank", env.world_rank()}, {"world_size", env.world_size()},
-               {"node_index", env.node_index()}, {"node_count", env.node_count()},
-               {"node_rank", env.node_rank()},   {"node_size", env.node_size()},
-               {"is_leader", env.is_leader()},   {"thread_level", env.thread_level()},
+  json line = {{"world_rank", env.world_rank()},
+               {"world_size", env.world_size()},
+               {"node_index", env.node_index()},
+               {"node_count", env.node_count()},
+               {"node_rank", env.node_rank()},
+               {"node_size", env.node_size()},
+               {"is_leader", env.is_leader()},
+               {"thread_level", env.thread_level()},
                {"library_version", env.library_version()}};
   if (env.world_rank() == hang_rank) {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));

@@ -1,11 +1,11 @@
 // collector/job/attribution.h: the job's reference rank, why one rank was
 // late, and the smallest cause worth naming. Values are binary fractions,
 // so that the arithmetic is exact.
-#include "collector/job/attribution.h"
-
 #include <gtest/gtest.h>
 
 #include <vector>
+
+#include "collector/job/attribution.h"
 
 namespace corenoise {
 namespace {
@@ -47,9 +47,9 @@ TEST(ReferenceRankTest, LowerMedianOfEachFieldUpperMedianOfTheClock) {
     ranks[i].own_threads_seconds = i == 1 ? 5.0 : 0.0;  // one noisy rank does not move it
   }
   const RankMeasures ref = reference_rank(ranks);
-  EXPECT_DOUBLE_EQ(ref.compute_seconds, 2);   // of 1 2 3 4
-  EXPECT_DOUBLE_EQ(ref.wait_seconds, 20);     // of 10 20 30 40: each field on its own
-  EXPECT_DOUBLE_EQ(ref.clock_hz, 3e9);        // of 1 2 3 4 GHz: the faster middle
+  EXPECT_DOUBLE_EQ(ref.compute_seconds, 2);  // of 1 2 3 4
+  EXPECT_DOUBLE_EQ(ref.wait_seconds, 20);    // of 10 20 30 40: each field on its own
+  EXPECT_DOUBLE_EQ(ref.clock_hz, 3e9);       // of 1 2 3 4 GHz: the faster middle
   EXPECT_DOUBLE_EQ(ref.own_threads_seconds, 0);
 }
 
@@ -111,8 +111,8 @@ TEST(AttributeTest, OwnThreadsTakeTheOffCpuExcess) {
 
 TEST(AttributeTest, TakersShareTheOffCpuExcessInProportion) {
   RankMeasures rank = clean();
-  rank.compute_seconds = 9;                // off-CPU excess 1 s
-  rank.own_threads_seconds = 0.25 + 1.5;   // 1.5 s over the reference
+  rank.compute_seconds = 9;                   // off-CPU excess 1 s
+  rank.own_threads_seconds = 0.25 + 1.5;      // 1.5 s over the reference
   rank.other_processes_seconds = 0.25 + 0.5;  // 0.5 s over
   const RankAttribution a = attribute(rank, clean(), 1e-3);
   // 2 s taken of 1 s: each gets half of its excess.
@@ -138,7 +138,7 @@ TEST(AttributeTest, TakersUnderTheExcessLeaveTheRestUnexplained) {
   // What nothing explains (0.625 s) outweighs the largest cause (0.25 s):
   // no cause is named for it.
   EXPECT_EQ(a.main_cause, std::nullopt);
-  rank.interrupt_seconds = 0.125 + 0.75;  // now 0.75 s over: the off-CPU
+  rank.interrupt_seconds = 0.125 + 0.75;                     // now 0.75 s over: the off-CPU
   const RankAttribution b = attribute(rank, clean(), 1e-3);  // excess is shared
   EXPECT_EQ(b.main_cause, JobCause::interrupts);
 }

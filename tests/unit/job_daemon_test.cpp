@@ -33,7 +33,8 @@ TEST(VerdictsFromResultsTest, PerCpuVerdictsWithTheirAge) {
   const json verdicts = verdicts_from_results(kResults, 110);
   const json expected = {
       {"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 8.0}}},
-      {"1", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}, {"age_seconds", 8.0}}},
+      {"1",
+       {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}, {"age_seconds", 8.0}}},
   };
   EXPECT_EQ(verdicts, expected) << verdicts.dump();
   // A clock behind the daemon's: an age of 0, never negative.
@@ -45,7 +46,8 @@ TEST(VerdictsFromResultsTest, WithoutRoundsThereIsNoAge) {
   results.erase("rounds");
   const json verdicts = verdicts_from_results(results, 110);
   ASSERT_TRUE(verdicts.is_object());
-  EXPECT_EQ(verdicts["1"], json({{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}));
+  EXPECT_EQ(verdicts["1"],
+            json({{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}));
   results["rounds"] = json::array();
   EXPECT_FALSE(verdicts_from_results(results, 110)["0"].contains("age_seconds"));
 }
@@ -56,8 +58,9 @@ TEST(VerdictsFromResultsTest, MalformedDocumentsAreNull) {
   EXPECT_TRUE(verdicts_from_results(json{{"cpus", "all"}}, 1).is_null());
   EXPECT_TRUE(verdicts_from_results(json{{"cpus", json::array()}}, 1).is_null());
   // Entries without an integer cpu are skipped; a missing state is "unknown".
-  const json odd = {{"cpus", {json{{"cpu", "3"}, {"state", "ok"}}, json{{"state", "ok"}}, json(7),
-                              json{{"cpu", 4}}}}};
+  const json odd = {
+      {"cpus",
+       {json{{"cpu", "3"}, {"state", "ok"}}, json{{"state", "ok"}}, json(7), json{{"cpu", 4}}}}};
   const json verdicts = verdicts_from_results(odd, 1);
   EXPECT_EQ(verdicts, json({{"4", {{"state", "unknown"}, {"cause", ""}}}})) << verdicts.dump();
 }
@@ -79,7 +82,8 @@ TEST(JobRequestTest, TheDaemonsParserAcceptsIt) {
   EXPECT_EQ(request["ranks"], 4);
   ASSERT_EQ(request["cpus"].size(), 2u);
   // Causes with nothing lost are left out; none exceeds the job's wall time.
-  EXPECT_EQ(request["cpus"][0], json({{"cpu", 2}, {"lost_seconds", {{"own-threads", 1.5}, {"interrupts", 0.25}}}}));
+  EXPECT_EQ(request["cpus"][0],
+            json({{"cpu", 2}, {"lost_seconds", {{"own-threads", 1.5}, {"interrupts", 0.25}}}}));
   EXPECT_EQ(request["cpus"][1], json({{"cpu", 3}, {"lost_seconds", {{"other-processes", 20.0}}}}));
 
   // And as the daemon reads it, from the line the library sends
@@ -121,8 +125,8 @@ TEST(JobRequestTest, ANodeWithoutLossIsStillAValidReport) {
 // around the test.
 class JobIdTest : public ::testing::Test {
  protected:
-  static constexpr const char* kNames[] = {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
-                                           "PMI_JOBID"};
+  static constexpr const char* kNames[] = {"SLURM_JOB_ID", "PMIX_NAMESPACE",
+                                           "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"};
   void SetUp() override {
     for (const char* name : kNames) {
       const char* value = ::getenv(name);
@@ -132,8 +136,10 @@ class JobIdTest : public ::testing::Test {
   }
   void TearDown() override {
     for (std::size_t i = 0; i < saved_.size(); ++i) {
-      if (saved_[i]) ::setenv(kNames[i], saved_[i]->c_str(), 1);
-      else ::unsetenv(kNames[i]);
+      if (saved_[i])
+        ::setenv(kNames[i], saved_[i]->c_str(), 1);
+      else
+        ::unsetenv(kNames[i]);
     }
   }
   std::vector<std::optional<std::string>> saved_;

@@ -1,13 +1,13 @@
 // collector/job/interval_recorder.h: the per-call bookkeeping of one rank,
 // driven by scripted times (binary fractions, so that sums are exact).
-#include "collector/job/interval_recorder.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <numeric>
 #include <set>
 #include <vector>
+
+#include "collector/job/interval_recorder.h"
 
 namespace corenoise {
 namespace {
@@ -164,7 +164,8 @@ TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {
   };
   // kMaxCallSites distinct sites fill the table (header: "Sites past
   // kMaxCallSites are counted in one entry per call").
-  for (std::uintptr_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i) call(MpiCall::Recv, 0x10000 + 8 * i);
+  for (std::uintptr_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i)
+    call(MpiCall::Recv, 0x10000 + 8 * i);
   // Past it: two more Allreduce sites and one Barrier site.
   call(MpiCall::Allreduce, 0x90000);
   call(MpiCall::Allreduce, 0x90008);
@@ -203,7 +204,9 @@ TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {
   EXPECT_EQ(calls, recorder.totals().calls);
 }
 
-double sum(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
+double sum(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0);
+}
 
 TEST(StepWaitsTest, BinsMergeInPairsWhenFull) {
   StepWaits waits(4);

@@ -1,7 +1,5 @@
 // collector/job/node_tasks.h: the other processes on a node's CPUs, from
 // two scans of every task.
-#include "collector/job/node_tasks.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collector/job/node_tasks.h"
 #include "job_proc_tree.h"
 
 namespace corenoise {
@@ -28,18 +27,14 @@ class CulpritsTest : public ::testing::Test {
  protected:
   const std::vector<long> ranks = {10, 11};  // the job's own processes
   std::vector<TaskTime> before = {
-      task(10, 10, "solver", 1.0, 1),
-      task(11, 11, "solver", 1.0, 2),
-      task(20, 20, "stress", 1.0, 1),
-      task(20, 21, "stress", 2.0, 1),
-      task(30, 30, "kworker/1:0", 0.5, 1),
-      task(40, 40, "sshd", 1.0, 2),
+      task(10, 10, "solver", 1.0, 1),      task(11, 11, "solver", 1.0, 2),
+      task(20, 20, "stress", 1.0, 1),      task(20, 21, "stress", 2.0, 1),
+      task(30, 30, "kworker/1:0", 0.5, 1), task(40, 40, "sshd", 1.0, 2),
       task(50, 55, "old", 3.0, 2),  // exits; its tid is reused by pid 60
   };
   std::vector<TaskTime> after = {
-      task(10, 10, "solver", 9.0, 1),        // a rank: excluded however busy
-      task(11, 11, "solver", 9.0, 2),
-      task(20, 20, "stress", 2.0, 1),        // +1 s
+      task(10, 10, "solver", 9.0, 1),  // a rank: excluded however busy
+      task(11, 11, "solver", 9.0, 2),       task(20, 20, "stress", 2.0, 1),  // +1 s
       task(20, 21, "stress", 3.5, 1),        // +1.5 s: stress took 2.5 s of CPU 1
       task(30, 30, "kworker/1:0", 0.75, 1),  // +0.25 s
       task(70, 70, "backup", 0.5, 1),        // new: its whole 0.5 s
@@ -132,10 +127,12 @@ TEST(ScanTasksTest, EveryTaskWithItsProcessCommand) {
   tree.write("41/task/notatid/stat", stat_line(41, "x", 0));
 
   std::vector<TaskTime> tasks = scan_tasks(tree.root());
-  std::sort(tasks.begin(), tasks.end(),
-            [](const TaskTime& a, const TaskTime& b) { return std::tie(a.pid, a.tid) < std::tie(b.pid, b.tid); });
+  std::sort(tasks.begin(), tasks.end(), [](const TaskTime& a, const TaskTime& b) {
+    return std::tie(a.pid, a.tid) < std::tie(b.pid, b.tid);
+  });
   ASSERT_EQ(tasks.size(), 4u);
-  EXPECT_EQ(std::tie(tasks[0].pid, tasks[0].tid, tasks[0].command), std::make_tuple(2L, 2L, std::string("kthreadd")));
+  EXPECT_EQ(std::tie(tasks[0].pid, tasks[0].tid, tasks[0].command),
+            std::make_tuple(2L, 2L, std::string("kthreadd")));
   EXPECT_EQ(tasks[0].run_ns, 1000u);
   EXPECT_EQ(tasks[0].cpu, 0);
   EXPECT_EQ(std::tie(tasks[1].pid, tasks[1].tid), std::make_tuple(20L, 20L));

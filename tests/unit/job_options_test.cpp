@@ -87,7 +87,8 @@ TEST(JobOptionsTest, QuietIsAnythingButEmptyOrZero) {
 }
 
 TEST(JobOptionsTest, MalformedNumbersKeepTheDefaultAndAreNamed) {
-  for (const char* budget : {"abc", "0.001x", "", " 0.001", "nan", "inf", "0.5", "0", "-0.001", "1e-9"}) {
+  for (const char* budget :
+       {"abc", "0.001x", "", " 0.001", "nan", "inf", "0.5", "0", "-0.001", "1e-9"}) {
     const Environment env({{"CORENOISE_JOB_BUDGET", budget}});
     std::string warnings;
     const JobOptions o = job_options_from(env.lookup(), &warnings);
@@ -95,7 +96,8 @@ TEST(JobOptionsTest, MalformedNumbersKeepTheDefaultAndAreNamed) {
     if (*budget == '\0') {
       EXPECT_EQ(warnings, "") << "an empty variable is an unset one";
     } else {
-      EXPECT_NE(warnings.find("CORENOISE_JOB_BUDGET='" + std::string(budget) + "'"), std::string::npos)
+      EXPECT_NE(warnings.find("CORENOISE_JOB_BUDGET='" + std::string(budget) + "'"),
+                std::string::npos)
           << warnings;
     }
   }
@@ -114,13 +116,15 @@ TEST(JobOptionsTest, MalformedNumbersKeepTheDefaultAndAreNamed) {
 }
 
 TEST(JobOptionsTest, BoundsAreInclusive) {
-  const Environment low({{"CORENOISE_JOB_BUDGET", "1e-6"}, {"CORENOISE_JOB_FINALIZE_TIMEOUT", "0.1"}});
+  const Environment low(
+      {{"CORENOISE_JOB_BUDGET", "1e-6"}, {"CORENOISE_JOB_FINALIZE_TIMEOUT", "0.1"}});
   std::string warnings;
   JobOptions o = job_options_from(low.lookup(), &warnings);
   EXPECT_EQ(warnings, "");
   EXPECT_DOUBLE_EQ(o.budget, 1e-6);
   EXPECT_DOUBLE_EQ(o.finalize_timeout_seconds, 0.1);
-  const Environment high({{"CORENOISE_JOB_BUDGET", "0.1"}, {"CORENOISE_JOB_FINALIZE_TIMEOUT", "3600"}});
+  const Environment high(
+      {{"CORENOISE_JOB_BUDGET", "0.1"}, {"CORENOISE_JOB_FINALIZE_TIMEOUT", "3600"}});
   o = job_options_from(high.lookup(), &warnings);
   EXPECT_EQ(warnings, "");
   EXPECT_DOUBLE_EQ(o.budget, 0.1);

@@ -1,10 +1,10 @@
 // collector/job/proc_parse.h: the /proc text the in-job sampler re-reads.
-#include "collector/job/proc_parse.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "collector/job/proc_parse.h"
 
 namespace corenoise {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 // processor (39) 5; tpgid (8) is -1, as for a thread without a terminal.
 constexpr std::string_view kEvilStat =
     "4242 (evil) (name x) S 5777 5777 4360 0 -1 4194304 99 7 13 0 250 31 0 0 20 0 4 0 3315841 "
-    "3133440 394 18446744073709551615 94327630577664 94327630597545 140721165923952 0 0 0 0 0 0 0 0 "
+    "3133440 394 18446744073709551615 94327630577664 94327630597545 140721165923952 0 0 0 0 0 0 0 "
+    "0 "
     "0 17 5 0 0 0 0 0 94327630613552 94327630615168 94328554467328 140721165929088 140721165929108 "
     "140721165929108 140721165930475 0\n";
 
@@ -69,8 +70,8 @@ TEST(ProcParseTest, TruncatedOrGarbledTaskStatIsNoData) {
   EXPECT_FALSE(parse_task_stat(numbered_stat("x", 38)));  // ends before processor
   EXPECT_FALSE(parse_task_stat(kEvilStat.substr(0, kEvilStat.find(" 17 5 ") + 4)));
   EXPECT_FALSE(parse_task_stat(kEvilStat.substr(0, 12)));  // "4242 (evil) "
-  EXPECT_FALSE(parse_task_stat("4242 (evil"));               // no ')'
-  EXPECT_FALSE(parse_task_stat("4242 evil) S 1"));           // no '('
+  EXPECT_FALSE(parse_task_stat("4242 (evil"));             // no ')'
+  EXPECT_FALSE(parse_task_stat("4242 evil) S 1"));         // no '('
   EXPECT_FALSE(parse_task_stat(""));
   // A needed field that is not a whole number.
   std::string bad = numbered_stat("x", 52);
@@ -116,7 +117,7 @@ TEST(ProcParseTest, CpuTicksSumTheRankCpus) {
   const CpuTicks ticks = parse_cpu_ticks(kProcStat, cpus);
   EXPECT_EQ(ticks.cpus_found, 2);
   EXPECT_EQ(ticks.busy, 10u + 20 + 30 + 1000 + 2000 + 3000);  // user + nice + system
-  EXPECT_EQ(ticks.interrupts, 60u + 70 + 6000 + 7000);       // irq + softirq
+  EXPECT_EQ(ticks.interrupts, 60u + 70 + 6000 + 7000);        // irq + softirq
   EXPECT_EQ(ticks.steal, 80u + 8000);
 
   const std::vector<unsigned> offline = {2};
@@ -131,11 +132,11 @@ TEST(ProcParseTest, CpuTicksSumTheRankCpus) {
 TEST(ProcParseTest, GarbledCpuLinesAreSkipped) {
   constexpr std::string_view text =
       "cpu  1 1 1 1 1 1 1 1 0 0\n"
-      "cpu1 10 20 x 40 50 60 70 80 0 0\n"   // not a number
+      "cpu1 10 20 x 40 50 60 70 80 0 0\n"  // not a number
       "cpu3 1000 2000 3000 4000 5000 6000 7000 8000 0 0\n"
-      "cpu4 1 2 3 4 5 6\n"                   // too few fields
-      "cpux 1 2 3 4 5 6 7 8 0 0\n"           // not a CPU number
-      "cpu5 -1 2 3 4 5 6 7 8 0 0\n";         // a sign
+      "cpu4 1 2 3 4 5 6\n"            // too few fields
+      "cpux 1 2 3 4 5 6 7 8 0 0\n"    // not a CPU number
+      "cpu5 -1 2 3 4 5 6 7 8 0 0\n";  // a sign
   const std::vector<unsigned> cpus = {1, 3, 4, 5};
   const CpuTicks ticks = parse_cpu_ticks(text, cpus);
   EXPECT_EQ(ticks.cpus_found, 1);

@@ -1,13 +1,12 @@
 // collector/job/proc_sampler.h on a /proc tree of its own: the deltas
 // between two samples after the files were rewritten in place.
-#include "collector/job/proc_sampler.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "collector/job/proc_sampler.h"
 #include "job_proc_tree.h"
 
 namespace corenoise {
@@ -28,7 +27,8 @@ std::string proc_stat(const std::vector<Cpu>& cpus) {
   std::string text = "cpu  1 1 1 1 1 1 1 1 0 0\n";
   for (const Cpu& c : cpus) {
     text += "cpu" + std::to_string(c.cpu);
-    for (std::uint64_t v : {c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal}) {
+    for (std::uint64_t v :
+         {c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal}) {
       text += " " + std::to_string(v);
     }
     text += " 0 0\n";
@@ -38,7 +38,8 @@ std::string proc_stat(const std::vector<Cpu>& cpus) {
 
 std::string status(std::uint64_t involuntary) {
   return "Name:\tsolver\nState:\tR (running)\nThreads:\t4\nvoluntary_ctxt_switches:\t900\n"
-         "nonvoluntary_ctxt_switches:\t" + std::to_string(involuntary) + "\n";
+         "nonvoluntary_ctxt_switches:\t" +
+         std::to_string(involuntary) + "\n";
 }
 
 class ProcSamplerTest : public ::testing::Test {
@@ -54,7 +55,8 @@ class ProcSamplerTest : public ::testing::Test {
             std::uint64_t wait_ns = 0) {
     const std::string dir = "self/task/" + std::to_string(tid);
     const bool main = tid == kMain;
-    tree.write(dir + "/stat", stat_line(tid, comm, processor, main ? main_minor : 0, main ? main_major : 0));
+    tree.write(dir + "/stat",
+               stat_line(tid, comm, processor, main ? main_minor : 0, main ? main_major : 0));
     tree.write(dir + "/schedstat", schedstat_line(run_ns, wait_ns));
   }
   // The main thread's faults and involuntary switches (set before its task()).
@@ -80,9 +82,10 @@ TEST_F(ProcSamplerTest, DeltasBetweenSamples) {
   EXPECT_TRUE(sampler.has_cpu_ticks());
 
   // Window 1.
-  tree.write("stat", proc_stat({{0, 150, 0, 100, 9000, 0, 0, 0, 0},            // not the rank's
-                                {1, 1030, 10, 220, 5100, 0, 33, 22, 5},        // busy +50, irq +5
-                                {3, 2040, 0, 310, 5100, 0, 45, 10, 7}}));      // busy +50, irq +5, steal +7
+  tree.write("stat",
+             proc_stat({{0, 150, 0, 100, 9000, 0, 0, 0, 0},        // not the rank's
+                        {1, 1030, 10, 220, 5100, 0, 33, 22, 5},    // busy +50, irq +5
+                        {3, 2040, 0, 310, 5100, 0, 45, 10, 7}}));  // busy +50, irq +5, steal +7
   process(1500, 12, 9);
   task(kMain, "solver", 1, 1'500'000'000, 250'000'000);  // +0.5 s: the main thread
   task(101, "omp-1", 3, 750'000'000);                    // +0.25 s on a rank CPU

@@ -17,7 +17,8 @@ namespace corenoise::job_test {
 class ProcTree {
  public:
   ProcTree() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "corenoise-job-proc.XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "corenoise-job-proc.XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
     root_ = pattern;
   }

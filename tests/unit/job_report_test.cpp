@@ -57,7 +57,8 @@ std::vector<RankRecord> four_ranks() {
   r0.node_daemon = {{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}},
                     {"1", {{"state", "noisy"}, {"cause", "irq storm"}, {"age_seconds", 5}}}};
   r0.node_culprits = {{1, 700, "updatedb", 0.5}};
-  r0.sites = {{"MPI_Allreduce", "solver.c:42", 50, 6, 0.5}, {"MPI_Barrier", "main.c:10", 2, 0.25, 0.125}};
+  r0.sites = {{"MPI_Allreduce", "solver.c:42", 50, 6, 0.5},
+              {"MPI_Barrier", "main.c:10", 2, 0.25, 0.125}};
   records[1].sites = {{"MPI_Allreduce", "solver.c:42", 50, 5, 0.75}};
   records[1].threads = {{"progress", 0.5}};  // no own-threads cause: not a culprit
 
@@ -68,10 +69,12 @@ std::vector<RankRecord> four_ranks() {
   r2.measures.wait_cpu_seconds = 11;
   r2.measures.wait_caused_seconds = 3;
   r2.threads = {{"omp-worker", 1.5}, {"omp-idle", 0}};
-  r2.sites = {{"MPI_Allreduce", "solver.c:42", 50, 1, 0.25}, {"MPI_Bcast", "solver.c:42", 1, 0.5, 0.5}};
+  r2.sites = {{"MPI_Allreduce", "solver.c:42", 50, 1, 0.25},
+              {"MPI_Bcast", "solver.c:42", 1, 0.5, 0.5}};
   // node-b's view, from its reporting rank: a process on each of its CPUs
   // and one on a CPU no rank runs on.
-  r2.node_culprits = {{2, 900, "backup", 0.4}, {3, 901, "stress-ng", 0.6}, {5, 902, "elsewhere", 1.0}};
+  r2.node_culprits = {
+      {2, 900, "backup", 0.4}, {3, 901, "stress-ng", 0.6}, {5, 902, "elsewhere", 1.0}};
   r2.node_daemon = {{"2", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}},
                     {"3", {{"state", "ok"}, {"cause", ""}}}};
 
@@ -80,7 +83,8 @@ std::vector<RankRecord> four_ranks() {
   r3.measures.other_processes_seconds = 0.75;
   r3.measures.wait_caused_seconds = 1;
   r3.threads = {{"helper", 0.25}};
-  r3.sites = {{"MPI_Allreduce", "solver.c:42", 52, 2, 1.5}, {"MPI_Allreduce", "other.c:7", 3, 0.125, 0.125}};
+  r3.sites = {{"MPI_Allreduce", "solver.c:42", 52, 2, 1.5},
+              {"MPI_Allreduce", "other.c:7", 3, 0.125, 0.125}};
   return records;
 }
 
@@ -204,7 +208,8 @@ TEST(JobReportTest, CulpritsOfTheCausesFound) {
 
 TEST(JobReportTest, DaemonVerdictsOfEachRanksCpus) {
   const json report = job_report(facts(), four_ranks());
-  EXPECT_EQ(rank_of(report, 0)["daemon"], json({{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}}}));
+  EXPECT_EQ(rank_of(report, 0)["daemon"],
+            json({{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}}}));
   EXPECT_EQ(rank_of(report, 1)["daemon"]["1"]["state"], "noisy");
   EXPECT_FALSE(rank_of(report, 1)["daemon"].contains("0"));
   EXPECT_EQ(rank_of(report, 2)["daemon"]["2"]["state"], "noisy");
@@ -253,14 +258,18 @@ TEST(JobBannerTest, NamesTheWorstRankItsHostAndTheFix) {
   EXPECT_LT(rank2, rank3);  // worst first
   EXPECT_EQ(banner.find("rank 0 on"), std::string::npos) << banner;
   EXPECT_EQ(banner.find("rank 1 on"), std::string::npos) << banner;
-  EXPECT_NE(banner.find(std::string(cause_words(JobCause::own_threads))), std::string::npos) << banner;
+  EXPECT_NE(banner.find(std::string(cause_words(JobCause::own_threads))), std::string::npos)
+      << banner;
   EXPECT_NE(banner.find("thread omp-worker"), std::string::npos) << banner;
   EXPECT_NE(banner.find("process stress-ng"), std::string::npos) << banner;
-  EXPECT_NE(banner.find("fix: " + std::string(cause_advice(JobCause::own_threads))), std::string::npos)
+  EXPECT_NE(banner.find("fix: " + std::string(cause_advice(JobCause::own_threads))),
+            std::string::npos)
       << banner;
-  EXPECT_NE(banner.find("fix: " + std::string(cause_advice(JobCause::other_processes))), std::string::npos)
+  EXPECT_NE(banner.find("fix: " + std::string(cause_advice(JobCause::other_processes))),
+            std::string::npos)
       << banner;
-  EXPECT_NE(banner.find("corenoised on cpu 2: noisy (runnable tasks beside the probe)"), std::string::npos)
+  EXPECT_NE(banner.find("corenoised on cpu 2: noisy (runnable tasks beside the probe)"),
+            std::string::npos)
       << banner;
   EXPECT_NE(banner.find("MPI_Allreduce from solver.c:42"), std::string::npos) << banner;
   // worst_ranks = 1 shows rank 2 alone.
@@ -287,10 +296,13 @@ TEST(JobReportTest, WaitingIsSplitBetweenCollectivesAndExchanges) {
   EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_caused_seconds"].get<double>(), 0.75);
   EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_seconds"].get<double>(), 0.5);
   const std::string banner = job_banner(report);
-  EXPECT_NE(banner.find("the ranks waited 47.00 s in MPI (58 % of their time): 34.50 s at collectives, 12.50 s in exchanges"),
+  EXPECT_NE(banner.find("the ranks waited 47.00 s in MPI (58 % of their time): 34.50 s at "
+                        "collectives, 12.50 s in exchanges"),
             std::string::npos)
       << banner;
-  EXPECT_NE(banner.find("4.00 s of it for late ranks: 3.25 s at collectives, 750.0 ms in exchanges"), std::string::npos)
+  EXPECT_NE(
+      banner.find("4.00 s of it for late ranks: 3.25 s at collectives, 750.0 ms in exchanges"),
+      std::string::npos)
       << banner;
 }
 
@@ -305,7 +317,8 @@ TEST(JobBannerTest, AnIncompleteReportSaysSo) {
   EXPECT_EQ(report["ranks_reported"], 3);
   const std::string banner = job_banner(report);
   EXPECT_NE(banner.find("3 ranks of 4"), std::string::npos) << banner;
-  EXPECT_NE(banner.find("INCOMPLETE: rank 3 did not reach MPI_Finalize within 30 s"), std::string::npos)
+  EXPECT_NE(banner.find("INCOMPLETE: rank 3 did not reach MPI_Finalize within 30 s"),
+            std::string::npos)
       << banner;
 }
 
@@ -321,7 +334,8 @@ TEST(JobBannerTest, ACleanJobNamesNoCause) {
 
 TEST(RankRecordWireTest, RoundTrip) {
   RankRecord r = four_ranks()[2];
-  for (std::size_t i = 0; i < kRankMeasureCount; ++i) as_array(r.measures)[i] = 0.5 + static_cast<double>(i);
+  for (std::size_t i = 0; i < kRankMeasureCount; ++i)
+    as_array(r.measures)[i] = 0.5 + static_cast<double>(i);
   // Through the text, as it travels.
   const RankRecord back = record_from_wire(json::parse(to_wire(r).dump()));
   EXPECT_EQ(back.rank, 2);
@@ -349,7 +363,8 @@ TEST(RankRecordWireTest, RoundTrip) {
   // A report from the round-tripped records is the same report.
   auto records = four_ranks();
   std::vector<RankRecord> travelled;
-  for (const auto& record : records) travelled.push_back(record_from_wire(json::parse(to_wire(record).dump())));
+  for (const auto& record : records)
+    travelled.push_back(record_from_wire(json::parse(to_wire(record).dump())));
   EXPECT_EQ(job_report(facts(), travelled), job_report(facts(), records));
 }
 
