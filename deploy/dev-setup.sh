@@ -31,6 +31,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # rt-tests python3: the accuracy benchmark (docs/validation.md) runs oslat
 # beside corenoise from a Python driver;
 # clang libclang-rt-14-dev: libFuzzer and the sanitizers (docs/reliability.md);
+# clang-format: the style check (tests/style/format_check.sh);
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program;
 # slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
@@ -39,7 +40,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # story's Python script (mpi4py under Open MPI, numpy in place of JAX).
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
-  clang libclang-rt-14-dev wrk faketime strace
+  clang libclang-rt-14-dev clang-format wrk faketime strace
   slurmctld slurmd slurm-client munge
   python3-mpi4py python3-numpy scalapack-mpi-test)
 
