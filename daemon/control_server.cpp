@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 
 namespace corenoise {
 namespace {

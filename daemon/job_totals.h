@@ -10,9 +10,9 @@
 #include <map>
 #include <optional>
 
-#include "daemon/control_handler.h"
+#include "daemon/control/control_requests.h"
 #include "daemon/job_admission.h"
-#include "daemon/job_causes.h"
+#include "daemon/control/job_causes.h"
 
 namespace corenoise {
 

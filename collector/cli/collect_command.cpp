@@ -23,8 +23,8 @@
 #include "collector/report/html_report.h"
 #include "collector/report/report_outputs.h"
 #include "collector/report/sweep_summary.h"
-#include "daemon/control_client.h"
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/control_protocol.h"
 #include "probe/report_json.h"
 #include "probe/wall_clock.h"
 

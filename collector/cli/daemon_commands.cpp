@@ -12,8 +12,8 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "daemon/control_client.h"
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/control_protocol.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {

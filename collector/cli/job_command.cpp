@@ -17,7 +17,7 @@
 #include "collector/mpi/mpi_launcher.h"
 #include "collector/mpi/mpi_library.h"
 #include "collector/report/pending_file.h"
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 #include "probe/settings.h"
 
 namespace corenoise {

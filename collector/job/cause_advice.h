@@ -1,4 +1,4 @@
-// The causes of daemon/job_causes.h (the one vocabulary of the profiler,
+// The causes of daemon/control/job_causes.h (the one vocabulary of the profiler,
 // the `job` control command and corenoise_job_lost_seconds_total) in
 // words, and the fix that fits each (docs/guide.md, "Inside the job"), for
 // the banner and the report.
@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "daemon/job_causes.h"
+#include "daemon/control/job_causes.h"
 
 namespace corenoise {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 
 namespace corenoise {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "collector/job/job_report.h"
-#include "daemon/control_handler.h"
+#include "daemon/control/control_requests.h"
 
 namespace corenoise {
 
@@ -23,7 +23,7 @@ nlohmann::json daemon_verdicts(const std::string& socket_path);
 nlohmann::json verdicts_from_results(const nlohmann::json& results, double now_unix_seconds);
 
 // The `job` request for one node's loss (the protocol's own encoding,
-// daemon/control_protocol.h), each figure capped at elapsed_seconds and
+// daemon/control/control_protocol.h), each figure capped at elapsed_seconds and
 // rounded down to the microsecond.
 nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
                            double elapsed_seconds, int ranks, const std::vector<JobCpuLoss>& loss);

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

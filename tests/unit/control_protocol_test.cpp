@@ -1,7 +1,7 @@
 // The control protocol's parser and encoders: every command, every malformed
 // form with the message a user would read, and randomized inputs that must
 // only ever produce a request or a ProtocolError.
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 
 #include <gtest/gtest.h>
 

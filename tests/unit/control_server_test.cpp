@@ -25,8 +25,8 @@
 #include <optional>
 #include <thread>
 
-#include "daemon/control_client.h"
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_client.h"
+#include "daemon/control/control_protocol.h"
 
 namespace corenoise {
 namespace {

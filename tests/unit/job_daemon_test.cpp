@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 
 namespace corenoise {
 namespace {

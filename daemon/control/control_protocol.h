@@ -15,7 +15,7 @@
 #include <string_view>
 #include <variant>
 
-#include "daemon/control_handler.h"
+#include "daemon/control/control_requests.h"
 
 namespace corenoise {
 

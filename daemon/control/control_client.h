@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/control_protocol.h"
+#include "daemon/control/control_protocol.h"
 
 namespace corenoise {
 

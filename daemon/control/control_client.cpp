@@ -1,4 +1,4 @@
-#include "daemon/control_client.h"
+#include "daemon/control/control_client.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,0 +1,70 @@
+// What travels over the control socket, decoded: the requests that
+// control_protocol.* parses and renders, and who sent them. Plain data, so
+// that the protocol, its clients (the `corenoise` command, the in-job
+// library) and the daemon's handler (daemon/control_handler.h) share it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/control/job_causes.h"
+#include "probe/settings.h"
+
+namespace corenoise {
+
+struct PauseRequest {
+  std::optional<double> seconds;  // nullopt: until resumed
+};
+
+struct RunRequest {
+  std::optional<double> at_unix_seconds;  // nullopt: now
+  std::vector<Mode> modes{Mode::isolated};
+  bool wait = true;  // reply when the round is done (with its summary), not when it is scheduled
+};
+
+// One per-core cluster slowdown, as the collector computed it.
+struct ClusterSlowdown {
+  unsigned cpu = 0;
+  RatioProbe probe = RatioProbe::matmul;
+  Mode mode = Mode::isolated;
+  double ratio = 1;
+};
+
+struct PublishRequest {
+  double published_unix_seconds = 0;
+  nlohmann::json reference;  // the cluster reference, kept as given (shown by `status`)
+  std::vector<ClusterSlowdown> slowdowns;
+};
+
+// What one CPU of this node lost while a job ran, as `corenoise job`
+// measured it at the job's end.
+struct JobCpuLoss {
+  unsigned cpu = 0;               // OS index
+  JobLostSeconds lost_seconds{};  // by cause; each 0 <= x <= the job's elapsed_seconds
+};
+
+// A job's report to one node (the protocol checks every bound of
+// docs/control.md; the handler checks the CPUs are this node's, and that
+// a rank sent it: daemon/job_admission.h).
+struct JobRequest {
+  std::string job_id;  // 1 to 128 printable ASCII characters; for the log and `status` only
+  double ended_unix_seconds = 0;
+  double elapsed_seconds = 1;    // wall time of the job, > 0
+  unsigned ranks = 1;            // ranks of the whole job, >= 1
+  std::vector<JobCpuLoss> cpus;  // each cpu at most once
+};
+
+// Who is on the other end of a connection: SO_PEERCRED of the accepted
+// socket, i.e. the process that called connect() (its process id, in the
+// daemon's pid namespace) and its effective uid and gid at that moment.
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+};
+
+}  // namespace corenoise
