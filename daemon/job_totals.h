@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "daemon/control/control_requests.h"
-#include "daemon/job_admission.h"
 #include "daemon/control/job_causes.h"
+#include "daemon/job_admission.h"
 
 namespace corenoise {
 

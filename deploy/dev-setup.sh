@@ -2,8 +2,11 @@
 # Installs what corenoise needs from Debian 12's packages (only what is
 # missing), then configures and builds it in ./build.
 #
-#   deploy/dev-setup.sh           build dependencies, then build
-#   deploy/dev-setup.sh --tests   also what the test suite and benchmarks use
+#   deploy/dev-setup.sh           build dependencies, then build what the
+#                                 product needs: corenoise, corenoised, the
+#                                 MPI plugins and the in-job libraries
+#   deploy/dev-setup.sh --tests   also what the test suite and benchmarks
+#                                 use, and build them too (everything)
 #
 # CORENOISE_SANITIZE=address,undefined (or =thread) in the environment builds
 # ./build with those sanitizers (cmake/Sanitizers.cmake); unset or empty
@@ -67,4 +70,10 @@ fi
 # plain build when the variable is unset.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCORENOISE_SANITIZE="${CORENOISE_SANITIZE:-}"
-cmake --build build -j"$(nproc)"
+if [ "${1:-}" = --tests ]; then
+  cmake --build build -j"$(nproc)"
+else
+  # The command and the daemon bring what they load (the plugins and the
+  # in-job libraries: collector/CMakeLists.txt's dependencies).
+  cmake --build build -j"$(nproc)" --target corenoise corenoised
+fi

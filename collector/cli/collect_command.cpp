@@ -20,7 +20,6 @@
 #include "collector/cluster/cluster_reduction.h"
 #include "collector/mpi/mpi_environment.h"
 #include "collector/report/cluster_report_json.h"
-#include "collector/report/html_report.h"
 #include "collector/report/report_outputs.h"
 #include "collector/report/sweep_summary.h"
 #include "daemon/control/control_client.h"

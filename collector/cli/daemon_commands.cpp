@@ -12,6 +12,7 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
+#include "collector/report/units.h"
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
 #include "probe/wall_clock.h"
@@ -104,22 +105,6 @@ double parse_number(const std::string& option, const std::string& text, bool pos
                      ", got '" + text + "'");
   }
   return value;
-}
-
-// "40 s", "3.5 min", "2.1 h", "3.0 d".
-std::string duration_text(double seconds) {
-  char text[32];
-  const double s = std::abs(seconds);
-  if (s < 90) {
-    std::snprintf(text, sizeof text, s < 10 ? "%.1f s" : "%.0f s", s);
-  } else if (s < 90 * 60) {
-    std::snprintf(text, sizeof text, "%.1f min", s / 60);
-  } else if (s < 48 * 3600) {
-    std::snprintf(text, sizeof text, "%.1f h", s / 3600);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f d", s / 86400);
-  }
-  return text;
 }
 
 std::string local_time_text(double unix_seconds) {

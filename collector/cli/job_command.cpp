@@ -16,7 +16,7 @@
 #include "collector/job/spill_report.h"
 #include "collector/mpi/mpi_launcher.h"
 #include "collector/mpi/mpi_library.h"
-#include "collector/report/pending_file.h"
+#include "collector/report/report_outputs.h"
 #include "daemon/control/control_protocol.h"
 #include "probe/settings.h"
 
@@ -56,7 +56,8 @@ Exit status: the program's own; 1 for bad input or a missing library
 --report: 0, or 1 when DIR holds no spill file.
 
 Options:
-  --json FILE               write the report as JSON (docs/job.md)
+  --json FILE               write the report as JSON (docs/job.md; - for
+                            rank 0's standard output)
   --html FILE               write the report as a self-contained web page
   --socket PATH             the node's corenoised control socket (default:
                             $CORENOISE_SOCKET, else /run/corenoise/ctl.sock;
@@ -89,10 +90,16 @@ std::string joined(const std::vector<std::string>& words) {
   return text;
 }
 
-// A file rank 0 will write at the job's end: checked now, so that a bad
-// path fails before the job runs instead of after.
-void check_writable(const std::string& path, const std::string& option) {
-  PendingFile probe(path, option);  // removed again: never committed
+// The files rank 0 will write at the job's end, opened by the writer that
+// will write them and removed again (never committed): a bad path fails
+// before the job runs instead of after.
+void check_writable(const std::map<std::string, std::string>& environment) {
+  const auto path = [&](const char* name) -> std::optional<std::string> {
+    auto it = environment.find(name);
+    if (it == environment.end()) return std::nullopt;
+    return it->second;
+  };
+  ReportOutputs(path("CORENOISE_JOB_JSON"), path("CORENOISE_JOB_HTML"));
 }
 
 // `--report DIR`: the report of a job killed before MPI_Finalize.
@@ -111,7 +118,7 @@ int report_from_spill_dir(const JobLaunch& launch) {
         return it == launch.environment.end() ? nullptr : it->second.c_str();
       },
       &warnings);
-  write_job_outputs(spilled.facts, spilled.records, options);
+  write_job_outputs(build_job_report(spilled.facts, spilled.records), options);
   return kExitHealthy;
 }
 
@@ -145,7 +152,8 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
   for (const auto& [name, value] : parsed.options) {
     try {
       if (name == "json") {
-        env["CORENOISE_JOB_JSON"] = absolute(value);
+        // "-": rank 0's standard output, as for the sweep.
+        env["CORENOISE_JOB_JSON"] = value == "-" ? value : absolute(value);
       } else if (name == "html") {
         env["CORENOISE_JOB_HTML"] = absolute(value);
       } else if (name == "socket") {
@@ -181,7 +189,7 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
   if (program.empty()) throw UsageError("no program: corenoise job [OPTIONS] -- PROGRAM [ARGS...]");
   if (!parsed.has("spill") && !parsed.has("no-spill")) {
     for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
-      if (auto it = env.find(output); it != env.end()) {
+      if (auto it = env.find(output); it != env.end() && it->second != "-") {
         env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
         break;
       }
@@ -225,14 +233,7 @@ int run_job_command(const std::vector<std::string>& args) {
                                    family + " in CORENOISE_MPI_FAMILIES (docs/operations.md)");
         }
         // Only rank 0 writes; it checks before the job starts.
-        if (mpi.rank <= 0) {
-          for (const char* name : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
-            if (auto it = launch.environment.find(name); it != launch.environment.end()) {
-              check_writable(it->second,
-                             name == std::string("CORENOISE_JOB_JSON") ? "--json" : "--html");
-            }
-          }
-        }
+        if (mpi.rank <= 0) check_writable(launch.environment);
         launch.environment["CORENOISE_JOB_FAMILY"] = family;
         const char* preload = std::getenv("LD_PRELOAD");
         launch.environment["LD_PRELOAD"] =

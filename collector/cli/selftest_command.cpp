@@ -14,6 +14,7 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
+#include "collector/report/units.h"
 #include "probe/cpu_list.h"
 #include "probe/report.h"
 #include "probe/runner.h"
@@ -217,18 +218,6 @@ struct Check {
   int passed = 0;
 };
 
-std::string percent(double ratio) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %%", ratio * 100);
-  return text;
-}
-
-std::string points(double ratio) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f points", ratio * 100);
-  return text;
-}
-
 int run(const SelftestOptions& options) {
   const Topology topology = Topology::load("native");
   std::vector<unsigned> usable;
@@ -265,13 +254,13 @@ int run(const SelftestOptions& options) {
             << (options.rounds == 1 ? "" : "s") << std::endl;
 
   const std::string on = "CPU " + std::to_string(cpu);
-  const std::string allowance = " (+" + points(switch_allowance) + " for context switches)";
+  const std::string allowance = " (+" + points_text(switch_allowance) + " for context switches)";
   std::vector<Check> checks = {
       {on + " is noisy"},
-      {on + " lost " + percent(options.duty) + " ± " + points(tolerance) + allowance +
+      {on + " lost " + percent_text(options.duty) + " ± " + points_text(tolerance) + allowance +
        " more than the other CPUs to other threads (detour.preempted_seconds / window)"},
-      {on + " excess noise is " + percent(options.duty) + " ± " + points(excess_tolerance) +
-       allowance},
+      {on + " excess noise is " + percent_text(options.duty) + " ± " +
+       points_text(excess_tolerance) + allowance},
       {on + " cause names \"preempted\""},
       {"no other CPU is noisy"}};
   // Rounds in which the other CPUs lost more than half the duty to other
@@ -319,8 +308,9 @@ int run(const SelftestOptions& options) {
     // counted either way.
     for (std::size_t i = 0; i < checks.size() && !busy; ++i) checks[i].passed += results[i] ? 1 : 0;
     std::cout << "  round " << round << ": " << on << " " << to_string(target->state)
-              << ", preempted " << percent(preempted + others) << " (others " << percent(others)
-              << "), noise " << percent(detour.noise_ratio()) << ", excess " << percent(excess)
+              << ", preempted " << percent_text(preempted + others) << " (others "
+              << percent_text(others) << "), noise " << percent_text(detour.noise_ratio())
+              << ", excess " << percent_text(excess)
               << (elsewhere.empty() ? "; no other CPU noisy" : "; also noisy: ");
     for (std::size_t i = 0; i < elsewhere.size(); ++i) {
       std::cout << (i > 0 ? ", " : "") << elsewhere[i];
@@ -331,7 +321,7 @@ int run(const SelftestOptions& options) {
   if (2 * busy_rounds > options.rounds) {
     std::cout
         << "corenoise selftest: CANNOT JUDGE: the other CPUs lost more than "
-        << percent(options.duty / 2) << " of their time to other threads in " << busy_rounds
+        << percent_text(options.duty / 2) << " of their time to other threads in " << busy_rounds
         << " of " << options.rounds
         << " rounds (figures above): something else is running here; run the selftest on a quiet "
            "machine"

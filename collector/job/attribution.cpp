@@ -103,4 +103,8 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   return result;
 }
 
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold) {
+  return attribution.main_cause.has_value() && measures.wait_caused_seconds >= threshold;
+}
+
 }  // namespace corenoise

@@ -53,4 +53,10 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
 // out, so clean ranks stay unnamed (docs/job.md has the measured rates).
 double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
 
+// Whether `attribution` names a late rank: a cause, and waiting caused of
+// at least `threshold`. Only a late rank has a cause to name, one that made
+// the others wait: the report names it, and its loss is what each rank
+// sends its node's daemon.
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold);
+
 }  // namespace corenoise

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/job_report.h"
 #include "daemon/control/control_requests.h"
 
 namespace corenoise {

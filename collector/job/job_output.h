@@ -1,17 +1,19 @@
-// Rank 0's outputs at the job's end: the report's JSON (--json), its page
-// (--html) and the banner on stderr. Files are written under a temporary
-// name and renamed into place, so a reader sees the previous report or the
-// new one, never half of one.
+// Rank 0's outputs at the job's end, and `corenoise job --report`'s: the
+// report's JSON (--json), its page (--html) and the banner on stderr
+// (unless --quiet), through the one writer of every command
+// (report/report_outputs.h). Never throws: a file that cannot be written is
+// said on stderr, and the rest is still written.
+//
+// Declared here, where the job decides when to publish, and defined with
+// the views (collector/report/job_output.cpp), so that the job's code
+// includes no view.
 #pragma once
-
-#include <vector>
 
 #include "collector/job/job_options.h"
 #include "collector/job/job_report.h"
 
 namespace corenoise {
 
-void write_job_outputs(const JobFacts& facts, const std::vector<RankRecord>& records,
-                       const JobOptions& options);
+void write_job_outputs(const JobReport& report, const JobOptions& options);
 
 }  // namespace corenoise

@@ -305,7 +305,8 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   }
-  record.node_daemon = daemon_verdicts(p.session->options().socket_path);
+  const nlohmann::json verdicts = daemon_verdicts(p.session->options().socket_path);
+  if (!verdicts.is_null()) record.node_daemon = verdicts_from_json(verdicts);
 }
 
 // Every rank's loss, by cause, summed per CPU on the node's first rank,
@@ -356,6 +357,155 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
   }
 }
 
+// A rank other than 0: its record (and its lateness row) to rank 0. False
+// when it could not be sent by `deadline`; `pending` when MPI may still
+// read the buffer.
+bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
+                 double deadline, bool& pending) {
+  // Names come from any process on the node, cut at 15 bytes: invalid
+  // UTF-8 is replaced, not thrown on.
+  b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  MPI_Request request;
+  if (PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
+                 p.comm, &request) != MPI_SUCCESS)
+    return false;
+  pending = !complete(request, deadline);
+  return !pending;
+}
+
+// What rank 0 holds once the others' records came or `deadline` passed.
+struct GatheredRecords {
+  std::vector<RankRecord> records;  // in rank order
+  std::vector<std::vector<float>> lateness;
+  std::vector<int> missing;  // ranks whose record did not come or did not parse
+};
+
+// Rank 0: every rank's record, its own (`wire`) first. `pending` when a
+// receive is left that MPI may still write into.
+GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann::json wire,
+                               double deadline, bool& pending) {
+  std::vector<bool> received(static_cast<std::size_t>(p.size), false);
+  std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
+  wires[0] = std::move(wire);
+  received[0] = true;
+  int count = 1;
+  std::string& buffer = b.incoming;
+  while (count < p.size && monotonic_seconds() <= deadline) {
+    int flag = 0;
+    MPI_Status status;
+    PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
+    if (flag == 0) {
+      ::usleep(200);
+      continue;
+    }
+    int length = 0;
+    PMPI_Get_count(&status, MPI_CHAR, &length);
+    buffer.resize(static_cast<std::size_t>(length));
+    // Not a blocking receive: a large record needs its sender's MPI to
+    // progress, which a sender that gave up may never do.
+    MPI_Request request;
+    if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
+                   &request) != MPI_SUCCESS)
+      break;
+    if (!complete(request, deadline)) {
+      pending = true;
+      break;
+    }
+    const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
+    if (received[source]) continue;
+    wires[source] = nlohmann::json::parse(buffer, nullptr, false);
+    received[source] = !wires[source].is_discarded();
+    count += received[source] ? 1 : 0;
+  }
+  GatheredRecords gathered;
+  for (int rank = 0; rank < p.size; ++rank) {
+    const auto i = static_cast<std::size_t>(rank);
+    if (!received[i]) {
+      gathered.missing.push_back(rank);
+      continue;
+    }
+    try {
+      gathered.records.push_back(record_from_wire(wires[i]));
+      gathered.lateness.push_back(wires[i].value("lateness", std::vector<float>{}));
+    } catch (const std::exception&) {
+      gathered.missing.push_back(rank);
+    }
+  }
+  return gathered;
+}
+
+// From rank 0 to all: the reference rank and the naming threshold, so
+// that every rank attributes its own loss the way the report does, and
+// rank 0's verdict on whether every rank came: one verdict for all, so
+// that either every rank hands its node's loss to corenoised or none.
+// Returns that verdict (false also when the broadcast did not finish),
+// with the reference and threshold in `reference` and `threshold`.
+bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                     const GatheredRecords& gathered, bool every_rank_came, double deadline,
+                     RankMeasures& reference, double& threshold) {
+  std::vector<double>& shared = b.reference;
+  shared.assign(kRankMeasureCount + 2, 0.0);
+  if (p.rank == 0) {
+    std::vector<RankMeasures> measures;
+    for (const auto& r : gathered.records) measures.push_back(r.measures);
+    const RankMeasures ref = reference_rank(measures);
+    std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
+    shared[kRankMeasureCount] = cause_threshold(measures, ref);
+    shared[kRankMeasureCount + 1] = every_rank_came ? 1.0 : 0.0;
+  }
+  MPI_Request request;
+  const bool posted = world.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ibcast(shared.data(), static_cast<int>(shared.size()), MPI_DOUBLE, 0, c, r);
+      },
+      request);
+  if (!posted || !world.finish(request, deadline) || shared[kRankMeasureCount + 1] != 1.0)
+    return false;
+  std::copy_n(shared.begin(), kRankMeasureCount, as_array(reference));
+  threshold = shared[kRankMeasureCount];
+  return true;
+}
+
+// Rank 0's facts of the job beside the records: who ran, how many steps,
+// and why the report is incomplete, if it is.
+JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepResult& steps,
+                   const RankRecord& own, GatheredRecords& gathered, bool spilling) {
+  const JobOptions& options = session.options();
+  JobFacts facts;
+  facts.version = CORENOISE_VERSION;
+  facts.program = options.program;
+  facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
+  facts.started_unix_seconds = session.started_unix_seconds();
+  facts.ranks_total = p.size;
+  facts.steps = static_cast<long>(own.measures.steps);
+  facts.steps_per_column = steps.steps_per_column;
+  facts.clock_source = std::string(session.clock_source());
+  const std::vector<int>& missing = gathered.missing;
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing.size() && i < 20; ++i)
+      list += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 20) list += ", ...";
+    facts.incomplete_reason = std::to_string(missing.size()) + " of " + std::to_string(p.size) +
+                              " ranks did not report within " +
+                              std::to_string(static_cast<int>(options.finalize_timeout_seconds)) +
+                              " s of MPI_Finalize (ranks " + list + ")";
+  } else if (!steps.problem.empty()) {
+    facts.incomplete_reason = steps.problem;
+  }
+  if (!facts.incomplete_reason.empty() && spilling) {
+    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
+                               " (corenoise job --report " + options.spill_dir + ")";
+  }
+  auto& lateness = gathered.lateness;
+  const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
+    return row.size() == lateness.front().size();
+  });
+  if (rows_agree && !lateness.empty() && !lateness.front().empty())
+    facts.lateness = std::move(lateness);
+  return facts;
+}
+
 }  // namespace
 
 bool finish_job(JobProcess& p) {
@@ -368,11 +518,8 @@ bool finish_job(JobProcess& p) {
   // after an abandoned operation cannot free what MPI may still write.
   p.kept = new FinalizeBuffers;
   FinalizeBuffers& b = *p.kept;
-  // The records go to rank 0 point to point; when a rank is missing, the
-  // collectives' deadline has passed, and the others' records still get a
-  // short window of their own.
-  bool record_pending = false;
 
+  // The ranks' steps and exchanges, into this rank's record.
   const StepResult steps = reduce_steps(p, world, b, deadline, options.finalize_timeout_seconds);
   // Only once every rank came (a collective would wait for a missing one).
   const double exchange_caused = reduce_exchanges(p, world, b, deadline);
@@ -380,100 +527,30 @@ bool finish_job(JobProcess& p) {
   add_node_view(p, node, b, record, deadline);
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = steps.lateness;
+
+  // The records go to rank 0 point to point; when a rank is missing, the
+  // collectives' deadline has passed, and the others' records still get a
+  // short window of their own.
   const double records_deadline =
       std::max(deadline, monotonic_seconds() + std::min(options.finalize_timeout_seconds, 5.0));
-  bool sent = true;
-
-  std::vector<RankRecord> records;
-  std::vector<std::vector<float>> lateness;
-  std::vector<int> missing;
+  bool record_pending = false, sent = true;
+  GatheredRecords gathered;
   if (p.rank != 0) {
-    // Names come from any process on the node, cut at 15 bytes: invalid
-    // UTF-8 is replaced, not thrown on.
-    b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    MPI_Request request;
-    sent = PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
-                      p.comm, &request) == MPI_SUCCESS;
-    record_pending = sent && !complete(request, records_deadline);
-    sent = sent && !record_pending;
+    sent = send_record(p, b, wire, records_deadline, record_pending);
   } else {
-    std::vector<bool> received(static_cast<std::size_t>(p.size), false);
-    std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
-    wires[0] = std::move(wire);
-    received[0] = true;
-    int count = 1;
-    std::string& buffer = b.incoming;
-    while (count < p.size && monotonic_seconds() <= records_deadline) {
-      int flag = 0;
-      MPI_Status status;
-      PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
-      if (flag == 0) {
-        ::usleep(200);
-        continue;
-      }
-      int length = 0;
-      PMPI_Get_count(&status, MPI_CHAR, &length);
-      buffer.resize(static_cast<std::size_t>(length));
-      // Not a blocking receive: a large record needs its sender's MPI to
-      // progress, which a sender that gave up may never do.
-      MPI_Request request;
-      if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
-                     &request) != MPI_SUCCESS)
-        break;
-      if (!complete(request, records_deadline)) {
-        record_pending = true;
-        break;
-      }
-      const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
-      if (received[source]) continue;
-      wires[source] = nlohmann::json::parse(buffer, nullptr, false);
-      received[source] = !wires[source].is_discarded();
-      count += received[source] ? 1 : 0;
-    }
-    for (int rank = 0; rank < p.size; ++rank) {
-      const auto i = static_cast<std::size_t>(rank);
-      if (!received[i]) {
-        missing.push_back(rank);
-        continue;
-      }
-      try {
-        records.push_back(record_from_wire(wires[i]));
-        lateness.push_back(wires[i].value("lateness", std::vector<float>{}));
-      } catch (const std::exception&) {
-        missing.push_back(rank);
-      }
-    }
+    gathered = gather_records(p, b, std::move(wire), records_deadline, record_pending);
   }
 
-  // From rank 0 to all: the reference rank and the naming threshold, so
-  // that every rank attributes its own loss the way the report does, and
-  // rank 0's verdict on whether every rank came: one verdict for all, so
-  // that either every rank hands its node's loss to corenoised or none.
-  std::vector<double>& reference = b.reference;
-  reference.assign(kRankMeasureCount + 2, 0.0);
-  if (p.rank == 0) {
-    std::vector<RankMeasures> measures;
-    for (const auto& r : records) measures.push_back(r.measures);
-    const RankMeasures ref = reference_rank(measures);
-    std::copy_n(as_array(ref), kRankMeasureCount, reference.begin());
-    reference[kRankMeasureCount] = cause_threshold(measures, ref);
-    reference[kRankMeasureCount + 1] = steps.complete && missing.empty() ? 1.0 : 0.0;
-  }
-  MPI_Request request;
-  const bool posted = world.post(
-      [&](MPI_Comm c, MPI_Request* r) {
-        return PMPI_Ibcast(reference.data(), static_cast<int>(reference.size()), MPI_DOUBLE, 0, c,
-                           r);
-      },
-      request);
+  // Each node's loss to its daemon, attributed as the report attributes it.
+  RankMeasures reference;
+  double threshold = 0;
   const bool reduced =
-      posted && world.finish(request, deadline) && reference[kRankMeasureCount + 1] == 1.0 && sent;
+      share_reference(p, world, b, gathered, steps.complete && gathered.missing.empty(), deadline,
+                      reference, threshold) &&
+      sent;
   if (reduced) {
-    RankMeasures ref;
-    std::copy_n(reference.begin(), kRankMeasureCount, as_array(ref));
-    const double threshold = reference[kRankMeasureCount];
-    RankAttribution mine = attribute(record.measures, ref, threshold);
-    // Only a late rank's loss is the job's (job_report.cpp names the same).
+    RankAttribution mine = attribute(record.measures, reference, threshold);
+    // Only a late rank's loss is the job's: the report names the same ranks.
     if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
     report_node_loss(p, node, b, record, mine, deadline);
   }
@@ -489,37 +566,8 @@ bool finish_job(JobProcess& p) {
     p.kept = nullptr;
   }
   if (p.rank != 0) return settled;
-  JobFacts facts;
-  facts.version = CORENOISE_VERSION;
-  facts.program = options.program;
-  facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
-  facts.started_unix_seconds = session.started_unix_seconds();
-  facts.ranks_total = p.size;
-  facts.steps = static_cast<long>(record.measures.steps);
-  facts.steps_per_column = steps.steps_per_column;
-  facts.clock_source = std::string(session.clock_source());
-  if (!missing.empty()) {
-    std::string list;
-    for (std::size_t i = 0; i < missing.size() && i < 20; ++i)
-      list += (i ? ", " : "") + std::to_string(missing[i]);
-    if (missing.size() > 20) list += ", ...";
-    facts.incomplete_reason = std::to_string(missing.size()) + " of " + std::to_string(p.size) +
-                              " ranks did not report within " +
-                              std::to_string(static_cast<int>(options.finalize_timeout_seconds)) +
-                              " s of MPI_Finalize (ranks " + list + ")";
-  } else if (!steps.problem.empty()) {
-    facts.incomplete_reason = steps.problem;
-  }
-  if (!facts.incomplete_reason.empty() && spill != nullptr) {
-    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
-                               " (corenoise job --report " + options.spill_dir + ")";
-  }
-  const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
-    return row.size() == lateness.front().size();
-  });
-  if (rows_agree && !lateness.empty() && !lateness.front().empty())
-    facts.lateness = std::move(lateness);
-  write_job_outputs(facts, records, options);
+  const JobFacts facts = job_facts(p, session, steps, record, gathered, spill != nullptr);
+  write_job_outputs(build_job_report(facts, gathered.records), options);
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
   return settled;

@@ -1,52 +1,28 @@
-// The job's report, built on rank 0 at MPI_Finalize from every rank's
-// record: the JSON of docs/job.md (schema "corenoise-job/1"), which the
-// --html page renders, and the banner printed on rank 0's stderr. Pure: no
-// MPI, no I/O, so tests build reports from records of their own.
+// The job's report: the model that every view of `corenoise job` renders
+// (report/job_report_json.h for the JSON of docs/job.md, schema
+// "corenoise-job/1", and the page drawn from it; report/job_banner.h for
+// rank 0's summary on stderr). Built once on rank 0 at MPI_Finalize, or by
+// `corenoise job --report` from spill files, from every rank's record: the
+// causes attributed, the culprits picked, the daemon's verdicts joined, the
+// call sites merged and the worst ranks ranked here, never in a view.
+//
+// Pure: no MPI, no I/O, no clock, so tests build reports from records of
+// their own. Thread-safety: free functions of their arguments.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <array>
+#include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collector/job/attribution.h"
-#include "collector/job/rank_measures.h"
+#include "collector/job/rank_record.h"
 
 namespace corenoise {
 
-// What one rank sends rank 0 (job_reduction.cpp), as JSON on the wire:
-// rank, host, cpus, pid, measures, threads, sites, and from one rank per
-// node culprits and daemon.
-struct RankRecord {
-  int rank = 0;
-  std::string host;
-  std::vector<unsigned> cpus;
-  long pid = 0;
-  RankMeasures measures;
-  struct Thread {
-    std::string name;
-    double seconds = 0;
-  };
-  std::vector<Thread> threads;  // its other threads, busiest on its CPUs first
-  struct Site {
-    std::string call, site;
-    double calls = 0, wait_seconds = 0, wait_max_seconds = 0;
-  };
-  std::vector<Site> sites;
-  // From the node's reporting rank: other processes per CPU, and the
-  // node's corenoised verdicts per CPU (null where none answered).
-  struct Culprit {
-    int cpu = -1;
-    long pid = 0;
-    std::string command;
-    double seconds = 0;
-  };
-  std::vector<Culprit> node_culprits;
-  nlohmann::json node_daemon;  // {"<cpu>": {"state":..., "cause":...}, ...} or null
-};
-
-nlohmann::json to_wire(const RankRecord& record);
-RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
-
+// What rank 0 knows of the job beside the records.
 struct JobFacts {
   std::string version;
   std::string program;
@@ -62,17 +38,64 @@ struct JobFacts {
   std::string clock_source;
 };
 
-// Whether `attribution` names a late rank: a cause, and waiting caused of
-// at least `threshold` (the report's ranks[].cause, and what the daemon is
-// sent).
-bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold);
+// Who took a late rank's time: one of its own threads (own-threads), or
+// another process on one of its CPUs (other-processes).
+struct JobCulprit {
+  enum class Kind { thread, process };
+  Kind kind = Kind::thread;
+  std::string name;  // the thread's or the process's command, as the kernel names it
+  long pid = 0;      // a process's; 0 for a thread
+  unsigned cpu = 0;  // the CPU a process ran on; 0 for a thread
+  double seconds = 0;
+};
 
-// The report's JSON (docs/job.md).
-nlohmann::json job_report(const JobFacts& facts, const std::vector<RankRecord>& records);
+struct JobRank {
+  int rank = 0;
+  std::string host;
+  std::vector<unsigned> cpus;
+  long pid = 0;
+  RankMeasures measures;  // as the rank measured them
+  // Its excess and causes against the job's reference rank; main_cause is
+  // set only when the rank is late (is_late).
+  RankAttribution attribution;
+  std::vector<JobCulprit> culprits;  // of its causes, for a late rank
+  // The node's corenoised verdicts on this rank's CPUs; nullopt when the
+  // node's daemon gave none for them.
+  std::optional<std::map<unsigned, DaemonVerdict>> daemon;
+};
 
-// The banner, from the report's JSON: ranks, nodes, steps, time waiting,
-// the top causes, the worst ranks with host, CPU and cause in words, and
-// the fix that fits each cause.
-std::string job_banner(const nlohmann::json& report, int worst_ranks = 5);
+// One call site over all ranks: its calls per rank (the most any rank
+// made), the wait summed over ranks and the longest single wait.
+struct JobCallSite {
+  std::string call, site;
+  double calls = 0, wait_seconds = 0, wait_max_seconds = 0;
+};
+
+struct JobReport {
+  JobFacts facts;
+  double elapsed_seconds = 0;  // the longest rank's
+  std::size_t ranks_reported = 0;
+  std::size_t nodes = 0;
+  // Summed over ranks: in blocking calls, computing between them, and the
+  // waiting the late ranks caused; of those, in point-to-point exchanges.
+  double wait_seconds = 0, compute_seconds = 0, wait_caused_seconds = 0;
+  double exchange_wait_seconds = 0, exchange_wait_caused_seconds = 0;
+  double exchange_uncharged_seconds = 0;
+  double cause_threshold_seconds = 0;  // the smallest cause named (cause_threshold)
+  // The waiting the late ranks caused, shared among each one's causes.
+  std::array<double, kJobCauseCount> causes{};
+  std::vector<JobCallSite> call_sites;  // most waiting first
+  std::vector<JobRank> ranks;           // in record order
+  std::vector<int> worst_ranks;         // rank numbers, most waiting caused first; at most 20
+
+  bool complete() const { return facts.incomplete_reason.empty(); }
+  double collective_wait_seconds() const { return wait_seconds - exchange_wait_seconds; }
+  double collective_wait_caused_seconds() const {
+    return wait_caused_seconds - exchange_wait_caused_seconds;
+  }
+  const JobRank* rank(int number) const;  // nullptr when it did not report
+};
+
+JobReport build_job_report(const JobFacts& facts, const std::vector<RankRecord>& records);
 
 }  // namespace corenoise

@@ -1,11 +1,9 @@
 #include "collector/report/report_outputs.h"
 
-#include <cstdio>
 #include <iostream>
 #include <stdexcept>
 
-#include "collector/report/cluster_report_json.h"
-#include "collector/report/html_report.h"
+#include "collector/report/report_page.h"
 
 namespace corenoise {
 
@@ -18,24 +16,35 @@ ReportOutputs::ReportOutputs(std::optional<std::string> json_path,
   if (html_path_) html_file_ = std::make_unique<PendingFile>(*html_path_, "--html");
 }
 
-std::ostream& ReportOutputs::write(const ClusterReport& report, const std::string& command) {
-  const bool json_to_stdout = json_path_ && *json_path_ == "-";
-  std::ostream& text = json_to_stdout ? std::cerr : std::cout;
+std::ostream& ReportOutputs::write(const nlohmann::json& document, int indent,
+                                   const std::string& command) {
+  std::ostream& text = json_path_ && *json_path_ == "-" ? std::cerr : std::cout;
   if (json_path_) {
+    const std::string json =
+        document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     if (json_file_) {
-      json_file_->stream() << to_json(report).dump(2) << '\n';
+      json_file_->stream() << json;
       json_file_->commit();
     } else {
-      std::cout << to_json(report).dump(2) << '\n' << std::flush;
+      std::cout << json << std::flush;
       if (!std::cout) throw std::runtime_error("--json: error writing to stdout");
     }
   }
   if (html_file_) {
-    html_file_->stream() << render_html(report);
+    html_file_->stream() << render_report_page(document);
     html_file_->commit();
-    text << "corenoise " << command << ": report written to " << *html_path_ << '\n';
+    if (!command.empty())
+      text << "corenoise " << command << ": report written to " << *html_path_ << '\n';
   }
   return text;
+}
+
+std::string ReportOutputs::written() const {
+  std::string paths;
+  for (const auto* path : {&json_path_, &html_path_}) {
+    if (*path) paths += (paths.empty() ? "" : ", ") + (**path == "-" ? "stdout" : **path);
+  }
+  return paths;
 }
 
 }  // namespace corenoise

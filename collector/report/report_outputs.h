@@ -1,32 +1,57 @@
-// The files a cluster command (sweep, collect) writes: --json and --html.
-// Each is opened as a temporary file beside its path before anything is
-// measured, so that a bad path costs nothing, written once rank 0 has the
-// report, and renamed over the path only when complete: a reader (the
-// collect timer's consumers, a dashboard) sees the previous report or the
-// new one, never a truncated one, and a failed run leaves the previous one.
+// The files a report is written to, for every command that writes one
+// (sweep, collect, job): --json and --html. Each is opened as a temporary
+// file beside its path when the command starts, before anything is
+// measured, so that a bad path costs nothing; written once the report is
+// made; and renamed over the path only when complete: a reader (the collect
+// timer's consumers, a dashboard) sees the previous report or the new one,
+// never a truncated one, and a failed run leaves the previous one.
+//
+// One policy for text that is not UTF-8 (a host name, a thread's or a
+// process's name from the kernel): it is replaced by U+FFFD in both files,
+// never refused, so that a finished measurement is never lost for a byte.
+// A JSON path of "-" is standard output.
 #pragma once
 
-#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 
 #include "collector/cluster/cluster_report.h"
+#include "collector/job/job_report.h"
+#include "collector/report/cluster_report_json.h"
+#include "collector/report/job_report_json.h"
 #include "collector/report/pending_file.h"
 
 namespace corenoise {
 
 class ReportOutputs {
  public:
-  // `json_path` "-" means stdout. Throws std::runtime_error naming a path that
-  // cannot be written.
+  // Throws std::runtime_error naming a path that cannot be written.
   ReportOutputs(std::optional<std::string> json_path, std::optional<std::string> html_path);
 
-  // Writes the JSON and the HTML, saying where the page went; throws
-  // std::runtime_error on a write error. Returns the stream for the text
-  // summary: stderr when the JSON took stdout.
-  std::ostream& write(const ClusterReport& report, const std::string& command);
+  // `document` as JSON, indented by `indent`, and as its page; when the
+  // page is written and `command` is not empty, says where on the text
+  // stream. Throws std::runtime_error on a write error. Returns the stream
+  // for the text summary: stderr when the JSON took stdout.
+  std::ostream& write(const nlohmann::json& document, int indent, const std::string& command);
+
+  // A sweep's or a collect's report, `command` naming it ("sweep").
+  // (Inline, as the job's below: the in-job library, which writes only a
+  // job's report, links no sweep view.)
+  std::ostream& write(const ClusterReport& report, const std::string& command) {
+    return write(to_json(report), 2, command);
+  }
+  // A job's report, one space per level (thousands of ranks make a large
+  // file). Returns the paths written, ", "-separated.
+  std::string write(const JobReport& report) {
+    write(to_json(report), 1, "");
+    return written();
+  }
+
+  // The paths of the files given, ", "-separated ("stdout" for "-").
+  std::string written() const;
 
  private:
   std::optional<std::string> json_path_;

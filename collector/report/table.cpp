@@ -5,15 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "collector/report/units.h"
+
 namespace corenoise {
 namespace {
-
-std::string fixed(const std::optional<double>& value, double scale, int decimals) {
-  if (!value) return "-";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, *value * scale);
-  return buffer;
-}
 
 std::string cell(std::string text, int width) {
   if (static_cast<int>(text.size()) < width) text.insert(0, width - text.size(), ' ');

@@ -379,24 +379,23 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
   facts.family = "sim";
   facts.ranks_total = static_cast<int>(ranks);
   facts.steps = static_cast<int>(steps);
-  const json report = job_report(facts, records);
+  const JobReport report = build_job_report(facts, records);
 
   JobResult result;
   const std::string target = effect == Effect::other_processes ? "other-processes"
                              : effect == Effect::more_work     ? "more-work"
                                                                : "";
-  for (const auto& r : report["ranks"]) {
-    const std::string cause = r["cause"].get<std::string>();
-    if (cause == "none") continue;
+  for (const JobRank& r : report.ranks) {
+    if (!r.attribution.main_cause) continue;
     ++result.named;
-    result.named_ranks.push_back(static_cast<std::size_t>(r["rank"].get<int>()));
-    if (r["rank"].get<int>() != 0) ++result.named_others;
-    if (auto named = job_cause_named(cause)) ++result.by_cause[index_of(*named)];
+    result.named_ranks.push_back(static_cast<std::size_t>(r.rank));
+    if (r.rank != 0) ++result.named_others;
+    ++result.by_cause[index_of(*r.attribution.main_cause)];
   }
-  result.worst = static_cast<int>(report["worst_ranks"].size());
+  result.worst = static_cast<int>(report.worst_ranks.size());
 
   const RankMeasures reference = reference_rank(measures);
-  result.threshold = report["cause_threshold_seconds"].get<double>();
+  result.threshold = report.cause_threshold_seconds;
   result.reference_compute = reference.compute_seconds;
   result.five_sd = ranks >= 8 ? five_sd_term(measures) : 0;
 
@@ -436,8 +435,9 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
   int own_named = 0, own_others = 0;
   name_at(result.threshold, true, &own_named, &own_others, &result.outcome);
   result.caused_share /= static_cast<double>(ranks > 1 ? ranks - 1 : 1);
-  const bool report_detected = !report["worst_ranks"].empty() && report["worst_ranks"][0] == 0 &&
-                               report["ranks"][0]["cause"] == target;
+  const auto& first = report.ranks[0].attribution.main_cause;
+  const bool report_detected = !report.worst_ranks.empty() && report.worst_ranks[0] == 0 && first &&
+                               to_string(*first) == target;
   result.mismatches =
       own_named != result.named || (result.outcome == kDetected) != report_detected ? 1 : 0;
   if (alt.active()) {

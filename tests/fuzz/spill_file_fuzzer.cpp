@@ -28,6 +28,8 @@
 #include "collector/job/spill_file.h"
 #include "collector/job/spill_report.h"
 #include "collector/job/step_math.h"
+#include "collector/report/job_banner.h"
+#include "collector/report/job_report_json.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -107,11 +109,11 @@ void check_report(const corenoise::SpillReport& report, std::size_t ranks) {
     FUZZ_CHECK(std::isfinite(record.measures.wait_caused_seconds));
   }
 
-  const nlohmann::json json = corenoise::job_report(report.facts, report.records);
-  FUZZ_CHECK(json["ranks_reported"].get<long>() <= json["ranks_total"].get<long>());
-  FUZZ_CHECK(json["ranks"].size() == ranks);
-  (void)json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
-  (void)corenoise::job_banner(json);
+  const corenoise::JobReport job = corenoise::build_job_report(report.facts, report.records);
+  FUZZ_CHECK(static_cast<long>(job.ranks_reported) <= job.facts.ranks_total);
+  FUZZ_CHECK(job.ranks.size() == ranks);
+  (void)corenoise::to_json(job).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)corenoise::job_banner(job);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// collector/job/job_report.h: the report's JSON and banner built from
-// records of four ranks on two nodes, and the records' wire form.
+// collector/job/job_report.h: the report built from records of four ranks
+// on two nodes, seen through its JSON view (report/job_report_json.h) and
+// its banner (report/job_banner.h), and the records' wire form
+// (collector/job/rank_record.h).
 #include "collector/job/job_report.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "collector/job/cause_advice.h"
+#include "collector/report/job_banner.h"
+#include "collector/report/job_report_json.h"
 
 namespace corenoise {
 namespace {
@@ -54,8 +58,9 @@ std::vector<RankRecord> four_ranks() {
   std::vector<RankRecord> records = {record(0, "node-a", 0), record(1, "node-a", 1),
                                      record(2, "node-b", 2), record(3, "node-b", 3)};
   RankRecord& r0 = records[0];
-  r0.node_daemon = {{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}},
-                    {"1", {{"state", "noisy"}, {"cause", "irq storm"}, {"age_seconds", 5}}}};
+  r0.node_daemon =
+      verdicts_from_json({{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}},
+                          {"1", {{"state", "noisy"}, {"cause", "irq storm"}, {"age_seconds", 5}}}});
   r0.node_culprits = {{1, 700, "updatedb", 0.5}};
   r0.sites = {{"MPI_Allreduce", "solver.c:42", 50, 6, 0.5},
               {"MPI_Barrier", "main.c:10", 2, 0.25, 0.125}};
@@ -75,8 +80,9 @@ std::vector<RankRecord> four_ranks() {
   // and one on a CPU no rank runs on.
   r2.node_culprits = {
       {2, 900, "backup", 0.4}, {3, 901, "stress-ng", 0.6}, {5, 902, "elsewhere", 1.0}};
-  r2.node_daemon = {{"2", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}},
-                    {"3", {{"state", "ok"}, {"cause", ""}}}};
+  r2.node_daemon =
+      verdicts_from_json({{"2", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}},
+                          {"3", {{"state", "ok"}, {"cause", ""}}}});
 
   RankRecord& r3 = records[3];
   r3.measures.compute_seconds = 8.5;
@@ -100,6 +106,17 @@ JobFacts facts() {
   f.steps_per_column = 25;
   f.clock_source = "perf_event";
   return f;
+}
+
+// The report as --json writes it.
+json job_report(const JobFacts& f, const std::vector<RankRecord>& records) {
+  return to_json(build_job_report(f, records));
+}
+
+// The banner of the same report.
+std::string banner_of(const JobFacts& f, const std::vector<RankRecord>& records,
+                      int worst_ranks = 5) {
+  return job_banner(build_job_report(f, records), worst_ranks);
 }
 
 const json& rank_of(const json& report, int rank) {
@@ -216,7 +233,7 @@ TEST(JobReportTest, DaemonVerdictsOfEachRanksCpus) {
   EXPECT_EQ(rank_of(report, 3)["daemon"]["3"]["state"], "ok");
   // A node without a daemon: null.
   auto records = four_ranks();
-  records[2].node_daemon = nullptr;
+  records[2].node_daemon = std::nullopt;
   const json without = job_report(facts(), records);
   EXPECT_TRUE(rank_of(without, 2)["daemon"].is_null());
   EXPECT_TRUE(rank_of(without, 3)["daemon"].is_null());
@@ -247,8 +264,7 @@ TEST(JobReportTest, CallSitesMergedAcrossRanks) {
 }
 
 TEST(JobBannerTest, NamesTheWorstRankItsHostAndTheFix) {
-  const json report = job_report(facts(), four_ranks());
-  const std::string banner = job_banner(report);
+  const std::string banner = banner_of(facts(), four_ranks());
   EXPECT_NE(banner.find("4 ranks on 2 nodes, 50 steps"), std::string::npos) << banner;
   EXPECT_EQ(banner.find("INCOMPLETE"), std::string::npos) << banner;
   const std::size_t rank2 = banner.find("rank 2 on node-b cpu 2");
@@ -273,7 +289,7 @@ TEST(JobBannerTest, NamesTheWorstRankItsHostAndTheFix) {
       << banner;
   EXPECT_NE(banner.find("MPI_Allreduce from solver.c:42"), std::string::npos) << banner;
   // worst_ranks = 1 shows rank 2 alone.
-  const std::string one = job_banner(report, 1);
+  const std::string one = banner_of(facts(), four_ranks(), 1);
   EXPECT_NE(one.find("rank 2 on node-b"), std::string::npos) << one;
   EXPECT_EQ(one.find("rank 3 on node-b"), std::string::npos) << one;
 }
@@ -288,6 +304,7 @@ TEST(JobReportTest, WaitingIsSplitBetweenCollectivesAndExchanges) {
   records[3].measures.exchange_wait_caused_seconds = 0.75;  // of its wait_caused_seconds, 1
   records[1].measures.exchange_uncharged_seconds = 0.25;
   const json report = job_report(facts(), records);
+  const std::string banner = banner_of(facts(), records);
   EXPECT_DOUBLE_EQ(report["exchange_wait_seconds"].get<double>(), 12.5);
   EXPECT_DOUBLE_EQ(report["collective_wait_seconds"].get<double>(), 47 - 12.5);
   EXPECT_DOUBLE_EQ(report["exchange_wait_caused_seconds"].get<double>(), 0.75);
@@ -295,7 +312,6 @@ TEST(JobReportTest, WaitingIsSplitBetweenCollectivesAndExchanges) {
   EXPECT_DOUBLE_EQ(report["exchange_uncharged_seconds"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_caused_seconds"].get<double>(), 0.75);
   EXPECT_DOUBLE_EQ(rank_of(report, 3)["exchange_wait_seconds"].get<double>(), 0.5);
-  const std::string banner = job_banner(report);
   EXPECT_NE(banner.find("the ranks waited 47.00 s in MPI (58 % of their time): 34.50 s at "
                         "collectives, 12.50 s in exchanges"),
             std::string::npos)
@@ -315,7 +331,7 @@ TEST(JobBannerTest, AnIncompleteReportSaysSo) {
   EXPECT_EQ(report["complete"], false);
   EXPECT_EQ(report["incomplete_reason"], f.incomplete_reason);
   EXPECT_EQ(report["ranks_reported"], 3);
-  const std::string banner = job_banner(report);
+  const std::string banner = banner_of(f, records);
   EXPECT_NE(banner.find("3 ranks of 4"), std::string::npos) << banner;
   EXPECT_NE(banner.find("INCOMPLETE: rank 3 did not reach MPI_Finalize within 30 s"),
             std::string::npos)
@@ -326,7 +342,7 @@ TEST(JobBannerTest, ACleanJobNamesNoCause) {
   std::vector<RankRecord> records = {record(0, "node-a", 0), record(1, "node-a", 1)};
   const json report = job_report(facts(), records);
   EXPECT_TRUE(report["worst_ranks"].empty());
-  const std::string banner = job_banner(report);
+  const std::string banner = banner_of(facts(), records);
   EXPECT_NE(banner.find("no cause to name"), std::string::npos) << banner;
   EXPECT_EQ(banner.find("worst ranks"), std::string::npos) << banner;
   EXPECT_EQ(banner.find("fix:"), std::string::npos) << banner;
@@ -375,7 +391,7 @@ TEST(RankRecordWireTest, OptionalPartsStayOptional) {
   EXPECT_FALSE(wire.contains("daemon"));
   const RankRecord back = record_from_wire(wire);
   EXPECT_TRUE(back.node_culprits.empty());
-  EXPECT_TRUE(back.node_daemon.is_null());
+  EXPECT_FALSE(back.node_daemon.has_value());
   EXPECT_TRUE(back.threads.empty());
   EXPECT_TRUE(back.sites.empty());
   // A record missing a field is an error, not a rank of zeros.

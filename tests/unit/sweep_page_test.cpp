@@ -1,9 +1,7 @@
-// The sweep's HTML page (collector/report/html_report.*): what render_html
-// embeds, and the page as headless Chromium draws it from that JSON — every
+// The sweep's HTML page (report_page.h drawing cluster_report_json.h's
+// JSON): what it embeds, and the page as headless Chromium draws it — every
 // section, its rows, the heatmap's cells and colours, the hover, and
 // hostile text kept as text (tests/unit/chromium_dom.h).
-#include "collector/report/html_report.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "collector/report/cluster_report_json.h"
+#include "collector/report/report_page.h"
 #include "tests/unit/chromium_dom.h"
 
 namespace corenoise {
@@ -26,6 +25,9 @@ using testing::rendered;
 using testing::section;
 using testing::table_rows;
 using testing::text_of;
+
+// The page of a sweep, as --html writes it.
+std::string render_html(const ClusterReport& report) { return render_report_page(to_json(report)); }
 
 constexpr const char* kNoisyCause = "lost 31 % to 2,410 detours: irq 45 (mlx5_comp3)";
 

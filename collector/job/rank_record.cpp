@@ -1,0 +1,77 @@
+#include "collector/job/rank_record.h"
+
+#include <algorithm>
+#include <string>
+
+namespace corenoise {
+
+using nlohmann::json;
+
+json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
+  json out = json::object();
+  for (const auto& [cpu, v] : verdicts) {
+    json verdict = {{"state", v.state}, {"cause", v.cause}};
+    if (v.age_seconds) verdict["age_seconds"] = *v.age_seconds;
+    out[std::to_string(cpu)] = std::move(verdict);
+  }
+  return out;
+}
+
+std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
+  std::map<unsigned, DaemonVerdict> out;
+  for (const auto& [cpu, v] : verdicts.items()) {
+    DaemonVerdict verdict;
+    verdict.state = v.at("state").get<std::string>();
+    verdict.cause = v.at("cause").get<std::string>();
+    if (v.contains("age_seconds")) verdict.age_seconds = v.at("age_seconds").get<double>();
+    out[static_cast<unsigned>(std::stoul(cpu))] = std::move(verdict);
+  }
+  return out;
+}
+
+json to_wire(const RankRecord& r) {
+  json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
+  wire["measures"] =
+      std::vector<double>(as_array(r.measures), as_array(r.measures) + kRankMeasureCount);
+  json threads = json::array();
+  for (const auto& t : r.threads) threads.push_back({t.name, t.seconds});
+  wire["threads"] = threads;
+  json sites = json::array();
+  for (const auto& s : r.sites)
+    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
+  wire["sites"] = sites;
+  if (!r.node_culprits.empty()) {
+    json culprits = json::array();
+    for (const auto& c : r.node_culprits) culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
+    wire["culprits"] = culprits;
+  }
+  if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
+  return wire;
+}
+
+RankRecord record_from_wire(const json& wire) {
+  RankRecord r;
+  r.rank = wire.at("rank").get<int>();
+  r.host = wire.at("host").get<std::string>();
+  r.cpus = wire.at("cpus").get<std::vector<unsigned>>();
+  r.pid = wire.at("pid").get<long>();
+  const auto measures = wire.at("measures").get<std::vector<double>>();
+  std::copy_n(measures.begin(), std::min(measures.size(), kRankMeasureCount), as_array(r.measures));
+  for (const auto& t : wire.at("threads"))
+    r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
+  for (const auto& s : wire.at("sites")) {
+    r.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
+                       s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
+  }
+  if (wire.contains("culprits")) {
+    for (const auto& c : wire.at("culprits")) {
+      r.node_culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(),
+                                 c.at(2).get<std::string>(), c.at(3).get<double>()});
+    }
+  }
+  if (wire.contains("daemon") && !wire.at("daemon").is_null())
+    r.node_daemon = verdicts_from_json(wire.at("daemon"));
+  return r;
+}
+
+}  // namespace corenoise

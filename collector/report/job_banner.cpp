@@ -1,0 +1,111 @@
+#include "collector/report/job_banner.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "collector/job/cause_advice.h"
+#include "collector/report/units.h"
+#include "probe/cpu_list.h"
+
+namespace corenoise {
+
+namespace {
+
+std::string plural(std::size_t count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+void print_totals(std::ostringstream& out, const JobReport& report) {
+  out << "corenoise job: " << plural(report.ranks_reported, "rank", "ranks");
+  if (report.facts.ranks_total != static_cast<int>(report.ranks_reported))
+    out << " of " << report.facts.ranks_total;
+  out << " on " << plural(report.nodes, "node", "nodes") << ", " << report.facts.steps << " steps, "
+      << seconds_text(report.elapsed_seconds) << "\n";
+  if (!report.complete()) out << "  INCOMPLETE: " << report.facts.incomplete_reason << "\n";
+  const double busy = report.wait_seconds + report.compute_seconds;
+  const double share = busy > 0 ? report.wait_seconds / busy : 0;
+  out << "  the ranks waited " << seconds_text(report.wait_seconds) << " in MPI ("
+      << percent_text(share, 0)
+      << " of their time): " << seconds_text(report.collective_wait_seconds())
+      << " at collectives, " << seconds_text(report.exchange_wait_seconds) << " in exchanges\n";
+  if (report.wait_caused_seconds > 0) {
+    out << "  " << seconds_text(report.wait_caused_seconds)
+        << " of it for late ranks: " << seconds_text(report.collective_wait_caused_seconds())
+        << " at collectives, " << seconds_text(report.exchange_wait_caused_seconds)
+        << " in exchanges\n";
+  }
+}
+
+void print_causes(std::ostringstream& out, const JobReport& report) {
+  std::vector<std::pair<double, std::string>> causes;
+  for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+    if (report.causes[i] > 0)
+      causes.push_back({report.causes[i], std::string(to_string(kJobCauses[i]))});
+  }
+  std::sort(causes.rbegin(), causes.rend());
+  if (causes.empty()) {
+    out << "  no rank was late by more than the ranks' own spread: no cause to name\n";
+    return;
+  }
+  out << "  the waiting, by cause of the lateness:";
+  const double caused = report.wait_caused_seconds;
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, causes.size()); ++i) {
+    out << (i == 0 ? " " : ", ") << causes[i].second << " " << seconds_text(causes[i].first) << " ("
+        << percent_text(caused > 0 ? causes[i].first / caused : 0.0, 0) << ")";
+  }
+  out << "\n";
+}
+
+void print_rank(std::ostringstream& out, const JobRank& r, std::set<JobCause>& advised) {
+  const JobCause cause = *r.attribution.main_cause;
+  out << "    rank " << r.rank << " on " << r.host << " cpu " << format_cpu_list(r.cpus)
+      << ": caused " << seconds_text(r.measures.wait_caused_seconds) << " of waiting; "
+      << cause_words(cause) << " (" << seconds_text(r.attribution.causes[index_of(cause)])
+      << " over the job";
+  for (const JobCulprit& c : r.culprits) {
+    out << "; " << (c.kind == JobCulprit::Kind::thread ? "thread" : "process") << " " << c.name
+        << " " << seconds_text(c.seconds);
+  }
+  out << ")\n";
+  if (r.daemon) {
+    for (const auto& [cpu, verdict] : *r.daemon) {
+      out << "      corenoised on cpu " << cpu << ": " << verdict.state;
+      if (!verdict.cause.empty()) out << " (" << verdict.cause << ")";
+      out << "\n";
+    }
+  }
+  if (advised.insert(cause).second) out << "      fix: " << cause_advice(cause) << "\n";
+}
+
+void print_call_sites(std::ostringstream& out, const JobReport& report) {
+  const auto& sites = report.call_sites;
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, sites.size()); ++i) {
+    if (i == 0) out << "  wait per call site:\n";
+    out << "    " << sites[i].call << " from " << sites[i].site << ": "
+        << seconds_text(sites[i].wait_seconds) << " over all ranks, "
+        << static_cast<long>(sites[i].calls) << " calls per rank, longest "
+        << seconds_text(sites[i].wait_max_seconds) << "\n";
+  }
+}
+
+}  // namespace
+
+std::string job_banner(const JobReport& report, int worst_ranks) {
+  std::ostringstream out;
+  print_totals(out, report);
+  print_causes(out, report);
+  std::set<JobCause> advised;
+  int shown = 0;
+  for (int number : report.worst_ranks) {
+    if (shown++ == worst_ranks) break;
+    if (shown == 1) out << "  worst ranks:\n";
+    if (const JobRank* r = report.rank(number)) print_rank(out, *r, advised);
+  }
+  print_call_sites(out, report);
+  return out.str();
+}
+
+}  // namespace corenoise

@@ -1,0 +1,38 @@
+// Numbers in words for people, one way everywhere: the terminal views of
+// every command (sweep and collect summaries, the probe table, the job's
+// banner, `status`, the self-test) format through these, so that a figure
+// reads the same in each and a missing one is always kMissing. JSON keeps
+// base units (seconds, hertz, ratios) and never passes through here.
+//
+// Pure. Thread-safety: free functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace corenoise {
+
+// What a view shows for a figure it does not have (not measured, not
+// finite).
+inline constexpr std::string_view kMissing = "-";
+
+// `value` with `decimals` digits after the point ("1.234"); kMissing when
+// not finite.
+std::string fixed(double value, int decimals = 3);
+// `value` × `scale` as above; kMissing when absent or not finite.
+std::string fixed(const std::optional<double>& value, double scale, int decimals);
+
+// A span of time at a precision that fits it: "1.23 s" from a second up,
+// "12.3 ms" below.
+std::string seconds_text(double seconds);
+// A longer span, as a person says it: "40 s", "3.5 min", "2.1 h", "3.0 d"
+// (its magnitude: a time ago and a time to come read alike).
+std::string duration_text(double seconds);
+
+// A ratio as a percentage, "12.5 %", and a difference of two ratios in
+// percentage points, "1.5 points".
+std::string percent_text(double ratio, int decimals = 1);
+std::string points_text(double ratio);
+
+}  // namespace corenoise
