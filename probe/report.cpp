@@ -91,9 +91,14 @@ std::size_t NodeReport::deciding_mode(std::size_t index) const {
   return first([](CoreState s) { return s == CoreState::ok; }).value_or(0);
 }
 
+NodeReport::Overall NodeReport::overall(std::size_t index) const {
+  const ModeReport& deciding = modes[deciding_mode(index)];
+  return {deciding.mode, &deciding.verdicts.cores[index]};
+}
+
 CoreState NodeReport::state(std::size_t index) const {
   if (modes.empty()) return CoreState::skipped;
-  return modes[deciding_mode(index)].verdicts.cores[index].state;
+  return overall(index).figures->state;
 }
 
 std::size_t NodeReport::count(CoreState wanted) const {

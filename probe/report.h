@@ -55,6 +55,15 @@ struct NodeReport {
   CoreState state(std::size_t index) const;
   // The mode whose figures explain state(index).
   std::size_t deciding_mode(std::size_t index) const;
+  // PU `index` merged over all modes: the verdict and figures of its
+  // deciding mode, with that mode, so that a view showing one PU's overall
+  // state shows the figures and the mode it came from, never another
+  // mode's. Requires !modes.empty(); `figures` points into modes.
+  struct Overall {
+    Mode mode = Mode::isolated;
+    const CoreFigures* figures = nullptr;
+  };
+  Overall overall(std::size_t index) const;
   // How many PUs are in each state (overall).
   std::size_t count(CoreState state) const;
   // True if no PU is unhealthy (ok, transient or skipped).

@@ -182,19 +182,19 @@ json to_json(const NodeReport& r) {
               {"numa_node", pu.numa_node},
               {"kind", pu.kind}};
     if (!r.modes.empty()) {
-      // The first mode's figures at top level; with several modes, each
-      // (the first too) also under its own name, since the top-level state
-      // and cause are the overall ones: the worst verdict of any mode.
-      c["mode"] = to_string(r.modes.front().mode);
-      put_figures(c, r.modes.front().verdicts.cores[i]);
+      // At top level the overall verdict (state, cause) with the figures
+      // of the mode it came from, which `mode` names; taken whole from one
+      // mode so that a state never sits beside another mode's figures.
+      // With several modes, each (the deciding one too) also under its own
+      // name, so that a reader can tell the modes' verdicts apart.
+      const NodeReport::Overall overall = r.overall(i);
+      c["mode"] = to_string(overall.mode);
+      put_figures(c, *overall.figures);
       for (std::size_t m = 0; r.modes.size() > 1 && m < r.modes.size(); ++m) {
         json own;
         put_figures(own, r.modes[m].verdicts.cores[i]);
         c[std::string(to_string(r.modes[m].mode))] = std::move(own);
       }
-      const auto& deciding = r.modes[r.deciding_mode(i)].verdicts.cores[i];
-      c["state"] = to_string(deciding.state);
-      c["cause"] = deciding.cause;
     } else {
       c["state"] = to_string(CoreState::skipped);
       c["cause"] = pu.usable() ? "not probed" : pu.skip_reason;

@@ -48,7 +48,8 @@ std::string_view to_string(Mode mode);
 struct Thresholds {
   // One-sided level of each test on each core in a round: unhealthy when the
   // lower confidence bound of the figure at alpha reaches its threshold;
-  // 0.5 decides on the point estimate alone (the rule before issue 13).
+  // 0.5 decides on the point estimate alone (ignoring the sampling error,
+  // as verdicts did before they carried confidence; for comparison).
   double alpha = 0.01;
   double throttled_clock_ratio = 1.05;   // reference clock / core clock
   double noisy_excess_noise = 0.05;      // share of time lost beyond the node's noise floor

@@ -12,7 +12,8 @@
 // A verdict asks whether an effect clears its threshold *with confidence*:
 // lower_bound(value, u, alpha) ≥ threshold, where the true value lies below
 // the bound with probability at most alpha. alpha = 0.5 gives the point
-// estimate itself, which is the rule of corenoise before issue 13.
+// estimate itself: the bound then ignores the sampling error, as verdicts
+// did before they carried confidence, kept for comparison.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,5 @@
-# corenoise inject / selftest (issue 6).
+# corenoise inject / selftest: the tool that injects known noise, and the
+# check that the probe finds it, tested here.
 
 # The pure parts: inject's options, the busy pattern and schedule, the
 # ready line. The command's sources are compiled in: `corenoise` is an

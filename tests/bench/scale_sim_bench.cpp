@@ -1,8 +1,10 @@
-// The scale simulation (issue 13): how often a sweep of a whole allocation
-// raises at least one false alarm, and how often it finds a defect of known
-// size on a known core, when every synthetic core's samples are drawn from
-// rounds recorded on this machine (tests/fixtures/rounds/, recorded with
-// tests/tools/record_rounds) and go through the real decision code:
+// The scale simulation, which backs the verdicts' false-alarm claims at a
+// site's scale (docs/validation.md, "Scale simulation"): how often a sweep
+// of a whole allocation raises at least one false alarm, and how often it
+// finds a defect of known size on a known core, when every synthetic
+// core's samples are drawn from rounds recorded on this machine
+// (tests/fixtures/rounds/, recorded with tests/tools/record_rounds) and go
+// through the real decision code:
 // summarize + judge per node, plan_confirmation, confirmation_alpha over the
 // sweep's suspects, apply_confirmation, and the sweep's node-outlier rule
 // (summarize_node + node_outliers). A benchmark that prints figures, not a

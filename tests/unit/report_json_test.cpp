@@ -37,8 +37,9 @@ CpuSamples samples(unsigned cpu, double matmul, double noise) {
   return s;
 }
 
-// Four cores: quiet in the isolated round; in the concurrent one CPU 3
-// loses 20 % of its time. CPU 4 (of 5) is never measured.
+// Four cores: quiet in the isolated round; in the concurrent one CPU 2's
+// matmul takes 20 % longer and CPU 3 loses 20 % of its time. CPU 4 (of 5)
+// is never measured.
 NodeReport two_round_report() {
   NodeReport r;
   r.version = "test";
@@ -50,8 +51,9 @@ NodeReport two_round_report() {
     round.started_unix_seconds = mode == Mode::isolated ? 100 : 200;
     round.duration_seconds = 1.5;
     for (unsigned cpu = 0; cpu < 4; ++cpu) {
+      const bool slow = mode == Mode::concurrent && cpu == 2;
       const bool noisy = mode == Mode::concurrent && cpu == 3;
-      round.cpus.push_back(samples(cpu, 0.010, noisy ? 0.20 : 0.01));
+      round.cpus.push_back(samples(cpu, slow ? 0.012 : 0.010, noisy ? 0.20 : 0.01));
     }
     r.modes.push_back(make_mode_report(round, r.pus, Thresholds{}, {{4, "not selected"}}));
   }
@@ -62,6 +64,7 @@ TEST(ReportJson, RoundTripKeepsEachRoundsOwnVerdict) {
   const NodeReport original = two_round_report();
   ASSERT_EQ(original.modes[0].verdicts.cores[3].state, CoreState::ok);
   ASSERT_EQ(original.modes[1].verdicts.cores[3].state, CoreState::noisy);
+  ASSERT_EQ(original.modes[1].verdicts.cores[2].state, CoreState::slow);
 
   const NodeReport back = node_report_from_json(json::parse(to_json(original).dump()));
   EXPECT_EQ(back.hostname, "node-a");
@@ -102,8 +105,48 @@ TEST(ReportJson, RoundTripKeepsEachRoundsOwnVerdict) {
   }
   // The overall state is still what the report says.
   EXPECT_EQ(back.state(3), CoreState::noisy);
+  EXPECT_EQ(back.state(2), CoreState::slow);
   EXPECT_EQ(back.state(0), CoreState::ok);
   EXPECT_EQ(back.state(4), CoreState::skipped);
+}
+
+// A CPU's top level is one mode's entry whole: `mode` names the mode whose
+// verdict is the overall state, and the state, cause and figures beside it
+// are that mode's, also where a later mode decided.
+TEST(ReportJson, TopLevelIsTheModeItsStateCameFrom) {
+  const NodeReport r = two_round_report();
+  const json doc = to_json(r);
+  // A CPU's entry less its identity, `mode` and the per-mode objects.
+  const auto top_level = [](json c) {
+    for (const char* key :
+         {"cpu", "core", "package", "numa_node", "kind", "mode", "isolated", "concurrent"})
+      c.erase(key);
+    return c;
+  };
+  const struct {
+    std::size_t index;
+    Mode mode;
+    const char* state;
+  } cases[] = {
+      {0, Mode::isolated, "ok"},  // alike in both: the first mode
+      {2, Mode::concurrent, "slow"},
+      {3, Mode::concurrent, "noisy"},
+      {4, Mode::isolated, "skipped"},
+  };
+  for (const auto& want : cases) {
+    SCOPED_TRACE("cpu " + std::to_string(want.index));
+    const std::string mode(to_string(want.mode));
+    const json& c = doc["cpus"][want.index];
+    EXPECT_EQ(r.overall(want.index).mode, want.mode);
+    EXPECT_EQ(r.overall(want.index).figures,
+              &r.modes[want.mode == Mode::isolated ? 0 : 1].verdicts.cores[want.index]);
+    EXPECT_EQ(c["state"], want.state);
+    EXPECT_EQ(c["mode"], mode);
+    EXPECT_EQ(top_level(c), c[mode]) << c.dump(2);
+  }
+  // Where the concurrent mode decided, the isolated one said ok.
+  EXPECT_EQ(doc["cpus"][2]["isolated"]["state"], "ok");
+  EXPECT_EQ(doc["cpus"][3]["isolated"]["state"], "ok");
 }
 
 TEST(ReportJson, SingleRoundReportsReadBackFromTheTopLevel) {
