@@ -19,13 +19,13 @@
 #include <span>
 #include <thread>
 
-#include "collector/cli/cluster_command.h"
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
+#include "collector/cli/mpi_command_runner.h"
 #include "collector/cluster/cluster_reduction.h"
 #include "collector/cluster/cluster_report.h"
 #include "collector/cluster/cluster_stats.h"
-#include "collector/cluster/rank_per_core.h"
+#include "collector/cluster/sweep_rank_per_core.h"
 #include "collector/mpi/mpi_environment.h"
 #include "collector/report/cluster_report_json.h"
 #include "collector/report/report_outputs.h"
@@ -517,18 +517,18 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   SweepOptions options;
-  return run_cluster_command({"sweep", print_usage,
-                              [&](const std::vector<std::string>& a) {
-                                options = parse(a);
-                                return options.timeout_seconds;
-                              },
-                              [&](MpiEnvironment& env) { return run_leader(env, options); },
-                              [&](MpiEnvironment& env) {
-                                if (!options.rank_per_core) return;
-                                NodeRanks ranks(env, options.settings);
-                                ranks.follow();
-                              }},
-                             args);
+  return run_mpi_command({"sweep", print_usage,
+                          [&](const std::vector<std::string>& a) {
+                            options = parse(a);
+                            return options.timeout_seconds;
+                          },
+                          [&](MpiEnvironment& env) { return run_leader(env, options); },
+                          [&](MpiEnvironment& env) {
+                            if (!options.rank_per_core) return;
+                            NodeRanks ranks(env, options.settings);
+                            ranks.follow();
+                          }},
+                         args);
 }
 
 }  // namespace corenoise
