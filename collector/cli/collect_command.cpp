@@ -14,9 +14,9 @@
 #include <set>
 #include <span>
 
-#include "collector/cli/cluster_command.h"
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
+#include "collector/cli/mpi_command_runner.h"
 #include "collector/cluster/cluster_reduction.h"
 #include "collector/mpi/mpi_environment.h"
 #include "collector/report/cluster_report_json.h"
@@ -271,16 +271,15 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
 
 int run_collect_command(const std::vector<std::string>& args) {
   CollectOptions options;
-  return run_cluster_command({"collect", [](std::ostream& out) { out << kUsage; },
-                              [&](const std::vector<std::string>& a) {
-                                options = parse(a);
-                                // The daemons' rounds are bounded by --timeout; the job by a minute
-                                // more.
-                                return options.timeout_seconds > 0 ? options.timeout_seconds + 60
-                                                                   : 0.0;
-                              },
-                              [&](MpiEnvironment& env) { return run_leader(env, options); }},
-                             args);
+  return run_mpi_command({"collect", [](std::ostream& out) { out << kUsage; },
+                          [&](const std::vector<std::string>& a) {
+                            options = parse(a);
+                            // The daemons' rounds are bounded by --timeout; the job by a minute
+                            // more.
+                            return options.timeout_seconds > 0 ? options.timeout_seconds + 60 : 0.0;
+                          },
+                          [&](MpiEnvironment& env) { return run_leader(env, options); }},
+                         args);
 }
 
 }  // namespace corenoise

@@ -19,13 +19,13 @@
 #include <span>
 #include <thread>
 
-#include "collector/cli/cluster_command.h"
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
+#include "collector/cli/mpi_command_runner.h"
 #include "collector/cluster/cluster_reduction.h"
 #include "collector/cluster/cluster_report.h"
 #include "collector/cluster/cluster_stats.h"
-#include "collector/cluster/rank_per_core.h"
+#include "collector/cluster/sweep_rank_per_core.h"
 #include "collector/mpi/mpi_environment.h"
 #include "collector/report/cluster_report_json.h"
 #include "collector/report/report_outputs.h"
@@ -298,137 +298,165 @@ class DaemonPause {
   std::unique_ptr<ControlClient> client_;
 };
 
-// True on every leader if any leader failed: a leader that stopped alone
-// would leave the others waiting in the next collective until the watchdog.
+// How this leader probes its node: with a rank per core, through the
+// node's ranks (each on its own core); otherwise with its own runner over
+// `cpus`.
+struct NodeProbes {
+  NodeRanks* ranks = nullptr;
+  std::unique_ptr<Runner> runner;  // without ranks only
+  std::vector<unsigned> cpus;      // in the ranks' order with a rank per core
 
-// One leader's whole sweep; returns the exit code, the same on every leader.
-int run_leader(MpiEnvironment& env, const SweepOptions& options) {
-  const bool root = env.node_index() == 0;
-  const auto node = static_cast<std::uint32_t>(env.node_index());
-  const double started = unix_seconds_now();
-  const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
-  if (root && !options.rank_per_core && env.world_size() > env.node_count()) {
-    std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
-                     std::to_string(env.node_count()) +
-                     " nodes; only one rank per node probes, the others wait (run with -ppn 1, "
-                     "or probe a core per rank with --rank-per-core)\n";
+  // One round of `mode` starting at `start` (unix seconds).
+  RoundSamples run(Mode mode, double start) const {
+    if (ranks != nullptr) return ranks->run(mode, start);
+    sleep_until_unix_seconds(start);
+    return runner->run(mode, cpus);
   }
+  // One confirmation round of `plan` starting at `start`; an empty plan (this
+  // node has nothing to measure again) is an empty round, at once.
+  RoundSamples confirm(Mode mode, double start, const ConfirmationPlan& plan) const {
+    if (plan.empty()) return {};
+    if (ranks != nullptr) return ranks->run(mode, start, &plan);
+    const Runner confirm_runner = runner->for_confirmation(plan.probes);
+    sleep_until_unix_seconds(start);
+    return confirm_runner.run(mode, plan.cpus);
+  }
+};
 
-  // With a rank per core, the node's ranks first agree on their CPUs; they
-  // wait for this leader whatever happens next (NodeRanks releases them).
-  std::optional<NodeRanks> ranks;
-  if (options.rank_per_core) ranks.emplace(env, options.settings);
-
-  // Set-up: everything that can fail on one node alone, before any leader
-  // starts measuring.
+// What a leader needs before any leader starts measuring.
+struct LeaderSetup {
   std::optional<Topology> topology;
-  std::vector<unsigned> cpus;
-  std::optional<ReportOutputs> outputs;
-  std::unique_ptr<Runner> runner;
-  bool failed = false;
+  NodeProbes probes;
+  std::optional<ReportOutputs> outputs;  // leader 0 only
+};
+
+// Without a rank per core, one rank per node probes: say so (on leader 0)
+// when the job has more.
+void warn_about_idle_ranks(MpiEnvironment& env, const SweepOptions& options) {
+  if (env.node_index() != 0 || options.rank_per_core || env.world_size() <= env.node_count()) {
+    return;
+  }
+  std::cerr << "corenoise sweep: " + std::to_string(env.world_size()) + " ranks on " +
+                   std::to_string(env.node_count()) +
+                   " nodes; only one rank per node probes, the others wait (run with -ppn 1, "
+                   "or probe a core per rank with --rank-per-core)\n";
+}
+
+// Set-up: everything that can fail on one node alone (the topology, the
+// CPUs, the output files), so that it fails before any leader starts
+// measuring. Says why on stderr and returns false on failure.
+bool set_up(MpiEnvironment& env, const SweepOptions& options, NodeRanks* ranks,
+            const std::string& prefix, LeaderSetup& setup) {
+  const bool root = env.node_index() == 0;
   try {
-    topology = Topology::load("native");
-    if (!ranks && env.node_size() == 1) {
-      topology = unbound_from_launcher(std::move(*topology), root, options.verbose, prefix);
+    setup.topology = Topology::load("native");
+    if (ranks == nullptr && env.node_size() == 1) {
+      setup.topology =
+          unbound_from_launcher(std::move(*setup.topology), root, options.verbose, prefix);
     }
-    topology->attach_top_perf("/sys");  // favoured cores are not faults
-    if (ranks) {
+    setup.topology->attach_top_perf("/sys");  // favoured cores are not faults
+    setup.probes.ranks = ranks;
+    if (ranks != nullptr) {
       if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
-      cpus = ranks->cpus();
+      setup.probes.cpus = ranks->cpus();
     } else {
-      cpus = select_cpus(options, *topology);
-      runner = std::make_unique<Runner>(options.settings, *topology);
+      setup.probes.cpus = select_cpus(options, *setup.topology);
+      setup.probes.runner = std::make_unique<Runner>(options.settings, *setup.topology);
     }
-    if (root) outputs.emplace(options.json_path, options.html_path);
+    if (root) setup.outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
-    failed = true;
+    return false;
   }
-  if (any_leader_failed(env, failed)) return kExitFailure;
+  return true;
+}
 
-  const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
-
+// This node's report before any round: who and what is probed.
+NodeReport empty_node_report(const SweepOptions& options, const Topology& topology) {
   NodeReport report;
   report.version = CORENOISE_VERSION;
   report.hostname = local_hostname();
-  report.topology_source = topology->source();
+  report.topology_source = topology.source();
   report.this_system = true;
   report.settings = options.settings;
-  report.pus = topology->pus();
-  // With a rank per core, the leader's view of the other ranks' CPUs is
-  // "outside its affinity"; what matters is whether a rank probed them.
+  report.pus = topology.pus();
+  return report;
+}
+
+// With a rank per core, the leader's view of the other ranks' CPUs is
+// "outside its affinity"; what matters is whether a rank probed them.
+std::map<unsigned, std::string> cpus_without_rank(const std::vector<ProcessingUnit>& pus,
+                                                  const std::vector<unsigned>& cpus) {
   std::map<unsigned, std::string> skip_reasons;
-  if (ranks) {
-    for (const ProcessingUnit& pu : report.pus) {
-      if (std::find(cpus.begin(), cpus.end(), pu.cpu) == cpus.end()) {
-        skip_reasons[pu.cpu] = "no rank of the job on it";
-      }
+  for (const ProcessingUnit& pu : pus) {
+    if (std::find(cpus.begin(), cpus.end(), pu.cpu) == cpus.end()) {
+      skip_reasons[pu.cpu] = "no rank of the job on it";
     }
   }
+  return skip_reasons;
+}
 
-  for (Mode mode : options.settings.modes) {
-    // Every node starts each round at the same instant, so that the nodes'
-    // rounds overlap the way a job's steps do.
-    env.barrier_leaders();
-    const double start = env.common_start_time(kStartMarginSeconds);
-    try {
-      RoundSamples round;
-      if (ranks) {
-        round = ranks->run(mode, start);
-      } else {
-        sleep_until_unix_seconds(start);
-        round = runner->run(mode, cpus);
-      }
-      report.isa = round.isa;
-      report.modes.push_back(
-          make_mode_report(round, report.pus, options.settings.round_thresholds(), skip_reasons));
-    } catch (const std::exception& e) {
-      std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
-      failed = true;
-    }
-    if (any_leader_failed(env, failed)) return kExitFailure;
-    if (!options.settings.confirm) continue;
-
-    // Every node's suspects are measured again at one instant, each beside a
-    // reference core; they share the sweep's false-alarm rate, so the
-    // leaders first agree on how many there are (confirmation.h).
-    // The number of rounds follows from the sweep's share of suspects, so
-    // every leader runs the same number, meeting at each.
-    ModeReport& screened = report.modes.back();
-    const SuspectCount here = count_suspects(screened.verdicts);
-    std::array<std::uint64_t, 2> counts{here.suspects, here.screened};
-    env.allreduce_sum(std::span<std::uint64_t>(counts));
-    struct Aborted {};
-    try {
-      confirm_mode_report(screened, report.pus, options.settings, counts[0], counts[1],
-                          [&](const ConfirmationPlan& plan) {
-                            env.barrier_leaders();
-                            const double again_at = env.common_start_time(kStartMarginSeconds);
-                            RoundSamples again;
-                            bool round_failed = false;
-                            try {
-                              if (ranks && !plan.empty()) {
-                                again = ranks->run(mode, again_at, &plan);
-                              } else if (!plan.empty()) {
-                                const Runner confirm_runner = runner->for_confirmation(plan.probes);
-                                sleep_until_unix_seconds(again_at);
-                                again = confirm_runner.run(mode, plan.cpus);
-                              }
-                            } catch (const std::exception& e) {
-                              std::cerr << prefix + std::string(to_string(mode)) +
-                                               " confirmation round failed: " + e.what() + "\n";
-                              round_failed = true;
-                            }
-                            if (any_leader_failed(env, round_failed)) throw Aborted{};
-                            return again;
-                          });
-    } catch (const Aborted&) {
-      return kExitFailure;
-    }
+// One round of `mode` on every node, judged into a ModeReport appended to
+// `report`. Every node starts it at the same instant, so that the nodes'
+// rounds overlap the way a job's steps do. False on every leader if it
+// failed on any.
+bool screen(MpiEnvironment& env, const SweepOptions& options, const NodeProbes& probes, Mode mode,
+            const std::map<unsigned, std::string>& skip_reasons, const std::string& prefix,
+            NodeReport& report) {
+  env.barrier_leaders();
+  const double start = env.common_start_time(kStartMarginSeconds);
+  bool failed = false;
+  try {
+    const RoundSamples round = probes.run(mode, start);
+    report.isa = round.isa;
+    report.modes.push_back(
+        make_mode_report(round, report.pus, options.settings.round_thresholds(), skip_reasons));
+  } catch (const std::exception& e) {
+    std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
+    failed = true;
   }
-  if (ranks) ranks->release();
+  return !any_leader_failed(env, failed);
+}
 
-  // Reductions (docs/scaling.md), shared with `corenoise collect`.
+// Every node's suspects in `screened` are measured again at one instant,
+// each beside a reference core. They share the sweep's false-alarm rate, so
+// the leaders first agree on how many there are (confirmation.h); the
+// number of rounds follows from the sweep's share of suspects, so every
+// leader runs the same number, meeting at each. False on every leader if a
+// round failed on any.
+bool confirm(MpiEnvironment& env, const SweepOptions& options, const NodeProbes& probes, Mode mode,
+             const std::vector<ProcessingUnit>& pus, const std::string& prefix,
+             ModeReport& screened) {
+  const SuspectCount here = count_suspects(screened.verdicts);
+  std::array<std::uint64_t, 2> counts{here.suspects, here.screened};
+  env.allreduce_sum(std::span<std::uint64_t>(counts));
+  struct Aborted {};
+  try {
+    confirm_mode_report(screened, pus, options.settings, counts[0], counts[1],
+                        [&](const ConfirmationPlan& plan) {
+                          env.barrier_leaders();
+                          const double again_at = env.common_start_time(kStartMarginSeconds);
+                          RoundSamples again;
+                          bool round_failed = false;
+                          try {
+                            again = probes.confirm(mode, again_at, plan);
+                          } catch (const std::exception& e) {
+                            std::cerr << prefix + std::string(to_string(mode)) +
+                                             " confirmation round failed: " + e.what() + "\n";
+                            round_failed = true;
+                          }
+                          if (any_leader_failed(env, round_failed)) throw Aborted{};
+                          return again;
+                        });
+  } catch (const Aborted&) {
+    return false;
+  }
+  return true;
+}
+
+// The reductions' options (docs/scaling.md), shared with `corenoise collect`.
+ReduceOptions reduce_options(const SweepOptions& options, double started,
+                             const std::string& prefix) {
   ReduceOptions reduce;
   reduce.settings = options.settings;
   reduce.modes = options.settings.modes;
@@ -437,12 +465,49 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   reduce.started_unix_seconds = started;
   reduce.verbose = options.verbose;
   reduce.prefix = prefix;
-  Reduction reduction = reduce_reports(env, &report, "", reduce);
+  return reduce;
+}
+
+// One leader's whole sweep: set up, pause the daemon, screen (and confirm)
+// each mode, reduce, and let leader 0 write the report. Returns the exit
+// code, the same on every leader.
+int run_leader(MpiEnvironment& env, const SweepOptions& options) {
+  const auto node = static_cast<std::uint32_t>(env.node_index());
+  const double started = unix_seconds_now();
+  const std::string prefix = "corenoise sweep: node " + std::to_string(node) + ": ";
+  warn_about_idle_ranks(env, options);
+
+  // With a rank per core, the node's ranks first agree on their CPUs; they
+  // wait for this leader whatever happens next (NodeRanks releases them).
+  std::optional<NodeRanks> ranks;
+  if (options.rank_per_core) ranks.emplace(env, options.settings);
+
+  LeaderSetup setup;
+  const bool ready = set_up(env, options, ranks ? &*ranks : nullptr, prefix, setup);
+  if (any_leader_failed(env, !ready)) return kExitFailure;
+
+  const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
+
+  NodeReport report = empty_node_report(options, *setup.topology);
+  const std::map<unsigned, std::string> skip_reasons =
+      ranks ? cpus_without_rank(report.pus, setup.probes.cpus) : std::map<unsigned, std::string>{};
+  for (Mode mode : options.settings.modes) {
+    if (!screen(env, options, setup.probes, mode, skip_reasons, prefix, report)) {
+      return kExitFailure;
+    }
+    if (!options.settings.confirm) continue;
+    if (!confirm(env, options, setup.probes, mode, report.pus, prefix, report.modes.back())) {
+      return kExitFailure;
+    }
+  }
+  if (ranks) ranks->release();
+
+  Reduction reduction = reduce_reports(env, &report, "", reduce_options(options, started, prefix));
   reduction.report.layout = options.rank_per_core ? "rank-per-core" : "rank-per-node";
 
   return agree_on_exit_code(env, prefix, [&] {
     const ClusterReport& cluster = reduction.report;
-    std::ostream& text = outputs->write(cluster, "sweep");
+    std::ostream& text = setup.outputs->write(cluster, "sweep");
     print_sweep_summary(text, cluster, options.top, options.quiet);
     return cluster.healthy ? kExitHealthy : kExitUnhealthy;
   });
@@ -452,18 +517,18 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   SweepOptions options;
-  return run_cluster_command({"sweep", print_usage,
-                              [&](const std::vector<std::string>& a) {
-                                options = parse(a);
-                                return options.timeout_seconds;
-                              },
-                              [&](MpiEnvironment& env) { return run_leader(env, options); },
-                              [&](MpiEnvironment& env) {
-                                if (!options.rank_per_core) return;
-                                NodeRanks ranks(env, options.settings);
-                                ranks.follow();
-                              }},
-                             args);
+  return run_mpi_command({"sweep", print_usage,
+                          [&](const std::vector<std::string>& a) {
+                            options = parse(a);
+                            return options.timeout_seconds;
+                          },
+                          [&](MpiEnvironment& env) { return run_leader(env, options); },
+                          [&](MpiEnvironment& env) {
+                            if (!options.rank_per_core) return;
+                            NodeRanks ranks(env, options.settings);
+                            ranks.follow();
+                          }},
+                         args);
 }
 
 }  // namespace corenoise

@@ -8,7 +8,7 @@
 #include <span>
 #include <sstream>
 
-#include "collector/report/sweep_summary.h"
+#include "collector/cluster/node_health.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -180,49 +180,60 @@ std::vector<T> records_as(const std::vector<std::byte>& bytes) {
   return out;
 }
 
-}  // namespace
-
-Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std::string& error,
-                         const ReduceOptions& options) {
-  const bool root = env.node_index() == 0;
-  const auto node = static_cast<std::uint32_t>(env.node_index());
-  const NodeReport empty;
-  const NodeReport& report = mine != nullptr ? *mine : empty;
-
-  const auto reduce_start = std::chrono::steady_clock::now();
-  const std::uint64_t bytes_before = env.bytes_sent();
-
-  // The modes to summarize: as given, else the union of what the nodes ran.
-  std::vector<Mode> modes = options.modes;
-  if (modes.empty()) {
-    std::uint64_t seen[kModes] = {};
-    for (const auto& m : report.modes) seen[static_cast<std::size_t>(m.mode)] = 1;
-    env.allreduce_max(std::span<std::uint64_t>(seen, kModes));
-    for (Mode m : {Mode::isolated, Mode::concurrent}) {
-      if (seen[static_cast<std::size_t>(m)] != 0) modes.push_back(m);
-    }
+// Leader 0 gets every leader's text, in node-index order; the others an
+// empty vector.
+std::vector<std::string> gather_texts(MpiEnvironment& env, const std::string& text) {
+  std::vector<std::string> texts;
+  for (const auto& blob : env.gather_blobs(std::as_bytes(std::span(text.data(), text.size())))) {
+    texts.push_back(text_of(blob));
   }
+  return texts;
+}
 
-  Reduction out;
-  out.histograms = std::make_unique<ClusterHistograms>();
-  KindTable& kinds = out.kinds;
-  kinds = kind_table(report);
+// The modes to summarize: as given, else the union of what the nodes ran.
+std::vector<Mode> agreed_modes(MpiEnvironment& env, const NodeReport& report,
+                               const std::vector<Mode>& given) {
+  if (!given.empty()) return given;
+  std::vector<Mode> modes;
+  std::uint64_t seen[kModes] = {};
+  for (const auto& m : report.modes) seen[static_cast<std::size_t>(m.mode)] = 1;
+  env.allreduce_max(std::span<std::uint64_t>(seen, kModes));
+  for (Mode m : {Mode::isolated, Mode::concurrent}) {
+    if (seen[static_cast<std::size_t>(m)] != 0) modes.push_back(m);
+  }
+  return modes;
+}
+
+// The CPU kinds of every node, in one table all leaders share.
+KindTable agreed_kinds(MpiEnvironment& env, const NodeReport& report) {
+  KindTable kinds = kind_table(report);
   env.allreduce_records(
       bytes_of(kinds), sizeof(KindTable),
       [](const std::byte* in, std::byte* inout, std::size_t n) {
         merge_kind_table_buffers(in, inout, static_cast<int>(n));
       },
       true);
-  ClusterHistograms& histograms = *out.histograms;
-  add_node_figures(histograms, report, kinds);
-  allreduce(env, histograms, 0, kHistogramKeys);
-  // Pass 2 reduces only the cluster_slowdown keys (contiguous by key()).
+  return kinds;
+}
+
+// Pass 1 reduces every node's figures; pass 2, against the cluster
+// references pass 1 gives, the cluster-relative slowdowns (only their keys,
+// contiguous by key()). Every leader gets the sum.
+std::unique_ptr<ClusterHistograms> reduced_histograms(MpiEnvironment& env, const NodeReport& report,
+                                                      const KindTable& kinds) {
+  auto histograms = std::make_unique<ClusterHistograms>();
+  add_node_figures(*histograms, report, kinds);
+  allreduce(env, *histograms, 0, kHistogramKeys);
   ClusterHistograms pass2;
-  add_cluster_slowdowns(pass2, report, kinds, histograms);
+  add_cluster_slowdowns(pass2, report, kinds, *histograms);
   const std::size_t first = ClusterHistograms::key(Metric::cluster_slowdown, Mode::isolated, 0);
   allreduce(env, pass2, first, kModes * kMaxKinds);
-  histograms.merge(pass2);
+  histograms->merge(pass2);
+  return histograms;
+}
 
+// The cluster's worst cores, the same on every leader.
+TopK reduced_top_k(MpiEnvironment& env, const NodeReport& report, std::uint32_t node) {
   TopK top = node_top_k(report, node);
   env.allreduce_records(
       bytes_of(top), sizeof(TopK),
@@ -230,69 +241,75 @@ Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std:
         merge_top_k_buffers(in, inout, static_cast<int>(n));
       },
       true);
-  NodeSummary summary = summarize_node(report, node);
-  const auto summaries =
-      records_as<NodeSummary>(env.gather_records(std::as_bytes(std::span(&summary, 1))));
-  const std::string name = report.hostname;
-  const auto names = env.gather_blobs(std::as_bytes(std::span(name.data(), name.size())));
-  const auto errors = env.gather_blobs(std::as_bytes(std::span(error.data(), error.size())));
-  const std::string details = worst_details(report, top, node, kinds, histograms);
-  const auto all_details =
-      env.gather_blobs(std::as_bytes(std::span(details.data(), details.size())));
-  // --full: every core of every node, to rank 0 (proportional to all cores).
-  std::vector<std::vector<std::byte>> all_cells;
-  if (options.full) {
-    const std::string cells = node_cells(report, node, kinds, histograms);
-    all_cells = env.gather_blobs(std::as_bytes(std::span(cells.data(), cells.size())));
-  }
-  const double reduce_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
-  if (options.verbose) {
-    // One write, so that the lines of ranks sharing a terminal never mix.
-    std::ostringstream line;
-    line << options.prefix << "sent " << env.bytes_sent() - bytes_before
-         << " bytes in the reductions (" << env.bytes_sent() << " in all), reductions took "
-         << reduce_seconds * 1e3 << " ms\n";
-    std::cerr << line.str() << std::flush;
-  }
-  if (!root) return out;
+  return top;
+}
 
-  ClusterReport& cluster = out.report;
-  cluster.version = CORENOISE_VERSION;
-  cluster.started_unix_seconds = options.started_unix_seconds;
-  cluster.duration_seconds = unix_seconds_now() - options.started_unix_seconds;
-  cluster.node_count = static_cast<std::uint32_t>(env.node_count());
-  cluster.settings = options.settings;
-  const auto outliers = node_outliers(summaries);
-  std::vector<std::string> hostnames;
-  for (const auto& blob : names) hostnames.push_back(text_of(blob));
-  for (std::size_t i = 0; i < summaries.size(); ++i) {
+// What leader 0 holds of every node after the gathers, by node index (the
+// other leaders hold nothing).
+struct GatheredNodes {
+  std::vector<NodeSummary> summaries;
+  std::vector<std::string> names;    // hostnames
+  std::vector<std::string> errors;   // why a node contributed nothing
+  std::vector<std::string> details;  // worst_details() of each node
+  std::vector<std::string> cells;    // node_cells() of each node; --full only
+};
+
+GatheredNodes gather_nodes(MpiEnvironment& env, const NodeReport& report, const std::string& error,
+                           std::uint32_t node, const TopK& top, const KindTable& kinds,
+                           const ClusterHistograms& histograms, bool full) {
+  GatheredNodes gathered;
+  NodeSummary summary = summarize_node(report, node);
+  gathered.summaries =
+      records_as<NodeSummary>(env.gather_records(std::as_bytes(std::span(&summary, 1))));
+  gathered.names = gather_texts(env, report.hostname);
+  gathered.errors = gather_texts(env, error);
+  gathered.details = gather_texts(env, worst_details(report, top, node, kinds, histograms));
+  // --full: every core of every node, to rank 0 (proportional to all cores).
+  if (full) gathered.cells = gather_texts(env, node_cells(report, node, kinds, histograms));
+  return gathered;
+}
+
+// --verbose: what this leader sent in the reductions and how long they took.
+void print_traffic(const MpiEnvironment& env, const std::string& prefix, std::uint64_t bytes_before,
+                   double reduce_seconds) {
+  // One write, so that the lines of ranks sharing a terminal never mix.
+  std::ostringstream line;
+  line << prefix << "sent " << env.bytes_sent() - bytes_before << " bytes in the reductions ("
+       << env.bytes_sent() << " in all), reductions took " << reduce_seconds * 1e3 << " ms\n";
+  std::cerr << line.str() << std::flush;
+}
+
+// Every node with its name, error, summary and place among the nodes.
+std::vector<ClusterNode> cluster_nodes(const GatheredNodes& gathered) {
+  const auto outliers = node_outliers(gathered.summaries);
+  std::vector<ClusterNode> nodes;
+  for (std::size_t i = 0; i < gathered.summaries.size(); ++i) {
     ClusterNode n;
     n.index = static_cast<std::uint32_t>(i);
-    n.name = i < hostnames.size() ? hostnames[i] : "";
-    n.error = i < errors.size() ? text_of(errors[i]) : "";
-    n.summary = summaries[i];
+    n.name = i < gathered.names.size() ? gathered.names[i] : "";
+    n.error = i < gathered.errors.size() ? gathered.errors[i] : "";
+    n.summary = gathered.summaries[i];
     n.robust_z = outliers[i].robust_z;
     n.outlier = outliers[i].flagged;
-    cluster.core_count += n.summary.probed_cores;
-    for (std::size_t s = 0; s < kCoreStates; ++s) {
-      if (is_unhealthy(kAllCoreStates[s]) && n.summary.states[s] > 0) {
-        cluster.healthy = false;
-      }
-    }
-    if (n.outlier) cluster.healthy = false;
-    cluster.nodes.push_back(std::move(n));
+    nodes.push_back(std::move(n));
   }
+  return nodes;
+}
+
+// The top-K's numbers with the node's name, and the cause and cluster
+// slowdown only the core's own node could give (worst_details()).
+std::vector<WorstCoreEntry> worst_entries(const TopK& top, const GatheredNodes& gathered) {
+  std::vector<WorstCoreEntry> worst;
   for (const WorstCore& w : top.cores()) {
     WorstCoreEntry entry;
     entry.node = w.node;
-    entry.node_name = w.node < hostnames.size() ? hostnames[w.node] : "";
+    entry.node_name = w.node < gathered.names.size() ? gathered.names[w.node] : "";
     entry.cpu = w.cpu;
     entry.state = static_cast<CoreState>(w.state);
     entry.mode = static_cast<Mode>(w.mode);
     entry.expected_slowdown = w.expected_slowdown;
-    if (w.node < all_details.size()) {
-      const json d = json::parse(text_of(all_details[w.node]));
+    if (w.node < gathered.details.size()) {
+      const json d = json::parse(gathered.details[w.node]);
       for (const auto& item : d) {
         if (item["cpu"].get<unsigned>() != w.cpu) continue;
         entry.cause = item["cause"].get<std::string>();
@@ -301,13 +318,65 @@ Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std:
         }
       }
     }
-    cluster.worst.push_back(std::move(entry));
+    worst.push_back(std::move(entry));
   }
+  return worst;
+}
+
+// Leader 0's ClusterReport from what the reductions and gathers gave it,
+// judged by the sweep's policy (node_health.h).
+ClusterReport assemble_report(const ReduceOptions& options, std::uint32_t node_count,
+                              const std::vector<Mode>& modes, const KindTable& kinds,
+                              const ClusterHistograms& histograms, const TopK& top,
+                              const GatheredNodes& gathered) {
+  ClusterReport cluster;
+  cluster.version = CORENOISE_VERSION;
+  cluster.started_unix_seconds = options.started_unix_seconds;
+  cluster.duration_seconds = unix_seconds_now() - options.started_unix_seconds;
+  cluster.node_count = node_count;
+  cluster.settings = options.settings;
+  cluster.nodes = cluster_nodes(gathered);
+  for (const ClusterNode& n : cluster.nodes) {
+    cluster.core_count += n.summary.probed_cores;
+    if (!is_healthy(n)) cluster.healthy = false;
+  }
+  cluster.worst = worst_entries(top, gathered);
   cluster.quantiles = cluster_quantiles(histograms, kinds, modes);
   cluster.prediction = prediction(histograms, kinds, modes, options.ranks);
   cluster.drain_commands = drain_commands(cluster);
-  for (std::size_t i = 0; i < all_cells.size(); ++i) {
-    cluster.cells.push_back(cells_from_json(static_cast<std::uint32_t>(i), text_of(all_cells[i])));
+  for (std::size_t i = 0; i < gathered.cells.size(); ++i) {
+    cluster.cells.push_back(cells_from_json(static_cast<std::uint32_t>(i), gathered.cells[i]));
+  }
+  return cluster;
+}
+
+}  // namespace
+
+Reduction reduce_reports(MpiEnvironment& env, const NodeReport* mine, const std::string& error,
+                         const ReduceOptions& options) {
+  const auto node = static_cast<std::uint32_t>(env.node_index());
+  const NodeReport empty;
+  const NodeReport& report = mine != nullptr ? *mine : empty;
+  const auto reduce_start = std::chrono::steady_clock::now();
+  const std::uint64_t bytes_before = env.bytes_sent();
+
+  // The collectives, in the same order on every leader.
+  const std::vector<Mode> modes = agreed_modes(env, report, options.modes);
+  Reduction out;
+  out.kinds = agreed_kinds(env, report);
+  out.histograms = reduced_histograms(env, report, out.kinds);
+  const TopK top = reduced_top_k(env, report, node);
+  const GatheredNodes gathered =
+      gather_nodes(env, report, error, node, top, out.kinds, *out.histograms, options.full);
+  if (options.verbose) {
+    print_traffic(
+        env, options.prefix, bytes_before,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count());
+  }
+
+  if (node == 0) {
+    out.report = assemble_report(options, static_cast<std::uint32_t>(env.node_count()), modes,
+                                 out.kinds, *out.histograms, top, gathered);
   }
   return out;
 }

@@ -1,9 +1,12 @@
 // From "this leader's NodeReport" to "leader 0's ClusterReport": the
 // reductions of docs/scaling.md (kinds, pass-1 histograms, pass-2 cluster
 // slowdowns, top-K, per-node summaries, worst cores' details, --full cells)
-// and the report's assembly. Shared by `corenoise sweep` and
-// `corenoise collect`. A leader collective: every leader calls it once, in
-// the same place.
+// and the report's assembly, judged by the sweep's policy (node_health.h).
+// Shared by `corenoise sweep` and `corenoise collect`.
+//
+// A leader collective: every leader calls it once, in the same place. Not
+// pure: it talks MPI through the MpiEnvironment and, with --verbose, writes
+// one line to stderr. Threading: the MpiEnvironment's, its main thread only.
 #pragma once
 
 #include <cstdint>

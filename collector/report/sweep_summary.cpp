@@ -5,19 +5,15 @@
 #include <cstdio>
 #include <map>
 
+#include "collector/cluster/node_health.h"
+#include "collector/report/units.h"
+
 namespace corenoise {
 namespace {
 
-std::string fixed(double value, int digits = 3) {
-  if (!std::isfinite(value)) return "-";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 // Metrics in their natural units for people; JSON keeps base units.
 std::string metric_value(Metric metric, double value) {
-  if (!std::isfinite(value)) return "-";
+  if (!std::isfinite(value)) return std::string(kMissing);
   switch (metric) {
     case Metric::matmul_seconds:
       return fixed(value * 1e3, 3) + " ms";
@@ -44,54 +40,14 @@ std::string padded(std::string text, std::size_t width) {
   return text;
 }
 
-// A slow core drains its node only once confirmed: a transient one (bad in
-// one round, not when re-measured) never does.
-bool has_unhealthy(const ClusterNode& node) {
-  for (std::size_t s = 0; s < kCoreStates; ++s) {
-    if (is_unhealthy(kAllCoreStates[s]) && node.summary.states[s] > 0) return true;
-  }
-  return false;
-}
-
 }  // namespace
-
-std::vector<std::string> drain_commands(const ClusterReport& report, double core_slowdown) {
-  std::vector<std::string> commands;
-  for (const auto& node : report.nodes) {
-    if (node.name.empty()) continue;
-    std::string reason;
-    if (node.outlier) {
-      reason = "node median slowdown " + fixed(node.summary.median_expected_slowdown) +
-               " (robust z " + fixed(node.robust_z, 1) + ")";
-    } else if (node.summary.max_expected_slowdown >= core_slowdown && has_unhealthy(node)) {
-      // Name the worst core if the top-K knows it, so the operator can look.
-      std::string which;
-      for (const auto& w : report.worst) {
-        if (w.node == node.index) {
-          which = " (cpu " + std::to_string(w.cpu) + " " + std::string(to_string(w.state)) + ")";
-          break;
-        }
-      }
-      reason = "core slowdown " + fixed(node.summary.max_expected_slowdown) + which;
-    } else {
-      continue;
-    }
-    // Slurm's reason is one quoted word; a double quote in it would end it.
-    std::replace(reason.begin(), reason.end(), '"', '\'');
-    commands.push_back("scontrol update nodename=" + node.name +
-                       " state=drain reason=\"corenoise: " + reason + "\"");
-  }
-  return commands;
-}
 
 void print_sweep_summary(std::ostream& out, const ClusterReport& report, std::size_t top,
                          bool quiet, const std::string& command) {
   std::size_t unhealthy = 0;
   std::size_t outliers = 0;
   for (const auto& n : report.nodes) {
-    for (std::size_t s = 0; s < kCoreStates; ++s) {
-      if (is_unhealthy(kAllCoreStates[s])) unhealthy += n.summary.states[s];
-    }
+    unhealthy += unhealthy_cores(n.summary);
     if (n.outlier) ++outliers;
   }
   const std::string verdict =

@@ -1,27 +1,18 @@
-// The terminal view of a sweep's ClusterReport, and the Slurm drain commands
-// an operator would run for the nodes it condemns (printed, never run).
+// The terminal view of a sweep's (or collect's) ClusterReport. A view only:
+// which nodes are unhealthy or to be drained is decided beside the model
+// (collector/cluster/node_health.h), and this prints what was decided.
+//
+// Writes to the stream it is given and nothing else; no shared state, so
+// calls with different streams may run on different threads.
 #pragma once
 
 #include <cstddef>
 #include <ostream>
 #include <string>
-#include <vector>
 
 #include "collector/cluster/cluster_report.h"
 
 namespace corenoise {
-
-// A node is worth draining when it is an outlier across nodes, or when one
-// of its cores is this much slower than its node's reference and the node
-// has a confirmed unhealthy core (a transient one never drains): one such
-// core makes every bulk-synchronous job on the node wait for it.
-inline constexpr double kDrainCoreSlowdown = 1.5;
-
-// `scontrol update nodename=NAME state=drain reason="corenoise: ..."`, one per
-// node to drain, in node order. Nodes without a name are left out (Slurm
-// needs the name; the index means nothing to it).
-std::vector<std::string> drain_commands(const ClusterReport& report,
-                                        double core_slowdown = kDrainCoreSlowdown);
 
 // Cluster quantiles, the `top` worst cores (node, cpu, state, cause), the
 // worst nodes, the predicted barrier wait, the drain commands, and a final

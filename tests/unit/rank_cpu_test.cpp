@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/cluster/rank_per_core.h"
+#include "collector/cluster/sweep_rank_per_core.h"
 #include "probe/topology.h"
 
 namespace corenoise {

@@ -1,4 +1,4 @@
-#include "collector/cli/cluster_command.h"
+#include "collector/cli/mpi_command_runner.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,7 @@ namespace corenoise {
 // MPI_Finalize takes milliseconds; past this, it hangs (MpiEnvironment::finalize).
 constexpr double kFinalizeSeconds = 5;
 
-int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args) {
+int run_mpi_command(const MpiCommand& command, const std::vector<std::string>& args) {
   const std::string prefix = "corenoise " + command.name + ": ";
   // --help needs no MPI: only the launcher's rank 0 (or a lone process)
   // prints it, whatever CORENOISE_MPI says.

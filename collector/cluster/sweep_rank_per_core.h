@@ -9,6 +9,10 @@
 // them would). The ranks pace one another through a segment of shared
 // memory (SharedRound): in the isolated round they take turns sample by
 // sample, in the concurrent one they meet at one spin barrier per sample.
+//
+// Not pure: it runs probe rounds and talks MPI through the MpiEnvironment.
+// Threading: the MpiEnvironment's, each rank's main thread only (the
+// probes' own threads are the Runner's).
 #pragma once
 
 #include <optional>

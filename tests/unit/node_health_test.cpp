@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
+#include "collector/cluster/node_health.h"
 
-#include "collector/report/sweep_summary.h"
+#include <gtest/gtest.h>
 
 namespace corenoise {
 namespace {
@@ -26,6 +26,18 @@ TEST(DrainPolicy, OnlyAConfirmedSlowCoreDrainsItsNode) {
   ASSERT_EQ(confirmed.size(), 1u);
   EXPECT_NE(confirmed[0].find("nodename=cn001 state=drain"), std::string::npos) << confirmed[0];
   EXPECT_TRUE(drain_commands(one_node(CoreState::transient)).empty());
+}
+
+// The sweep's exit code: a confirmed unhealthy core or an outlier node makes
+// a node unhealthy; a transient core does not.
+TEST(NodeHealth, ConfirmedCoresAndOutliersMakeANodeUnhealthy) {
+  EXPECT_EQ(unhealthy_cores(one_node(CoreState::noisy).nodes[0].summary), 1u);
+  EXPECT_FALSE(is_healthy(one_node(CoreState::noisy).nodes[0]));
+  EXPECT_EQ(unhealthy_cores(one_node(CoreState::transient).nodes[0].summary), 0u);
+  EXPECT_TRUE(is_healthy(one_node(CoreState::transient).nodes[0]));
+  ClusterNode outlier = one_node(CoreState::ok).nodes[0];
+  outlier.outlier = true;
+  EXPECT_FALSE(is_healthy(outlier));
 }
 
 }  // namespace

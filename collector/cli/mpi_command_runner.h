@@ -1,9 +1,13 @@
-// What every MPI command of corenoise (sweep, collect) does around its
-// leaders' work: answer --help (without MPI), open the MPI family that
-// launched the process (collector/mpi/mpi_library.h), parse the options
+// The runner of corenoise's MPI commands (sweep, collect): what each does
+// around its leaders' work. Answer --help (without MPI), open the MPI family
+// that launched the process (collector/mpi/mpi_library.h), parse the options
 // (every rank parses the same arguments and reaches the same answer, so a
 // bad option ends every rank at once and only rank 0 says so), arm the
-// watchdog, run the leaders, and meet at the end.
+// watchdog, run the leaders, and meet at the end; and the two agreements
+// the leaders need on the way (a failure, the exit code).
+//
+// Not pure: it loads MPI and writes to stdout and stderr. Threading: the
+// MpiEnvironment's, the process's main thread only.
 #pragma once
 
 #include <functional>
@@ -14,7 +18,7 @@
 
 namespace corenoise {
 
-struct ClusterCommand {
+struct MpiCommand {
   std::string name;  // "sweep", for messages
   std::function<void(std::ostream&)> print_usage;
   // Parses and keeps the options; throws UsageError. Returns the watchdog's
@@ -26,7 +30,7 @@ struct ClusterCommand {
   std::function<void(MpiEnvironment&)> follow = {};
 };
 
-int run_cluster_command(const ClusterCommand& command, const std::vector<std::string>& args);
+int run_mpi_command(const MpiCommand& command, const std::vector<std::string>& args);
 
 // True on every leader if `failed` is true on any of them, so that all stop
 // together instead of waiting for a peer that gave up. Leaders only.

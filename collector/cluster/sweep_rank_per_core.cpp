@@ -1,4 +1,4 @@
-#include "collector/cluster/rank_per_core.h"
+#include "collector/cluster/sweep_rank_per_core.h"
 
 #include <algorithm>
 #include <map>
