@@ -1,12 +1,18 @@
-// The blocking MPI calls the in-job library wraps (pmpi_wrappers.cpp), as
-// a small enum so that the per-call path indexes tables instead of
-// comparing strings. One list, CORENOISE_MPI_CALLS, gives each call its
-// enumerator, its name and its role; the wrappers' signatures stay with
-// the wrappers, which name their call by its enumerator.
+// The blocking MPI calls the in-job library records, as a small enum so
+// that the per-call path indexes tables instead of comparing strings.
+// Pure and MPI-free; the functions are thread-safe (constant tables).
+//
+// The calls are listed once, in collector/job/mpi_calls.key: each line
+// gives a call's prototype and what its wrapper records, from which the
+// build (mpi_calls.cmake) writes CORENOISE_MPI_CALLS (mpi_calls.gen.h in
+// the build tree: X(enumerator, role) per recorded call, in the key
+// file's order) and the wrappers themselves (pmpi_calls.gen.cpp).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "collector/job/mpi_calls.gen.h"
 
 namespace corenoise {
 
@@ -21,20 +27,6 @@ namespace corenoise {
 //   exchange    point to point (a receive, a blocking send, a request's
 //               completion): the wait is charged to the peer waited for.
 enum class MpiCallRole : std::uint8_t { collective, rooted, exchange };
-
-// X(enumerator, role)
-// clang-format off
-#define CORENOISE_MPI_CALLS(X)                                                                 \
-  X(Barrier, collective) X(Bcast, rooted) X(Reduce, rooted) X(Allreduce, collective)           \
-  X(Gather, rooted) X(Gatherv, rooted) X(Allgather, collective) X(Allgatherv, collective)      \
-  X(Scatter, rooted) X(Scatterv, rooted) X(Alltoall, collective) X(Alltoallv, collective)      \
-  X(Alltoallw, collective) X(Reduce_scatter, collective) X(Reduce_scatter_block, collective)   \
-  X(Scan, rooted) X(Exscan, rooted)                                                            \
-  X(Wait, exchange) X(Waitall, exchange) X(Waitany, exchange) X(Waitsome, exchange)            \
-  X(Sendrecv, exchange) X(Sendrecv_replace, exchange) X(Recv, exchange) X(Probe, exchange)     \
-  X(Send, exchange) X(Ssend, exchange) X(Rsend, exchange) X(Bsend, exchange)                   \
-  X(Mprobe, exchange) X(Mrecv, exchange)
-// clang-format on
 
 // MpiCall::Allreduce is MPI_Allreduce (and MPI_Allreduce_c).
 enum class MpiCall : std::uint8_t {

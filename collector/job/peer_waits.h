@@ -21,7 +21,7 @@
 // waits for: the wait that completes a request (MPI_Wait, ...) no longer
 // sees the call that made it.
 //
-// Pure and MPI-free: the MPI side (pmpi_exchanges.cpp, pmpi_fortran.cpp,
+// Pure and MPI-free: the MPI side (pmpi_records.h, pmpi_fortran.cpp,
 // comm_ranks.h) turns communicator
 // ranks into ranks of the job and request handles into keys. Nothing is
 // allocated after construction: the per-call path only indexes and adds.

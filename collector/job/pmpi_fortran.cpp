@@ -220,7 +220,7 @@ void remember(const MPI_Fint* request, const MPI_Fint* comm, const MPI_Fint* ran
   const MPI_Request c = PMPI_Request_f2c(*request);
   if (c == MPI_REQUEST_NULL) return;
   if (receive && *rank == MPI_ANY_SOURCE) {
-    // As the C wrapper does (pmpi_exchanges.cpp): the job's ranks as
+    // As the C wrapper does (pmpi_records.h): the job's ranks as
     // MPI_COMM_WORLD, which outlives the program's communicator.
     const MPI_Comm c_comm = comm_of(comm);
     const MPI_Comm ranks_of = process.comms.same_ranks_as_job(c_comm) ? MPI_COMM_WORLD : c_comm;

@@ -1,6 +1,7 @@
 // What the in-job library's wrappers share (pmpi_wrappers.cpp: MPI_Init,
-// MPI_Finalize; pmpi_collectives.cpp; pmpi_exchanges.cpp): the process's
-// state, which thread records, and the recorded call. Compiled per family.
+// MPI_Finalize; the wrappers generated from mpi_calls.key, with
+// pmpi_records.h; pmpi_fortran.cpp): the process's state, which thread
+// records, and the recorded call. Compiled per family.
 //
 // Only the thread that called MPI_Init records; `depth` keeps a wrapped
 // call that the library implements with another wrapped call (an MPI

@@ -1,10 +1,11 @@
 // The MPI profiling interface of `corenoise job`: MPI_Init starts the
 // rank's JobSession, MPI_Finalize reduces and reports (job_reduction.cpp);
-// the blocking calls are wrapped in pmpi_collectives.cpp and
-// pmpi_exchanges.cpp, each recording its entry and exit and calling the
-// PMPI_ entry point. Loaded with LD_PRELOAD, these definitions come before the
-// program's libmpi in the symbol search, so a program (or mpi4py) calling
-// MPI_Allreduce reaches this one.
+// the blocking calls, listed once in mpi_calls.key, are wrapped by code
+// the build writes from that list (mpi_calls.cmake, pmpi_records.h), each
+// recording its entry and exit and calling the PMPI_ entry point. Loaded
+// with LD_PRELOAD, these definitions come before the program's libmpi in
+// the symbol search, so a program (or mpi4py) calling MPI_Allreduce
+// reaches this one.
 //
 // A process that never calls MPI_Init (the launcher's helpers, a shell, a
 // compiler subprocess inheriting LD_PRELOAD) only pays for the loading:

@@ -1,0 +1,89 @@
+# The call list (collector/job/mpi_calls.key) against what the build made
+# of it: the in-job library of one family exports a wrapper for every call
+# listed, and its _c form for every call whose prototype has COUNT or DISP
+# (all of them, or none against an MPI older than MPI-4), and no other C
+# MPI_ entry point but the three written by hand.
+#
+#   cmake -DKEY=<mpi_calls.key> -DLIBRARY=<libcorenoise-job-F.so> -DNM=<nm> -P mpi_calls_check.cmake
+#
+# Also, the generator (collector/job/mpi_calls.cmake) refuses a key file it
+# cannot trust, naming the line:
+#
+#   cmake -DGENERATOR=<mpi_calls.cmake> -DWORK_DIR=<folder> -P mpi_calls_check.cmake
+cmake_minimum_required(VERSION 3.25)
+
+if(GENERATOR)
+  # Each bad line, and what the refusal must say.
+  set(_cases
+    "nosuchkind int MPI_Barrier(MPI_Comm comm)|unknown kind 'nosuchkind'"
+    "dest int MPI_Send(const void* buf, COUNT count, MPI_Datatype type, int to, MPI_Comm comm)|needs a parameter named 'dest'"
+    "step int MPI_Barrier(MPI_Comm comm)\nstep int MPI_Barrier(MPI_Comm comm)|MPI_Barrier is listed twice"
+    "step MPI_Barrier(MPI_Comm comm)|expected '<kind> int MPI_<Name>")
+  set(_index 0)
+  foreach(_case IN LISTS _cases)
+    string(FIND "${_case}" "|" _bar)
+    string(SUBSTRING "${_case}" 0 ${_bar} _key)
+    math(EXPR _bar "${_bar} + 1")
+    string(SUBSTRING "${_case}" ${_bar} -1 _expected)
+    string(REPLACE "\\n" "\n" _key "${_key}")
+    set(_dir "${WORK_DIR}/refused_${_index}")
+    file(MAKE_DIRECTORY "${_dir}")
+    file(WRITE "${_dir}/bad.key" "# a bad key file\n${_key}\n")
+    execute_process(
+      COMMAND ${CMAKE_COMMAND} -DKEY=${_dir}/bad.key -DOUTPUT_DIR=${_dir} -P ${GENERATOR}
+      RESULT_VARIABLE _result ERROR_VARIABLE _error OUTPUT_QUIET)
+    if(_result EQUAL 0)
+      message(FATAL_ERROR "the generator accepted: ${_key}")
+    endif()
+    # CMake wraps a long message: compare with the line breaks as spaces.
+    string(REGEX REPLACE "[ \t\n]+" " " _error "${_error}")
+    string(FIND "${_error}" "${_expected}" _at)
+    string(FIND "${_error}" "bad.key:" _named)
+    if(_at EQUAL -1 OR _named EQUAL -1)
+      message(FATAL_ERROR "refusing '${_key}', the generator said\n${_error}\nnot the line and '${_expected}'")
+    endif()
+    math(EXPR _index "${_index} + 1")
+  endforeach()
+  message(STATUS "the generator refused ${_index} bad key files, naming the line")
+  return()
+endif()
+
+execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}
+  RESULT_VARIABLE _result OUTPUT_VARIABLE _nm ERROR_VARIABLE _error)
+if(NOT _result EQUAL 0)
+  message(FATAL_ERROR "${NM} ${LIBRARY}: ${_error}")
+endif()
+# The exported C entry points (the Fortran ones are lower case).
+string(REGEX MATCHALL "[ \t]T[ \t]+MPI_[A-Za-z_]+" _found "${_nm}")
+list(TRANSFORM _found REPLACE "^[ \t]T[ \t]+" "")
+
+set(_expected MPI_Init MPI_Init_thread MPI_Finalize)
+set(_large "")
+file(STRINGS "${KEY}" _lines REGEX "^[a-z]+[ \t]+int[ \t]+MPI_")
+foreach(_line IN LISTS _lines)
+  string(REGEX MATCH "MPI_[A-Za-z_]+\\(" _name "${_line}")
+  string(REPLACE "(" "" _name "${_name}")
+  list(APPEND _expected ${_name})
+  if(_line MATCHES "[^A-Za-z0-9_](COUNT|DISP)[^A-Za-z0-9_]")
+    list(APPEND _large ${_name}_c)
+  endif()
+endforeach()
+set(_some_large FALSE)
+foreach(_name IN LISTS _large)
+  if(_name IN_LIST _found)
+    set(_some_large TRUE)
+  endif()
+endforeach()
+if(_some_large)
+  list(APPEND _expected ${_large})
+endif()
+
+set(_missing ${_expected})
+list(REMOVE_ITEM _missing ${_found})
+set(_extra ${_found})
+list(REMOVE_ITEM _extra ${_expected})
+if(_missing OR _extra)
+  message(FATAL_ERROR "${LIBRARY} against ${KEY}:\n  not exported: ${_missing}\n  not listed: ${_extra}")
+endif()
+list(LENGTH _expected _count)
+message(STATUS "${LIBRARY}: the ${_count} C entry points the key file lists (large-count forms: ${_some_large})")
