@@ -56,8 +56,7 @@ Exit status: the program's own; 1 for bad input or a missing library
 --report: 0, or 1 when DIR holds no spill file.
 
 Options:
-  --json FILE               write the report as JSON (docs/job.md; - for
-                            rank 0's standard output)
+  --json FILE               write the report as JSON (docs/job.md)
   --html FILE               write the report as a self-contained web page
   --socket PATH             the node's corenoised control socket (default:
                             $CORENOISE_SOCKET, else /run/corenoise/ctl.sock;
@@ -152,8 +151,7 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
   for (const auto& [name, value] : parsed.options) {
     try {
       if (name == "json") {
-        // "-": rank 0's standard output, as for the sweep.
-        env["CORENOISE_JOB_JSON"] = value == "-" ? value : absolute(value);
+        env["CORENOISE_JOB_JSON"] = absolute(value);
       } else if (name == "html") {
         env["CORENOISE_JOB_HTML"] = absolute(value);
       } else if (name == "socket") {
@@ -189,7 +187,7 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
   if (program.empty()) throw UsageError("no program: corenoise job [OPTIONS] -- PROGRAM [ARGS...]");
   if (!parsed.has("spill") && !parsed.has("no-spill")) {
     for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
-      if (auto it = env.find(output); it != env.end() && it->second != "-") {
+      if (auto it = env.find(output); it != env.end()) {
         env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
         break;
       }

@@ -566,8 +566,8 @@ bool finish_job(JobProcess& p) {
     p.kept = nullptr;
   }
   if (p.rank != 0) return settled;
-  const JobFacts facts = job_facts(p, session, steps, record, gathered, spill != nullptr);
-  write_job_outputs(build_job_report(facts, gathered.records), options);
+  JobFacts facts = job_facts(p, session, steps, record, gathered, spill != nullptr);
+  write_job_outputs(build_job_report(std::move(facts), gathered.records), options);
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
   return settled;

@@ -113,9 +113,9 @@ const JobRank* JobReport::rank(int number) const {
   return nullptr;
 }
 
-JobReport build_job_report(const JobFacts& facts, const std::vector<RankRecord>& records) {
+JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& records) {
   JobReport report;
-  report.facts = facts;
+  report.facts = std::move(facts);
   report.ranks_reported = records.size();
 
   std::vector<RankMeasures> measures;

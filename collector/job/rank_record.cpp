@@ -1,6 +1,7 @@
 #include "collector/job/rank_record.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 namespace corenoise {
@@ -19,12 +20,19 @@ json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
 
 std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
   std::map<unsigned, DaemonVerdict> out;
-  for (const auto& [cpu, v] : verdicts.items()) {
-    DaemonVerdict verdict;
-    verdict.state = v.at("state").get<std::string>();
-    verdict.cause = v.at("cause").get<std::string>();
-    if (v.contains("age_seconds")) verdict.age_seconds = v.at("age_seconds").get<double>();
-    out[static_cast<unsigned>(std::stoul(cpu))] = std::move(verdict);
+  if (!verdicts.is_object()) return out;
+  for (const auto& [key, v] : verdicts.items()) {
+    unsigned cpu = 0;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), cpu);
+    if (error != std::errc() || end != key.data() + key.size() || !v.is_object()) continue;
+    const auto text = [&v](const char* name) {
+      return v.contains(name) && v[name].is_string() ? v[name].get<std::string>() : std::string();
+    };
+    DaemonVerdict verdict{text("state"), text("cause"), std::nullopt};
+    if (verdict.state.empty()) verdict.state = "unknown";
+    if (v.contains("age_seconds") && v["age_seconds"].is_number())
+      verdict.age_seconds = v["age_seconds"].get<double>();
+    out[cpu] = std::move(verdict);
   }
   return out;
 }

@@ -58,6 +58,9 @@ RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's e
 // The verdicts as the wire and the report carry them:
 // {"<cpu>": {"state":..., "cause":..., "age_seconds":...}, ...}.
 nlohmann::json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts);
-std::map<unsigned, DaemonVerdict> verdicts_from_json(const nlohmann::json& json);  // throws
+// What is not a verdict (a key that is not a CPU number, an entry that is
+// not an object) is left out, never thrown on: a daemon's odd answer costs
+// its verdicts, not the rank's record.
+std::map<unsigned, DaemonVerdict> verdicts_from_json(const nlohmann::json& json);
 
 }  // namespace corenoise

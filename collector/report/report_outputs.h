@@ -1,10 +1,12 @@
 // The files a report is written to, for every command that writes one
 // (sweep, collect, job): --json and --html. Each is opened as a temporary
-// file beside its path when the command starts, before anything is
-// measured, so that a bad path costs nothing; written once the report is
-// made; and renamed over the path only when complete: a reader (the collect
-// timer's consumers, a dashboard) sees the previous report or the new one,
-// never a truncated one, and a failed run leaves the previous one.
+// file beside its path when this object is made, which the sweep and
+// collect do before anything is measured and `corenoise job` does once
+// before the program starts (and again at its end, on rank 0), so that a
+// bad path costs nothing; written once the report is made; and renamed over
+// the path only when complete: a reader (the collect timer's consumers, a
+// dashboard) sees the previous report or the new one, never a truncated
+// one, and a failed run leaves the previous one.
 //
 // One policy for text that is not UTF-8 (a host name, a thread's or a
 // process's name from the kernel): it is replaced by U+FFFD in both files,
@@ -19,9 +21,7 @@
 #include <string>
 
 #include "collector/cluster/cluster_report.h"
-#include "collector/job/job_report.h"
 #include "collector/report/cluster_report_json.h"
-#include "collector/report/job_report_json.h"
 #include "collector/report/pending_file.h"
 
 namespace corenoise {
@@ -38,16 +38,11 @@ class ReportOutputs {
   std::ostream& write(const nlohmann::json& document, int indent, const std::string& command);
 
   // A sweep's or a collect's report, `command` naming it ("sweep").
-  // (Inline, as the job's below: the in-job library, which writes only a
-  // job's report, links no sweep view.)
+  // Inline: the in-job library, which writes a job's document through the
+  // generic write above (report/job_output.cpp), must not reference the
+  // sweep's views.
   std::ostream& write(const ClusterReport& report, const std::string& command) {
     return write(to_json(report), 2, command);
-  }
-  // A job's report, one space per level (thousands of ranks make a large
-  // file). Returns the paths written, ", "-separated.
-  std::string write(const JobReport& report) {
-    write(to_json(report), 1, "");
-    return written();
   }
 
   // The paths of the files given, ", "-separated ("stdout" for "-").

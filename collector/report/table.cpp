@@ -20,10 +20,8 @@ bool shown(const CoreFigures& c) {
 }
 
 void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
-  char title[160];
-  std::snprintf(title, sizeof title, "%s round: %.1f s%s\n", std::string(to_string(m.mode)).c_str(),
-                m.duration_seconds, m.cancelled ? " (cancelled)" : "");
-  out << title;
+  out << to_string(m.mode) << " round: " << fixed(m.duration_seconds, 1) << " s"
+      << (m.cancelled ? " (cancelled)" : "") << '\n';
   out << "  cpu core  pkg numa kind       matmul_ms  GFLOP/s  slowdn    GHz  noise%  detours  "
          "max_us  stream_GB/s  state\n";
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
@@ -102,19 +100,16 @@ std::string summary_line(const NodeReport& r) {
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
     const CoreState s = r.state(i);
     if (!is_unhealthy(s)) continue;
-    const auto& c = r.modes[r.deciding_mode(i)].verdicts.cores[i];
-    const double slowdown = c.expected_slowdown.value_or(0);
+    const double slowdown = r.overall(i).figures->expected_slowdown.value_or(0);
     if (!worst || slowdown > worst_slowdown) {
       worst = i;
       worst_slowdown = slowdown;
     }
   }
   if (worst) {
-    char tail[120];
-    std::snprintf(tail, sizeof tail, "; worst: cpu %u %s, expected slowdown %.3f",
-                  r.pus[*worst].cpu, std::string(to_string(r.state(*worst))).c_str(),
-                  worst_slowdown);
-    line += tail;
+    line += "; worst: cpu " + std::to_string(r.pus[*worst].cpu) + " " +
+            std::string(to_string(r.state(*worst))) + ", expected slowdown " +
+            fixed(worst_slowdown, 3);
   }
   return line;
 }
