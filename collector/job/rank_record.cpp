@@ -21,7 +21,9 @@ json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
 std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
   std::map<unsigned, DaemonVerdict> out;
   if (!verdicts.is_object()) return out;
-  for (const auto& [key, v] : verdicts.items()) {
+  for (const auto& item : verdicts.items()) {
+    const std::string& key = item.key();
+    const json& v = item.value();
     unsigned cpu = 0;
     const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), cpu);
     if (error != std::errc() || end != key.data() + key.size() || !v.is_object()) continue;

@@ -2,7 +2,7 @@
 // finds, at the story's scale (3,840 ranks on 32 nodes of 120 cores) and at
 // the CI's two ranks: simulated jobs whose ranks are drawn from clean jobs
 // measured on this machine, put through the report's own code
-// (wait_caused() of step_math.h, then job_report(), which runs
+// (wait_caused() of step_math.h, then build_job_report(), which runs
 // reference_rank, cause_threshold and attribute). A benchmark that prints
 // figures, not a test: nothing here fails on a figure.
 //
