@@ -50,6 +50,9 @@ if ! grep -qs '^CORENOISE_FUZZ:BOOL=ON$' "$build_dir/CMakeCache.txt"; then
   configure_log="$build_dir/configure-fuzz.log"
   generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
+  # ccache where it is installed, as deploy/dev-setup.sh does.
+  command -v ccache >/dev/null &&
+    generator+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # The fuzz targets pick their own sanitizers (tests/fuzz/CMakeLists.txt),
   # whatever the project-wide CORENOISE_SANITIZE of the calling build.
   cmake -S "$root" -B "$build_dir" "${generator[@]}" \
@@ -60,6 +63,7 @@ if ! grep -qs '^CORENOISE_FUZZ:BOOL=ON$' "$build_dir/CMakeCache.txt"; then
     exit 2
   }
 fi
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 cmake --build "$build_dir" --target corenoise_fuzzers -j "$parallel" || {
   echo "run_fuzzers.sh: building the fuzzers in $build_dir failed" >&2
   exit 2

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "host_draw.h"
 #include "probe/topology.h"
 #include "process.h"
 
@@ -115,6 +116,28 @@ json probe_while_injecting(const std::vector<std::string>& args) {
   return json::parse(r.out);
 }
 
+// The tests that inject on CPU 1 and compare it with CPU 0: probe rounds
+// until one finds something (exit 2), at most three, as the daemon's next
+// rounds would; on this 2-vCPU node one round confirms 10 % in 7-10 of 12
+// (docs/verdicts.md: the floor is the other vCPU, whose own bursts widen
+// every interval). Each draw is such a series, taken where the host ran
+// the two vCPUs alike (host_draw.h).
+json find_injection_on_cpu1(const std::vector<std::string>& args) {
+  testing::BackgroundProcess injector(inject(args));
+  const std::string ready = injector.wait_line();
+  EXPECT_EQ(ready.rfind("ready: ", 0), 0u) << ready;
+  const auto rounds = [] {
+    testing::CommandResult r;
+    for (int round = 1; round <= 3; ++round) {
+      r = run_command(kCorenoise + " probe --cpus 0,1 --json -");
+      if (r.exit_code != 0) break;
+    }
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+    return json::parse(r.out);
+  };
+  return testing::draw_on_a_fair_host("probe", rounds, testing::unfair_host_in_probe);
+}
+
 double preempted_share(const json& cpu) {
   return double(cpu["detour"]["preempted_seconds"]) / double(cpu["detour"]["window_seconds"]);
 }
@@ -122,7 +145,7 @@ double preempted_share(const json& cpu) {
 // Duty × period: 1 ms of every 10 ms at SCHED_FIFO on CPU 1.
 TEST(Inject, DutyCycleOnCpu1IsFoundOnCpu1Only) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
-  const json doc = probe_while_injecting(
+  const json doc = find_injection_on_cpu1(
       {"--cpus", "1", "--duty", "0.1", "--period", "0.01", "--seconds", "60"});
   const json& cpu0 = doc["cpus"][0];
   const json& cpu1 = doc["cpus"][1];
@@ -150,7 +173,7 @@ TEST(Inject, DutyCycleOnCpu1IsFoundOnCpu1Only) {
 // The same 10 % in bursts ten times finer: 100 µs every 1 ms.
 TEST(Inject, FineBurstsOnCpu1AreFoundOnCpu1Only) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
-  const json doc = probe_while_injecting(
+  const json doc = find_injection_on_cpu1(
       {"--cpus", "1", "--burst-hz", "1000", "--burst-length", "0.0001", "--seconds", "60"});
   const json& cpu0 = doc["cpus"][0];
   const json& cpu1 = doc["cpus"][1];

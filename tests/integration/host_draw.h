@@ -1,0 +1,96 @@
+// A timing test's measurement is one draw of the host it runs on, and a
+// draw in which the host itself made the two vCPUs unequal says nothing
+// about the noise the test injected.
+//
+// Seen on the 2-vCPU development VM (docs/validation.md, "The host"): the
+// host runs a vCPU's matmul at one of two speeds 1.55x apart (1.56 or
+// 2.3-2.5 ms for the probe's sample) and switches every few seconds, with
+// nothing visible to the guest; for minutes at a time it also takes 20-35 %
+// of both vCPUs' time. Against a 10-30 % injection either effect decides the
+// ranking on its own, and CI's run then fails on the host, not on corenoise.
+//
+// So a test measures again while the host was unfair: up to kHostDraws
+// draws, each rejected one printed with its figures. The judge reads only
+// what the host did to the clean vCPU and to both vCPUs' intrinsic speed,
+// never the verdicts the test asserts, and the test's assertions run on the
+// last draw whatever the judge said of it: a product that misjudges a fair
+// draw still fails, and so does one whose intrinsic speeds never agree.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace corenoise::testing {
+
+// Twelve: on 2026-12-02 two draws in three were unfair for minutes at a
+// time, and five in a row were seen (0.67^12 ≈ 0.8 %).
+inline constexpr int kHostDraws = 12;
+// Both vCPUs' intrinsic matmul within 10 % of each other: fair draws here
+// measure 0.96-1.04 against their mean, unfair ones 0.78 and 1.22.
+inline constexpr double kFairMatmulRatio = 1.10;
+// The quieter vCPU losing at most 15 % of its time to the host: 3-13 % on
+// this VM's ordinary days, 23-30 % on its noisy ones.
+inline constexpr double kQuietNoiseRatio = 0.15;
+
+// Why the host was unfair in a draw, or nothing when it was fair.
+inline std::optional<std::string> unfair_host(double matmul_min, double matmul_max,
+                                              double quieter_noise_ratio) {
+  char text[200];
+  if (matmul_min > 0 && matmul_max / matmul_min > kFairMatmulRatio) {
+    std::snprintf(text, sizeof text, "the vCPUs' intrinsic matmul differed %.2fx (%.3f, %.3f ms)",
+                  matmul_max / matmul_min, matmul_min * 1e3, matmul_max * 1e3);
+    return text;
+  }
+  if (quieter_noise_ratio > kQuietNoiseRatio) {
+    std::snprintf(text, sizeof text, "the host took %.1f %% of the quieter vCPU's time",
+                  quieter_noise_ratio * 100);
+    return text;
+  }
+  return std::nullopt;
+}
+
+// A `corenoise probe --json` document of the probed CPUs.
+inline std::optional<std::string> unfair_host_in_probe(const nlohmann::json& doc) {
+  double lo = 0, hi = 0, quieter = 1;
+  bool first = true;
+  for (const nlohmann::json& cpu : doc.at("cpus")) {
+    if (!cpu.contains("matmul") || !cpu.contains("detour")) continue;
+    const double m = cpu["matmul"]["seconds"].get<double>();
+    lo = first ? m : std::min(lo, m);
+    hi = first ? m : std::max(hi, m);
+    quieter = std::min(quieter, cpu["detour"]["noise_ratio"].get<double>());
+    first = false;
+  }
+  return unfair_host(lo, hi, quieter);
+}
+
+// A `corenoise sweep --json` report: the cluster's quantiles over its
+// cores, whose min and max are the two vCPUs' figures on a 2-core node.
+inline std::optional<std::string> unfair_host_in_sweep(const nlohmann::json& report) {
+  double lo = 0, hi = 0, quieter = 0;
+  for (const nlohmann::json& q : report.at("cluster").at("quantiles")) {
+    if (q["metric"] == "matmul_seconds") lo = q["min"], hi = q["max"];
+    if (q["metric"] == "noise_ratio") quieter = q["min"];
+  }
+  return unfair_host(lo, hi, quieter);
+}
+
+// Draws `measure()` until `judge` finds the host fair in one, at most
+// kHostDraws times, and returns the last draw.
+template <class Measure, class Judge>
+auto draw_on_a_fair_host(const char* what, Measure measure, Judge judge) {
+  for (int n = 1;; ++n) {
+    auto draw = measure();
+    const std::optional<std::string> why = judge(draw);
+    if (!why) return draw;
+    std::fprintf(stderr, "%s: draw %d of %d: %s; %s\n", what, n, kHostDraws, why->c_str(),
+                 n < kHostDraws ? "measuring again" : "judging this one");
+    if (n == kHostDraws) return draw;
+  }
+}
+
+}  // namespace corenoise::testing
