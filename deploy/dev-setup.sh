@@ -40,12 +40,17 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
 # prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps);
 # python3-mpi4py python3-numpy: `corenoise job`'s ground truth runs the
-# story's Python script (mpi4py under Open MPI, numpy in place of JAX).
+# story's Python script (mpi4py under Open MPI, numpy in place of JAX);
+# patchelf: the MPICH-ABI test makes a copy of MPICH into another
+# library (libmpi.so.12, as Intel MPI's) and a program of it;
+# ccache: CI builds everything from a clean clone at every change, and the
+# cache (root's ~/.cache/ccache) turns the files that did not change into
+# lookups: see the compiler launcher below.
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev clang-format wrk faketime strace
   slurmctld slurmd slurm-client munge
-  python3-mpi4py python3-numpy scalapack-mpi-test)
+  python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in
@@ -66,9 +71,17 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ccache where it is installed (--tests installs it): keyed on paths
+# relative to this checkout, so that clones in other folders share entries.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
 # Always passed, so that a build/ configured for sanitizers goes back to a
 # plain build when the variable is unset.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DCORENOISE_SANITIZE="${CORENOISE_SANITIZE:-}"
 if [ "${1:-}" = --tests ]; then
   cmake --build build -j"$(nproc)"

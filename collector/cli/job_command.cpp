@@ -32,7 +32,11 @@ in place of the program, under the launcher and binding the job uses:
   mpiexec.mpich -n 4 -bind-to core corenoise job -- ./app
   srun --mpi=pmix --cpu-bind=cores corenoise job --html job.html -- ./app
 It loads the in-job library of the launcher's MPI family (LD_PRELOAD) and
-execs the program, so no extra process sits in the job. The library
+execs the program, so no extra process sits in the job. The MPICH
+family's library binds to whichever MPICH-ABI library the program brings
+(Debian's libmpich.so.12, or the libmpi.so.12 of Intel MPI, MVAPICH or
+Cray MPICH), loading no MPI of its own; the report names the library it
+measured, its file and MPI_Get_library_version. The library
 records the blocking MPI calls (collectives, waits, receives) of the
 thread that called MPI_Init, and samples /proc, the CPUs and the clock at
 a cadence that keeps its cost near 0.05 % of the job.

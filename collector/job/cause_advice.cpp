@@ -7,10 +7,16 @@ namespace corenoise {
 std::string_view cause_advice(JobCause cause) {
   switch (cause) {
     case JobCause::own_threads:
+      // XLA sizes its CPU pools from PJRT_NPROC (else NPROC, else the CPUs
+      // the process may use: DefaultThreadPoolSize in xla/pjrt/utils.cc),
+      // and XLA_FLAGS is parsed only up to its first word that does not
+      // begin with '-' (ParseArgvFromString, xla/parse_flags_from_env.cc),
+      // so a word like intra_op_parallelism_threads=1 is dropped, with
+      // every flag after it.
       return "one thread per rank on a bound core: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
-             "MKL_NUM_THREADS=1, for XLA --xla_cpu_multi_thread_eigen=false "
-             "intra_op_parallelism_threads=1; or bind each rank to as many cores as it runs "
-             "threads";
+             "MKL_NUM_THREADS=1, for JAX/XLA on CPU PJRT_NPROC=1 (XLA_FLAGS takes only "
+             "--flags: a word without '-' ends it); or bind each rank to as many cores as it "
+             "runs threads";
     case JobCause::other_processes:
       return "keep other work off the job's cores: give the OS a core (Slurm CoreSpecCount, "
              "CpuSpecList) and leave it out of the binding; find the process named here";

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "collector/job/comm_ranks.h"
@@ -30,6 +31,8 @@ struct JobProcess {
   int node_rank = 0;
   std::vector<TaskTime> tasks_at_start;  // the node's tasks, on its reporting rank
   CommRanks comms;                       // the program's communicators, the recording thread's
+  std::string mpi_library;               // the object defining PMPI_Init (program_mpi.h)
+  std::string mpi_library_version;       // MPI_Get_library_version's first line
 };
 
 // Called by MPI_Finalize's wrapper before PMPI_Finalize: gathers, reports,

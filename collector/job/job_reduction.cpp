@@ -480,6 +480,8 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   facts.steps = static_cast<long>(own.measures.steps);
   facts.steps_per_column = steps.steps_per_column;
   facts.clock_source = std::string(session.clock_source());
+  facts.mpi_library = p.mpi_library;
+  facts.mpi_library_version = p.mpi_library_version;
   const std::vector<int>& missing = gathered.missing;
   if (!missing.empty()) {
     std::string list;

@@ -36,6 +36,11 @@ struct JobFacts {
   long steps_per_column = 1;
   std::string incomplete_reason;  // empty: every rank reported
   std::string clock_source;
+  // The MPI library measured (the reporting rank's): its file and
+  // MPI_Get_library_version's first line; empty when not known (a report
+  // from spill files).
+  std::string mpi_library;
+  std::string mpi_library_version;
 };
 
 // Who took a late rank's time: one of its own threads (own-threads), or

@@ -7,9 +7,9 @@
 //                  mpif.h or `use mpi`;
 //   ompi_NAME_f    what Open MPI's `use mpi_f08` module calls, by name,
 //                  from libmpi_usempif08 (Open MPI only).
-// Each records the call and calls the definition it displaced, found by
-// dlsym(RTLD_NEXT) at the first call: the MPI library's own, whichever
-// family; nothing is linked against a Fortran library. Under MPICH the C
+// Each records the call and calls the definition it displaced, found at
+// the first call (program_mpi.h): the MPI library's own, whichever family;
+// nothing is linked against a Fortran library. Under MPICH the C
 // function it reaches is a nested call (pmpi_state.h's depth) and is not
 // recorded twice.
 //
@@ -19,46 +19,11 @@
 // Fortran MPI_ANY_SOURCE receive's sender is read from its status unless
 // the status is ignored (then uncharged); a Fortran Waitall's
 // MPI_ANY_SOURCE requests are uncharged.
-#include <dlfcn.h>
-#include <link.h>
-
 #include "collector/job/pmpi_state.h"
+#include "collector/job/program_mpi.h"
 
 namespace corenoise {
 namespace {
-
-// The definition this library displaced: the next in the global search
-// order, or — for a Fortran MPI library that a module loaded privately
-// (dlopen RTLD_LOCAL: an f2py extension, a plugin), which RTLD_NEXT cannot
-// see — the first loaded object other than this library that defines it.
-// Null only when no loaded object does.
-void* displaced(const char* name) {
-  if (void* next = dlsym(RTLD_NEXT, name)) return next;
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&displaced), &self) == 0) return nullptr;
-  struct Search {
-    const char* name;
-    const void* self_base;
-    void* found;
-  } search{name, self.dli_fbase, nullptr};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        auto* s = static_cast<Search*>(data);
-        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
-        void* handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-        if (handle == nullptr) return 0;
-        void* symbol = dlsym(handle, s->name);
-        Dl_info where{};
-        const bool ours =
-            symbol != nullptr && dladdr(symbol, &where) != 0 && where.dli_fbase == s->self_base;
-        dlclose(handle);
-        if (symbol == nullptr || ours) return 0;
-        s->found = symbol;
-        return 1;
-      },
-      &search);
-  return search.found;
-}
 
 MPI_Comm comm_of(const MPI_Fint* comm) { return PMPI_Comm_f2c(*comm); }
 
@@ -66,10 +31,20 @@ int job_rank(const MPI_Fint* comm, int rank) { return process.comms.job_rank(com
 
 bool spans_job(const MPI_Fint* comm) { return process.comms.spans_job(comm_of(comm)); }
 
+// MPI_F_STATUS_IGNORE is a variable of the MPI library, in both families.
+// Read through the dynamic linker: the MPICH-family library is bound to
+// its MPI only at run time (program_mpi.h), where a load-time reference to
+// a variable would stop every process it is preloaded into from starting.
+MPI_Fint* f_status_ignore() {
+  static MPI_Fint* const* variable =
+      static_cast<MPI_Fint* const*>(displaced("MPI_F_STATUS_IGNORE"));
+  return variable != nullptr ? *variable : nullptr;
+}
+
 // A Fortran receive's sender, in the job's ranks.
 int receive_peer(const MPI_Fint* comm, const MPI_Fint* source, MPI_Fint* status) {
   if (*source != MPI_ANY_SOURCE) return job_rank(comm, *source);
-  if (status == nullptr || status == MPI_F_STATUS_IGNORE) return -1;
+  if (status == nullptr || status == f_status_ignore()) return -1;
   MPI_Status c;
   if (PMPI_Status_f2c(status, &c) != MPI_SUCCESS) return -1;
   return job_rank(comm, c.MPI_SOURCE);

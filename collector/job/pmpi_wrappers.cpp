@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "collector/job/pmpi_state.h"
+#include "collector/job/program_mpi.h"
 
 namespace corenoise {
 
@@ -79,6 +80,7 @@ void start() {
   // (a duplicate inherits MPI_COMM_WORLD's MPI_ERRORS_ARE_FATAL).
   PMPI_Comm_set_errhandler(process.comm, MPI_ERRORS_RETURN);
   PMPI_Comm_set_errhandler(process.node, MPI_ERRORS_RETURN);
+  process.mpi_library_version = mpi_library_version();
   if (!warnings.empty() && process.rank == 0)
     std::fprintf(stderr, "corenoise job: %s\n", warnings.c_str());
   // The node's tasks before the first step, for naming what ran beside
@@ -126,7 +128,12 @@ void start_safely() {
 
 }  // namespace
 
-bool measure_this_program() { return family_matches(); }
+bool measure_this_program() {
+  // First, so that this library's PMPI_ calls (PMPI_Init the next) bind to
+  // the program's MPI, wherever it was loaded.
+  if (process.mpi_library.empty()) process.mpi_library = bind_program_mpi().value_or("");
+  return family_matches();
+}
 
 void mpi_started() {
   // Once: a Fortran binding's MPI_Init may reach the C one (MPICH's does).

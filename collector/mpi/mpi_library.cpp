@@ -40,6 +40,33 @@ std::string remedy(MpiFamily family) {
                                     : "install Open MPI's library (apt-get install libopenmpi3)";
 }
 
+// The MPICH plugin is linked against no MPI (collector/CMakeLists.txt):
+// any MPICH-ABI library serves, and is loaded first, into the global scope,
+// for the plugin's MPI symbols to bind to. In order: the file
+// $CORENOISE_MPI_LIBRARY names; libmpi.so.12, the soname of Intel MPI,
+// MVAPICH and Cray MPICH, found where the site's environment (a `module
+// load`'s LD_LIBRARY_PATH) puts it; Debian's libmpich.so.12. Empty when
+// one loaded, else why none did.
+std::string load_mpich_abi_library() {
+  std::vector<std::string> candidates;
+  if (const char* file = std::getenv("CORENOISE_MPI_LIBRARY"); file != nullptr && *file != '\0') {
+    candidates = {file};
+  } else {
+    candidates = {"libmpi.so.12", "libmpich.so.12"};
+  }
+  std::string why;
+  for (const std::string& name : candidates) {
+    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle != nullptr && dlsym(handle, "PMPI_Init") != nullptr) return "";
+    why += (why.empty() ? "" : "; ") +
+           (handle == nullptr ? std::string(dlerror()) : name + " defines no PMPI_Init");
+  }
+  return "no MPICH-ABI library loads (" + why +
+         "): load the site's MPI (module load ...), set CORENOISE_MPI_LIBRARY to its "
+         "libmpi.so.12, or " +
+         remedy(MpiFamily::mpich);
+}
+
 struct Loaded {
   OpenFunction open = nullptr;
   std::string error;  // why not, when open is null
@@ -53,9 +80,17 @@ Loaded load_plugin(MpiFamily family) {
   if (const auto found = find_family_library(plugin_file(family), &tried)) {
     const std::filesystem::path& path = *found;
     // RTLD_GLOBAL: Open MPI's own components, dlopen'd by libmpi, expect
-    // libmpi's symbols in the global scope.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    // libmpi's symbols in the global scope. The MPICH plugin is linked
+    // against no MPI and loaded lazily, before the MPICH-ABI library its
+    // MPI calls then bind to: ahead of that library's libucp in the search
+    // order, so that its ucp_disconnect_nb displaces UCX's
+    // (mpich_ucx_finalize.cpp).
+    const bool mpich = family == MpiFamily::mpich;
+    void* handle = dlopen(path.c_str(), (mpich ? RTLD_LAZY : RTLD_NOW) | RTLD_GLOBAL);
     if (handle == nullptr) return {nullptr, std::string(dlerror()) + "; " + remedy(family)};
+    if (mpich) {
+      if (std::string why = load_mpich_abi_library(); !why.empty()) return {nullptr, why};
+    }
     auto* interface = reinterpret_cast<InterfaceFunction>(dlsym(handle, kInterfacePoint));
     auto* open = reinterpret_cast<OpenFunction>(dlsym(handle, kEntryPoint));
     if (interface == nullptr || open == nullptr ||

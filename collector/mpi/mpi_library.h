@@ -1,7 +1,9 @@
 // Opens MPI for a cluster command (sweep, collect): finds which family
 // launched the process (mpi_launcher.h), loads that family's plugin
-// (libcorenoise-mpi-mpich.so or libcorenoise-mpi-openmpi.so, each linked
-// against its own libmpi) and initialises MPI through it. Nothing else in
+// (libcorenoise-mpi-openmpi.so, linked against Open MPI's libmpi, or
+// libcorenoise-mpi-mpich.so, linked against none: it binds to the MPICH-ABI
+// library loaded before it, $CORENOISE_MPI_LIBRARY, libmpi.so.12 or
+// libmpich.so.12) and initialises MPI through it. Nothing else in
 // the `corenoise` executable loads an MPI library, so probe, status, inject
 // and the rest run where no MPI is installed at all.
 //

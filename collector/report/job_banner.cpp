@@ -25,6 +25,12 @@ void print_totals(std::ostringstream& out, const JobReport& report) {
   out << " on " << plural(report.nodes, "node", "nodes") << ", " << report.facts.steps << " steps, "
       << seconds_text(report.elapsed_seconds) << "\n";
   if (!report.complete()) out << "  INCOMPLETE: " << report.facts.incomplete_reason << "\n";
+  if (!report.facts.mpi_library.empty()) {
+    out << "  MPI: " << report.facts.mpi_library;
+    if (!report.facts.mpi_library_version.empty())
+      out << " (" << report.facts.mpi_library_version << ")";
+    out << "\n";
+  }
   const double busy = report.wait_seconds + report.compute_seconds;
   const double share = busy > 0 ? report.wait_seconds / busy : 0;
   out << "  the ranks waited " << seconds_text(report.wait_seconds) << " in MPI ("

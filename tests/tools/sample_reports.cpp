@@ -161,6 +161,9 @@ SampleJob sample_job() {
   f.steps = 100;
   f.steps_per_column = 25;
   f.clock_source = "perf_event";
+  f.mpi_library = "/usr/lib/x86_64-linux-gnu/libmpi.so.40";
+  f.mpi_library_version =
+      "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4";
   for (int r = 0; r < 8; ++r)
     job.records.push_back(clean_rank(r, r < 4 ? "cn101" : "cn102", static_cast<unsigned>(r % 4)));
 

@@ -706,6 +706,10 @@
         el("span", { className: "status " + (report.complete ? "healthy" : "unhealthy") }, report.complete ? "complete" : "incomplete"),
       ),
       el("p", { className: "meta" }, "Program ", el("code", { id: "program" }, String(report.program))),
+      report.mpi_library
+        ? el("p", { className: "meta" }, "MPI library ", el("code", { id: "mpi-library" }, String(report.mpi_library)),
+            report.mpi_library_version ? " (" + report.mpi_library_version + ")" : "")
+        : null,
       el(
         "p",
         { className: "meta" },
