@@ -16,7 +16,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "collector/job/job_mpi.h"
 #include "collector/job/job_output.h"
 #include "collector/job/job_report.h"
+#include "collector/job/rank_config.h"
 #include "collector/job/step_math.h"
 
 namespace corenoise {
@@ -282,6 +286,13 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
     r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site.return_address),
                        static_cast<double>(site.calls), site.wait_seconds, site.wait_max_seconds});
   }
+  // The libraries mapped by now (a runtime imported after MPI_Init too).
+  std::ifstream maps(s.options().proc_root + "/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)),
+                           std::istreambuf_iterator<char>());
+  r.config = read_rank_config(
+      mapped, [](const char* name) { return std::getenv(name); }, s.sampler().peak_busy_threads(),
+      static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
   return r;
 }
 

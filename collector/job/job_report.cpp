@@ -148,6 +148,7 @@ JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& record
   }
   report.call_sites = merged_call_sites(records);
   report.worst_ranks = worst_ranks(report.ranks);
+  report.findings = job_findings(records);
   return report;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collector/job/attribution.h"
+#include "collector/job/job_findings.h"
 #include "collector/job/rank_record.h"
 
 namespace corenoise {
@@ -92,6 +93,7 @@ struct JobReport {
   std::vector<JobCallSite> call_sites;  // most waiting first
   std::vector<JobRank> ranks;           // in record order
   std::vector<int> worst_ranks;         // rank numbers, most waiting caused first; at most 20
+  std::vector<JobFinding> findings;     // configuration findings (job_findings.h)
 
   bool complete() const { return facts.incomplete_reason.empty(); }
   double collective_wait_seconds() const { return wait_seconds - exchange_wait_seconds; }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,6 +148,15 @@ void ProcSampler::list_tasks() {
 
 ProcWindow ProcSampler::sample() {
   ProcWindow window;
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::uint64_t now_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
+                               static_cast<std::uint64_t>(now.tv_nsec);
+  // The baseline's window is each thread's whole life: not a window.
+  const double window_seconds =
+      last_sample_ns_ != 0 ? static_cast<double>(now_ns - last_sample_ns_) * 1e-9 : 0;
+  last_sample_ns_ = now_ns;
+  int busy = 0;
   list_tasks();
   for (Task& task : tasks_) {
     if (task.tid == 0) continue;
@@ -161,6 +171,7 @@ ProcWindow ProcSampler::sample() {
     }
     const double ran =
         static_cast<double>(sched->run_ns - std::min(sched->run_ns, task.last.run_ns)) * 1e-9;
+    if (window_seconds > 0 && ran >= kBusyShare * window_seconds) ++busy;
     if (task.tid == main_tid_) {
       window.main_run_queue_seconds +=
           static_cast<double>(sched->wait_ns - std::min(sched->wait_ns, task.last.wait_ns)) * 1e-9;
@@ -180,6 +191,7 @@ ProcWindow ProcSampler::sample() {
     }
     task.last = *sched;
   }
+  peak_busy_threads_ = std::max(peak_busy_threads_, busy);
 
   if (std::size_t length = read_at_start(proc_stat_fd_, buffer_.data(), buffer_.size())) {
     const CpuTicks ticks = parse_cpu_ticks(std::string_view(buffer_.data(), length), cpus_);

@@ -59,6 +59,12 @@ class ProcSampler {
   std::vector<OwnThread> threads() const;
   // Whether /proc/stat had the rank's CPUs (a container may hide it).
   bool has_cpu_ticks() const { return cpu_ticks_known_; }
+  // The most of the process's threads (the main one included) that were
+  // busy in one window: each ran for at least kBusyShare of it. Idle
+  // helpers (an MPI library's progress threads, a runtime's sleeping
+  // pools) wake briefly and do not count.
+  static constexpr double kBusyShare = 0.25;
+  int peak_busy_threads() const { return peak_busy_threads_; }
 
  private:
   struct Task {
@@ -93,6 +99,8 @@ class ProcSampler {
   CpuTicks last_ticks_{};
   bool cpu_ticks_known_ = false;
   std::uint64_t last_minor_ = 0, last_major_ = 0, last_switches_ = 0;
+  std::uint64_t last_sample_ns_ = 0;  // CLOCK_MONOTONIC; 0 before the baseline
+  int peak_busy_threads_ = 0;
 };
 
 }  // namespace corenoise

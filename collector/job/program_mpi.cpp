@@ -58,8 +58,10 @@ std::string mpi_library_version() {
   std::string version;
   for (int i = 0; i < length && text[i] != '\0' && text[i] != '\n' && text[i] != '\r'; ++i) {
     const bool blank = text[i] == ' ' || text[i] == '\t';
-    if (!blank) version += text[i];
-    else if (!version.empty() && version.back() != ' ') version += ' ';
+    if (!blank)
+      version += text[i];
+    else if (!version.empty() && version.back() != ' ')
+      version += ' ';
   }
   if (!version.empty() && version.back() == ' ') version.pop_back();
   return version;

@@ -56,6 +56,12 @@ json to_wire(const RankRecord& r) {
     wire["culprits"] = culprits;
   }
   if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
+  json pools = json::array();
+  for (const auto& pool : r.config.unset_pools) pools.push_back({pool.variable, pool.library});
+  wire["config"] = {{"busy_threads", r.config.busy_threads_peak},
+                    {"node_cpus", r.config.node_cpus},
+                    {"unset_pools", pools},
+                    {"xla_dropped", r.config.xla_dropped}};
   return wire;
 }
 
@@ -81,6 +87,15 @@ RankRecord record_from_wire(const json& wire) {
   }
   if (wire.contains("daemon") && !wire.at("daemon").is_null())
     r.node_daemon = verdicts_from_json(wire.at("daemon"));
+  if (wire.contains("config")) {
+    const json& config = wire.at("config");
+    r.config.busy_threads_peak = config.at("busy_threads").get<int>();
+    r.config.node_cpus = config.at("node_cpus").get<int>();
+    for (const auto& pool : config.at("unset_pools"))
+      r.config.unset_pools.push_back(
+          {pool.at(0).get<std::string>(), pool.at(1).get<std::string>()});
+    r.config.xla_dropped = config.at("xla_dropped").get<std::string>();
+  }
   return r;
 }
 

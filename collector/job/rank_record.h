@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/job/rank_config.h"
 #include "collector/job/rank_measures.h"
 
 namespace corenoise {
@@ -50,6 +51,7 @@ struct RankRecord {
   };
   std::vector<Culprit> node_culprits;
   std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;
+  RankConfig config;  // what its configuration showed (rank_config.h)
 };
 
 nlohmann::json to_wire(const RankRecord& record);

@@ -97,6 +97,15 @@ void print_call_sites(std::ostringstream& out, const JobReport& report) {
   }
 }
 
+void print_findings(std::ostringstream& out, const JobReport& report) {
+  if (report.findings.empty()) return;
+  out << "  configuration findings:\n";
+  for (const JobFinding& f : report.findings) {
+    out << "    " << f.kind << ": " << f.evidence << "\n";
+    out << "      fix: " << f.fix << "\n";
+  }
+}
+
 }  // namespace
 
 std::string job_banner(const JobReport& report, int worst_ranks) {
@@ -110,6 +119,7 @@ std::string job_banner(const JobReport& report, int worst_ranks) {
     if (shown == 1) out << "  worst ranks:\n";
     if (const JobRank* r = report.rank(number)) print_rank(out, *r, advised);
   }
+  print_findings(out, report);
   print_call_sites(out, report);
   return out.str();
 }

@@ -94,6 +94,18 @@ json lateness_json(const JobFacts& facts) {
           {"rows", rows}};
 }
 
+json findings_json(const std::vector<JobFinding>& findings) {
+  json out = json::array();
+  for (const JobFinding& f : findings) {
+    out.push_back({{"kind", f.kind},
+                   {"ranks", f.ranks},
+                   {"nodes", f.nodes},
+                   {"evidence", f.evidence},
+                   {"fix", f.fix}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json to_json(const JobReport& report) {
@@ -132,6 +144,7 @@ json to_json(const JobReport& report) {
       {"call_sites", sites},
       {"ranks", ranks},
       {"worst_ranks", report.worst_ranks},
+      {"findings", findings_json(report.findings)},
       {"lateness", lateness_json(facts)},
   };
 }

@@ -125,6 +125,16 @@ TEST(JobStory, OwnThreadsOnOneRankAreNamedWithTheirThreads) {
   const json& late = rank_entry(run.report, 1);
   ASSERT_FALSE(late["culprits"].empty()) << late.dump(1);
   EXPECT_EQ(late["culprits"][0]["kind"], "thread");
+  // Its configuration says why before any timing does: three threads busy
+  // at once on its one CPU, and rank 0 is not named.
+  const json& findings = run.report["findings"];
+  ASSERT_EQ(findings.size(), 1u) << findings.dump(1);
+  EXPECT_EQ(findings[0]["kind"], "threads-over-cpus");
+  EXPECT_EQ(findings[0]["ranks"], json::array({1})) << findings.dump(1);
+  EXPECT_NE(findings[0]["evidence"].get<std::string>().find("rank 1 on "), std::string::npos);
+  EXPECT_NE(run.result.err.find("configuration findings:\n    threads-over-cpus: "),
+            std::string::npos)
+      << run.result.err;
 }
 
 TEST(JobStory, AnotherProcessOnOneRanksCoreIsNamedByCommand) {
@@ -141,11 +151,15 @@ TEST(JobStory, AnotherProcessOnOneRanksCoreIsNamedByCommand) {
     named = named || (culprit["kind"] == "process" && culprit["name"] == "corenoise");
   }
   EXPECT_TRUE(named) << late["culprits"].dump(1);
+  // Another process is not the job's configuration: no finding.
+  EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);
 }
 
 TEST(JobStory, LargerMatricesOnOneRankAreMoreWork) {
   const JobRun run = run_story("--steps 150 --larger 1:1.6", "more-work");
   expect_rank_one(run, "more-work");
+  // More work is not a configuration mistake: no finding.
+  EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);
 }
 
 // With a real corenoised on the node: the report joins its latest verdicts
@@ -184,6 +198,64 @@ TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
 
 // The C++ application under MPICH, with a real-time thread of another
 // process preempting rank 1 (as an interrupt thread or a daemon would).
+// bsp_step_app under `corenoise job` with MPICH, `launch` the launcher's
+// options and environment; the report.
+JobRun run_bsp(const std::string& launch, const std::string& name) {
+  const std::string path = temp_path(name + ".json");
+  JobRun run;
+  run.result = run_command("timeout -k 5 120 " + launch + kCorenoise + " job --no-daemon --json " +
+                           path + " -- " + kBsp + " --steps 20 --step-products 64");
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  run.report = read_json(path);
+  std::remove(path.c_str());
+  return run;
+}
+
+const json* finding(const json& report, const std::string& kind) {
+  for (const json& f : report["findings"]) {
+    if (f["kind"] == kind) return &f;
+  }
+  return nullptr;
+}
+
+// Configuration findings (docs/job.md), each from a real job's own
+// configuration: two ranks bound to one CPU, two unbound ranks, and the
+// story's XLA_FLAGS, whose second word XLA drops.
+TEST(JobFindings, TwoRanksBoundToOneCpuShareIt) {
+  const JobRun run = run_bsp(kMpich.launcher() + " -bind-to user:0,0 -n 2 ", "shared");
+  const json* f = finding(run.report, "shared-cpus");
+  ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
+  EXPECT_NE((*f)["evidence"].get<std::string>().find("ranks 0-1 share 1 CPU 0"), std::string::npos)
+      << f->dump();
+  EXPECT_NE(run.result.err.find("shared-cpus: "), std::string::npos) << run.result.err;
+}
+
+TEST(JobFindings, UnboundRanksOfOneNodeAreNamed) {
+  const JobRun run = run_bsp(kMpich.launcher() + " -bind-to none -n 2 ", "unbound");
+  const json* f = finding(run.report, "unbound-ranks");
+  ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
+  EXPECT_EQ(finding(run.report, "shared-cpus"), nullptr) << run.report["findings"].dump(1);
+}
+
+TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
+  const JobRun run =
+      run_bsp("env XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1' " +
+                  kMpich.bound_job(2),
+              "xla-flags");
+  const json* f = finding(run.report, "xla-flags-dropped");
+  ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
+  EXPECT_NE((*f)["evidence"].get<std::string>().find(
+                "XLA ignores 'intra_op_parallelism_threads=1' on 2 ranks (0-1)"),
+            std::string::npos)
+      << f->dump();
+  EXPECT_NE((*f)["fix"].get<std::string>().find("PJRT_NPROC"), std::string::npos);
+  // Bound one rank per core, with nothing else amiss: that finding alone.
+  EXPECT_EQ(run.report["findings"].size(), 1u) << run.report["findings"].dump(1);
+}
+
 TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
   BackgroundProcess noise({kCorenoise, "inject", "--cpus", "1", "--seconds", "60", "--duty", "0.3",
                            "--period", "0.01"});
@@ -323,6 +395,9 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
     EXPECT_TRUE(run.report["worst_ranks"].empty()) << run.report.dump(1);
     for (const auto& r : run.report["ranks"]) EXPECT_EQ(r["cause"], "none") << r.dump(1);
     EXPECT_GT(run.report["exchange_wait_seconds"].get<double>(), 0.0);
+    // A well-configured job: no configuration finding either.
+    EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);
+    EXPECT_EQ(run.result.err.find("configuration findings"), std::string::npos) << run.result.err;
   }
 }
 

@@ -124,6 +124,8 @@ RankRecord clean_rank(int rank, const std::string& host, unsigned cpu) {
   r.host = host;
   r.cpus = {cpu};
   r.pid = 4000 + rank;
+  r.config.busy_threads_peak = 1;
+  r.config.node_cpus = 4;
   RankMeasures& m = r.measures;
   m.elapsed_seconds = 20 + 0.001 * rank;
   m.compute_seconds = 8 + 0.002 * (rank % 3);
@@ -171,6 +173,8 @@ SampleJob sample_job() {
   // in bytes that are not UTF-8) and made the others wait 3 s, 1 s of it
   // in exchanges.
   RankRecord& r2 = job.records[2];
+  // Its configuration says so too: three threads busy at once on one CPU.
+  r2.config.busy_threads_peak = 3;
   r2.measures.compute_seconds = 9;
   r2.measures.own_threads_seconds = 2.25;
   r2.measures.wait_caused_seconds = 3;

@@ -680,6 +680,7 @@
       jobHeader(report),
       jobWaiting(report),
       jobWorstRanks(report, ranks, indexOf),
+      jobFindings(report.findings || []),
       jobCallSites(report.call_sites || []),
       map.section,
     ]);
@@ -787,6 +788,22 @@
             el("td", { className: "advice" }, rank.advice || DASH),
             el("td", { className: "list" }, daemonVerdicts(rank.daemon)));
         }),
+      ),
+    );
+  }
+
+  // What the ranks' configuration showed, whatever the timing said.
+  function jobFindings(findings) {
+    const title = "Configuration findings";
+    if (findings.length === 0) return section("findings", title, note("None: no rank ran more busy threads than CPUs, shared CPUs or went unbound, left a thread pool's size unset, or had XLA_FLAGS words XLA drops."));
+    return section(
+      "findings",
+      title,
+      table(
+        ["kind", "ranks", "nodes", "evidence", "fix"],
+        findings.map((f) => el("tr", { dataset: { kind: String(f.kind) } }, el("td", null, el("b", null, String(f.kind))),
+          el("td", null, String((f.ranks || []).length)), el("td", null, (f.nodes || []).join(", ") || DASH),
+          el("td", { className: "advice" }, String(f.evidence)), el("td", { className: "advice" }, String(f.fix)))),
       ),
     );
   }
