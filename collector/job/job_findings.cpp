@@ -64,7 +64,9 @@ class Finding {
 };
 
 bool carries_config(const RankRecord& r) { return r.config.node_cpus > 0; }
-bool bound(const RankRecord& r) { return r.cpus.size() < static_cast<std::size_t>(r.config.node_cpus); }
+bool bound(const RankRecord& r) {
+  return r.cpus.size() < static_cast<std::size_t>(r.config.node_cpus);
+}
 
 std::string thread_names(const RankRecord& r) {
   std::string names;
@@ -133,10 +135,10 @@ void shared_and_unbound(const std::vector<const RankRecord*>& records,
       bool same_set = cpus.size() > 1;
       for (const RankRecord* r : on_cpu[cpus.front()])
         same_set = same_set && r->cpus == on_cpu[cpus.front()].front()->cpus;
-      shared.example("on " + host + " ranks " + ranks_text(numbers) + " share " +
-                     plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
-                     (same_set ? " (each bound to all of them: a NUMA-domain or package binding)"
-                               : ""));
+      shared.example(
+          "on " + host + " ranks " + ranks_text(numbers) + " share " +
+          plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
+          (same_set ? " (each bound to all of them: a NUMA-domain or package binding)" : ""));
     }
     if (!loose.empty()) {
       std::vector<int> numbers;

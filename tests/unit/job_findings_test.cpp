@@ -1,12 +1,13 @@
 // Configuration findings (collector/job/rank_config.h, job_findings.h):
 // XLA_FLAGS read as XLA's parser reads it, the thread-pool variables
 // against the libraries mapped, and the findings over ranks.
+#include "collector/job/job_findings.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "collector/job/job_findings.h"
 #include "collector/job/rank_config.h"
 
 namespace corenoise {
@@ -62,17 +63,19 @@ TEST(RankConfig, UnsetPoolVariablesAreNamedWithTheLibraryThatReadsThem) {
 }
 
 TEST(RankConfig, NprocSizesXlasPoolsAsPjrtNprocDoes) {
-  const RankConfig c =
-      read_rank_config(kMaps, environment({{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"},
-                                           {"NPROC", "1"}, {"XLA_FLAGS", "--xla_a b"}}),
-                       1, 8);
+  const RankConfig c = read_rank_config(kMaps,
+                                        environment({{"OPENBLAS_NUM_THREADS", "1"},
+                                                     {"OMP_NUM_THREADS", "1"},
+                                                     {"NPROC", "1"},
+                                                     {"XLA_FLAGS", "--xla_a b"}}),
+                                        1, 8);
   EXPECT_TRUE(c.unset_pools.empty());
   EXPECT_EQ(c.xla_dropped, "b");
 }
 
 TEST(RankConfig, AnEmptyVariableIsUnset) {
-  const RankConfig c = read_rank_config(
-      "1-2 r-xp 0 0:0 0 /usr/lib/libgomp.so.1\n", environment({{"OMP_NUM_THREADS", ""}}), 1, 2);
+  const RankConfig c = read_rank_config("1-2 r-xp 0 0:0 0 /usr/lib/libgomp.so.1\n",
+                                        environment({{"OMP_NUM_THREADS", ""}}), 1, 2);
   ASSERT_EQ(c.unset_pools.size(), 1u);
   EXPECT_EQ(c.unset_pools[0].variable, "OMP_NUM_THREADS");
 }
