@@ -1,6 +1,7 @@
 #include "collector/job/interval_recorder.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace corenoise {
 
@@ -66,7 +67,13 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
   CallSite& s = site(call, return_address);
   ++s.calls;
   s.wait_seconds += wait;
+  const bool longest = wait > s.wait_max_seconds;
   s.wait_max_seconds = std::max(s.wait_max_seconds, wait);
+  wants_caller_ = nullptr;
+  if (sample_callers_ && s.return_address != 0 && (s.calls >= s.next_python_sample || longest)) {
+    if (s.calls >= s.next_python_sample) s.next_python_sample = 2 * s.calls;
+    wants_caller_ = &s;
+  }
   // A step's wait as the others saw it: the time this rank was in the call
   // and running. MPI libraries poll in their waits (MPICH's, Open MPI's and
   // Intel MPI's defaults), so a rank kept off its CPU inside a collective
@@ -77,6 +84,20 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
   interval_start_cpu_ = thread_cpu;
   in_call_ = false;
   return wait;
+}
+
+void IntervalRecorder::add_caller(CallSite& site, const char* text) {
+  for (CallSite::PythonLine& line : site.python) {
+    if (line.text[0] == '\0') {
+      std::strncpy(line.text.data(), text, line.text.size() - 1);
+      line.samples = 1;
+      return;
+    }
+    if (std::strncmp(line.text.data(), text, line.text.size() - 1) == 0) {
+      ++line.samples;
+      return;
+    }
+  }
 }
 
 double IntervalRecorder::compute_seconds_at(double now) const {

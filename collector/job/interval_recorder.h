@@ -31,6 +31,16 @@ struct CallSite {
   std::uint64_t calls = 0;
   double wait_seconds = 0;
   double wait_max_seconds = 0;
+  // Where the rank is Python (python_caller.h): the lines that made this
+  // site's calls, as sampled at its calls 1, 2, 4, 8, ... and at each new
+  // longest wait; the first kPythonLines distinct ones, with their samples.
+  static constexpr std::size_t kPythonLines = 3;
+  struct PythonLine {
+    std::array<char, 88> text{};  // "story.py:74 in main"; empty: unused
+    std::uint32_t samples = 0;
+  };
+  std::array<PythonLine, kPythonLines> python{};
+  std::uint64_t next_python_sample = 1;  // the call count at which to sample next
 };
 
 class StepWaits {
@@ -88,6 +98,19 @@ class IntervalRecorder {
   }
   void exclude(double seconds) { exclude(seconds, seconds); }
 
+  // Python call sites (python_caller.h): once on, the site of an exit whose
+  // caller is due to be sampled is offered by wants_caller() until the
+  // next exit; the caller's text goes to add_caller, and the time taken to
+  // find it to exclude_from_compute (it is neither the call's nor the
+  // program's).
+  void sample_callers(bool on) { sample_callers_ = on; }
+  CallSite* wants_caller() const { return wants_caller_; }
+  void add_caller(CallSite& site, const char* text);
+  void exclude_from_compute(double seconds, double cpu_seconds) {
+    interval_start_ += seconds;
+    interval_start_cpu_ += cpu_seconds;
+  }
+
   const IntervalTotals& totals() const { return totals_; }
   // Compute seconds so far, including the open interval up to `now` when no
   // call is in progress (a window's share, proc_sampler).
@@ -103,6 +126,8 @@ class IntervalRecorder {
 
   IntervalTotals totals_;
   StepWaits steps_;
+  bool sample_callers_ = false;
+  CallSite* wants_caller_ = nullptr;
   double interval_start_ = 0;      // wall time the current interval began
   double interval_start_cpu_ = 0;  // and the thread's CPU time then
   double excluded_ = 0;

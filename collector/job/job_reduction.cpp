@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -141,6 +142,24 @@ std::string site_name(std::uintptr_t address) {
   if (name.empty()) name = "program";
   name += offset;
   if (info.dli_sname != nullptr) name += std::string(" (") + info.dli_sname + ")";
+  return name;
+}
+
+// A site by the Python lines sampled at it (python_caller.h), most
+// sampled first, where the rank is Python; else by its return address.
+std::string site_name(const CallSite& site) {
+  std::vector<const CallSite::PythonLine*> lines;
+  for (const CallSite::PythonLine& line : site.python) {
+    if (line.text[0] != '\0') lines.push_back(&line);
+  }
+  if (lines.empty()) return site_name(site.return_address);
+  std::stable_sort(lines.begin(), lines.end(), [](const auto* a, const auto* b) {
+    return a->samples > b->samples ||
+           (a->samples == b->samples && std::strcmp(a->text.data(), b->text.data()) < 0);
+  });
+  std::string name;
+  for (const CallSite::PythonLine* line : lines)
+    name += (name.empty() ? "" : "; ") + std::string(line->text.data());
   return name;
 }
 
@@ -283,7 +302,7 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
     r.threads.push_back({t.name, t.seconds_on_rank_cpus});
   }
   for (const CallSite& site : s.recorder().call_sites()) {
-    r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site.return_address),
+    r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site),
                        static_cast<double>(site.calls), site.wait_seconds, site.wait_max_seconds});
   }
   // The libraries mapped by now (a runtime imported after MPI_Init too).

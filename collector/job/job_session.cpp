@@ -8,6 +8,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "collector/job/python_caller.h"
+
 namespace corenoise {
 namespace {
 
@@ -67,6 +69,7 @@ JobSession::JobSession(JobOptions options, int ranks)
   // Set-up time is not the job's: the first compute interval starts now.
   const double now = monotonic_seconds();
   recorder_ = IntervalRecorder(now, thread_cpu_seconds());
+  recorder_.sample_callers(python_callers_available());
   sampler_.sample();
   last_sample_ = now;
   next_sample_ = now + options_.min_interval_seconds;
@@ -84,6 +87,17 @@ void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
   const double wait =
       recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
+  if (CallSite* site = recorder_.wants_caller()) name_caller(*site);
+}
+
+void JobSession::name_caller(CallSite& site) {
+  const double before = monotonic_seconds();
+  const double cpu_before = thread_cpu_seconds();
+  char text[CallSite::PythonLine{}.text.size()];
+  if (python_caller(text, sizeof text)) recorder_.add_caller(site, text);
+  const double cost = monotonic_seconds() - before;
+  windows_.overhead_seconds += cost;
+  recorder_.exclude_from_compute(cost, thread_cpu_seconds() - cpu_before);
 }
 
 void JobSession::sample(double now) {

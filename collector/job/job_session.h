@@ -62,6 +62,8 @@ class JobSession {
 
  private:
   void sample(double now);
+  // The Python line of a site's call, sampled (interval_recorder.h).
+  void name_caller(CallSite& site);
   RankMeasures measures_with_clock(double clock_hz) const;
 
   JobOptions options_;

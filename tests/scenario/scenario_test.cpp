@@ -131,7 +131,7 @@ double app_step_seconds(const json& app) {
 
 TEST(Scenario, SweepRanksTheNoisyCoreWorstAndPredictsTheBarrierWait) {
   BackgroundProcess injector({kCorenoise, "inject", "--cpus", "1", "--duty", "0.5", "--period",
-                              "0.01", "--seconds", "150"});
+                              "0.01", "--seconds", "900"});
   // SCHED_FIFO: the injected thread preempts the rank the moment it wakes.
   ASSERT_EQ(injector.wait_line(),
             "ready: duty 50.0 % (5 ms busy) every 10 ms on CPU 1 (SCHED_FIFO)\n");

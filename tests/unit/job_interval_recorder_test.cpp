@@ -279,3 +279,44 @@ TEST(IntervalRecorderTest, StepBinsFollowTheRecorderBinLimit) {
 
 }  // namespace
 }  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// Python call sites (python_caller.h): a site's caller is wanted at its
+// calls 1, 2, 4, 8, ... and at each new longest wait, never otherwise, and
+// the lines given are kept with their samples, the first three distinct.
+TEST(IntervalRecorderTest, CallersAreSampledAtDoublingCountsAndNewLongestWaits) {
+  IntervalRecorder recorder(0.0, 0.0);
+  recorder.sample_callers(true);
+  double now = 0;
+  std::vector<int> wanted;
+  for (int i = 1; i <= 20; ++i) {
+    now += 1.0;
+    recorder.enter(now, now);
+    now += i == 11 ? 0.5 : 0.1;  // call 11 waits longest
+    recorder.exit(now, now, MpiCall::Barrier, 0x4000, true);
+    if (CallSite* site = recorder.wants_caller()) {
+      wanted.push_back(i);
+      recorder.add_caller(*site, i == 11 ? "app.py:9 in setup" : "app.py:74 in main");
+    }
+  }
+  EXPECT_EQ(wanted, (std::vector<int>{1, 2, 4, 8, 11, 16}));
+  const std::vector<CallSite> sites = recorder.call_sites();
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_STREQ(sites[0].python[0].text.data(), "app.py:74 in main");
+  EXPECT_EQ(sites[0].python[0].samples, 5u);
+  EXPECT_STREQ(sites[0].python[1].text.data(), "app.py:9 in setup");
+  EXPECT_EQ(sites[0].python[1].samples, 1u);
+  EXPECT_EQ(sites[0].python[2].text[0], '\0');
+}
+
+TEST(IntervalRecorderTest, NoCallerIsWantedUnlessAsked) {
+  IntervalRecorder recorder(0.0, 0.0);
+  recorder.enter(1.0, 1.0);
+  recorder.exit(2.0, 2.0, MpiCall::Barrier, 0x4000, true);
+  EXPECT_EQ(recorder.wants_caller(), nullptr);
+}
+
+}  // namespace
+}  // namespace corenoise
