@@ -52,8 +52,7 @@ const Python& python() {
 }
 
 // A code object's attribute as text; empty when it has none.
-const char* text_of(const Python& p, Python::Object code, const char* name,
-                    Python::Object* keep) {
+const char* text_of(const Python& p, Python::Object code, const char* name, Python::Object* keep) {
   *keep = p.attribute(code, name);
   if (*keep == nullptr) {
     p.clear_error();
