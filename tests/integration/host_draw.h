@@ -19,10 +19,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace corenoise::testing {
 
@@ -77,6 +79,53 @@ inline std::optional<std::string> unfair_host_in_sweep(const nlohmann::json& rep
     if (q["metric"] == "noise_ratio") quieter = q["min"];
   }
   return unfair_host(lo, hi, quieter);
+}
+
+// A `corenoise job --json` report of ranks that were given known work:
+// `work(rank)` is its multiple of the others' (0 where it is not
+// comparable, as when a script's overhead does not scale with it). The
+// vCPUs' speeds are their ranks' on-CPU compute seconds per unit of work.
+// The hypervisor's steal is unfair where its spread over the ranks reaches
+// the job's 5 % floor (docs/job.md): steal alone could then name a rank.
+template <class Work>
+std::optional<std::string> unfair_host_in_job(const nlohmann::json& report, Work work) {
+  std::map<std::string, std::pair<double, double>> per_cpus;  // cpus: seconds, work
+  std::vector<double> steal, compute;
+  for (const nlohmann::json& rank : report.at("ranks")) {
+    steal.push_back(rank["counters"]["steal_seconds"].get<double>());
+    compute.push_back(rank["compute_seconds"].get<double>());
+    const double units = work(rank["rank"].get<int>());
+    if (units <= 0) continue;
+    auto& [seconds, total] = per_cpus[rank["cpus"].get<std::string>()];
+    seconds += rank["compute_cpu_seconds"].get<double>();
+    total += units;
+  }
+  if (steal.empty()) return std::nullopt;
+  std::sort(compute.begin(), compute.end());
+  const double floor = 0.05 * compute[(compute.size() - 1) / 2];
+  const auto [least, most] = std::minmax_element(steal.begin(), steal.end());
+  if (*most - *least > floor) {
+    char text[200];
+    std::snprintf(
+        text, sizeof text,
+        "the hypervisor stole %.3f s from one rank and %.3f s from another (floor %.3f s)", *most,
+        *least, floor);
+    return text;
+  }
+  double lo = 0, hi = 0;
+  for (const auto& [cpus, figures] : per_cpus) {
+    const double per_unit = figures.first / figures.second;
+    lo = lo == 0 ? per_unit : std::min(lo, per_unit);
+    hi = std::max(hi, per_unit);
+  }
+  if (lo > 0 && hi / lo > kFairMatmulRatio) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "the vCPUs ran the same work %.2fx apart (%.3f, %.3f s of CPU per unit)", hi / lo,
+                  lo, hi);
+    return text;
+  }
+  return std::nullopt;
 }
 
 // Draws `measure()` until `judge` finds the host fair in one, at most
