@@ -8,18 +8,26 @@ namespace corenoise {
 StepWaits::StepWaits(std::size_t max_bins)
     : max_bins_(std::max<std::size_t>(2, max_bins & ~std::size_t{1})) {
   bins_.reserve(max_bins_);
+  sites_.reserve(max_bins_);
 }
 
-void StepWaits::add(double wait_seconds) {
+void StepWaits::add(double wait_seconds, std::uint16_t site) {
   if (steps_ % steps_per_bin_ == 0) {
     if (bins_.size() == max_bins_) {
       // Full: merge neighbours, halving the resolution of the whole record.
-      for (std::size_t i = 0; i < max_bins_ / 2; ++i) bins_[i] = bins_[2 * i] + bins_[2 * i + 1];
+      for (std::size_t i = 0; i < max_bins_ / 2; ++i) {
+        bins_[i] = bins_[2 * i] + bins_[2 * i + 1];
+        sites_[i] = sites_[2 * i];
+      }
       bins_.resize(max_bins_ / 2);
+      sites_.resize(max_bins_ / 2);
       steps_per_bin_ *= 2;
       if (mirror_ != nullptr) std::copy(bins_.begin(), bins_.end(), mirror_);
     }
-    if (steps_ % steps_per_bin_ == 0) bins_.push_back(0.0);
+    if (steps_ % steps_per_bin_ == 0) {
+      bins_.push_back(0.0);
+      sites_.push_back(site);
+    }
   }
   bins_.back() += wait_seconds;
   ++steps_;
@@ -79,7 +87,12 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
   // Intel MPI's defaults), so a rank kept off its CPU inside a collective
   // delays the others as surely as one that arrives late: that time counts
   // as lateness, not as waiting (docs/job.md, "What is measured").
-  if (step) steps_.add(on_cpu);
+  if (step) {
+    const bool in_table = &s >= sites_.data() && &s < sites_.data() + kTableSlots;
+    const auto tag = static_cast<std::uint16_t>(in_table ? &s - sites_.data()
+                                                         : kTableSlots + (&s - overflow_.data()));
+    steps_.add(on_cpu, tag);
+  }
   interval_start_ = now;
   interval_start_cpu_ = thread_cpu;
   in_call_ = false;
@@ -126,6 +139,12 @@ CallSite& IntervalRecorder::site(MpiCall call, std::uintptr_t return_address) {
   CallSite& other = overflow_[static_cast<std::size_t>(call)];
   other.call = call;
   return other;
+}
+
+const CallSite* IntervalRecorder::site_at(std::uint16_t tag) const {
+  if (tag < kTableSlots) return sites_[tag].calls > 0 ? &sites_[tag] : nullptr;
+  const std::size_t other = tag - kTableSlots;
+  return other < overflow_.size() && overflow_[other].calls > 0 ? &overflow_[other] : nullptr;
 }
 
 std::vector<CallSite> IntervalRecorder::call_sites() const {

@@ -46,11 +46,14 @@ struct CallSite {
 class StepWaits {
  public:
   explicit StepWaits(std::size_t max_bins);
-  void add(double wait_seconds);
+  // `site`: the call site's tag (IntervalRecorder::site_at).
+  void add(double wait_seconds, std::uint16_t site = 0);
   std::uint64_t steps() const { return steps_; }
   std::uint64_t steps_per_bin() const { return steps_per_bin_; }
   // Bins of steps_per_bin() steps each (the last may hold fewer), summed.
   const std::vector<double>& bins() const { return bins_; }
+  // The call site of each bin's first step (a tag of site_at).
+  const std::vector<std::uint16_t>& sites() const { return sites_; }
   // Also keeps every bin in `bins` (room for max_bins) and {steps,
   // steps_per_bin, bins used} in `counts` as they change: a spill file's
   // mapping (spill_file.h), which outlives a killed process.
@@ -64,6 +67,7 @@ class StepWaits {
   std::uint64_t steps_ = 0;
   std::uint64_t steps_per_bin_ = 1;
   std::vector<double> bins_;
+  std::vector<std::uint16_t> sites_;
 };
 
 struct IntervalTotals {
@@ -117,6 +121,8 @@ class IntervalRecorder {
   double compute_seconds_at(double now) const;
   const StepWaits& step_waits() const { return steps_; }
   StepWaits& step_waits() { return steps_; }
+  // The site a step's tag names (StepWaits::sites); nullptr for none.
+  const CallSite* site_at(std::uint16_t tag) const;
   // The sites seen, in first-call order. Sites past kMaxCallSites are
   // counted in one entry per call with return_address 0.
   std::vector<CallSite> call_sites() const;

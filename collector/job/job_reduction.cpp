@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -166,6 +167,9 @@ std::string site_name(const CallSite& site) {
 struct StepResult {
   bool complete = false;
   double wait_caused = 0;
+  long warmup_steps = 0;                    // agreed by every rank (step_math.h)
+  double warmup_wait_caused = 0;            // of wait_caused, at those steps
+  std::vector<JobFacts::Step> worst_steps;  // rank 0's
   std::vector<float> lateness;
   long steps_per_column = 1;
   std::string problem;
@@ -175,6 +179,36 @@ long unix_milliseconds() {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   return static_cast<long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+// The bins of steps that caused the most waiting, with the last rank to
+// arrive and this rank's call there.
+std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<double>& caused,
+                                        const std::vector<int>& last_rank, long steps_per_bin) {
+  constexpr std::size_t kWorstSteps = 5;
+  std::vector<std::size_t> order(caused.size());
+  std::iota(order.begin(), order.end(), 0);
+  const std::size_t shown = std::min(kWorstSteps, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+                    [&](std::size_t a, std::size_t b) { return caused[a] > caused[b]; });
+  const IntervalRecorder& recorder = p.session->recorder();
+  const std::vector<std::uint16_t>& tags = recorder.step_waits().sites();
+  std::vector<JobFacts::Step> worst;
+  // A step that kept the others waiting less than 1 ms says nothing.
+  for (std::size_t k = 0; k < shown && caused[order[k]] >= 1e-3; ++k) {
+    const std::size_t bin = order[k];
+    JobFacts::Step step;
+    step.first_step = static_cast<long>(bin) * steps_per_bin + 1;
+    step.steps = steps_per_bin;
+    step.wait_caused_seconds = caused[bin];
+    step.last_rank = last_rank[bin];
+    if (const CallSite* site = bin < tags.size() ? recorder.site_at(tags[bin]) : nullptr) {
+      step.call = std::string(mpi_call_name(site->call));
+      step.site = site_name(*site);
+    }
+    worst.push_back(std::move(step));
+  }
+  return worst;
 }
 
 // The step waits of every rank, reduced (step_math.h).
@@ -263,6 +297,15 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
   }
   result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, sum);
   result.lateness = lateness_columns(waits.bins(), maximum, low[1], &result.steps_per_column);
+  // Every rank has the same reductions, so every rank finds the same
+  // warm-up, and its measures at that step go into its record.
+  const std::vector<double> caused = caused_per_bin(p.size, low_values, sum);
+  result.warmup_steps = warmup_steps(caused, low[1], low[0] * low[1]);
+  const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / low[1]);
+  result.warmup_wait_caused =
+      wait_caused(p.rank, p.size, std::span(low_values).first(warmup_bins),
+                  std::span(low_ranks).first(warmup_bins), std::span(sum).first(warmup_bins));
+  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, low[1]);
   return result;
 }
 
@@ -297,6 +340,13 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
   r.measures = s.measures();
   r.measures.exchange_wait_caused_seconds = std::max(0.0, exchange_caused);
   r.measures.wait_caused_seconds = steps.wait_caused + r.measures.exchange_wait_caused_seconds;
+  if (const RankMeasures* warmup = s.measures_at_step(steps.warmup_steps)) {
+    // Exchanges are charged over the whole job (peer_waits.h): the warm-up
+    // counts the waiting caused at its steps only.
+    r.warmup = *warmup;
+    r.warmup->wait_caused_seconds = steps.warmup_wait_caused;
+    r.warmup->exchange_wait_caused_seconds = 0;
+  }
   for (const OwnThread& t : s.sampler().threads()) {
     if (r.threads.size() == 5) break;
     r.threads.push_back({t.name, t.seconds_on_rank_cpus});
@@ -512,6 +562,8 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   facts.clock_source = std::string(session.clock_source());
   facts.mpi_library = p.mpi_library;
   facts.mpi_library_version = p.mpi_library_version;
+  facts.warmup_steps = steps.warmup_steps;
+  facts.worst_steps = steps.worst_steps;
   const std::vector<int>& missing = gathered.missing;
   if (!missing.empty()) {
     std::string list;

@@ -149,6 +149,11 @@ JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& record
   report.call_sites = merged_call_sites(records);
   report.worst_ranks = worst_ranks(report.ranks);
   report.findings = job_findings(records);
+  report.phases = job_phases(records, report.facts.warmup_steps, report.facts.steps);
+  for (const JobFacts::Step& s : report.facts.worst_steps) {
+    report.worst_steps.push_back(step_in_phases(s.first_step, s.steps, s.wait_caused_seconds,
+                                                s.last_rank, s.call, s.site, report.phases));
+  }
   return report;
 }
 

@@ -19,6 +19,7 @@
 
 #include "collector/job/attribution.h"
 #include "collector/job/job_findings.h"
+#include "collector/job/job_phases.h"
 #include "collector/job/rank_record.h"
 
 namespace corenoise {
@@ -42,6 +43,18 @@ struct JobFacts {
   // from spill files).
   std::string mpi_library;
   std::string mpi_library_version;
+  // The warm-up's steps (step_math.h's warmup_steps); 0: not split.
+  long warmup_steps = 0;
+  // The steps (bins of steps_per_bin) that caused the most waiting, most
+  // first: where, and who arrived last.
+  struct Step {
+    long first_step = 0;  // counted from 1
+    long steps = 1;       // in its bin
+    double wait_caused_seconds = 0;
+    int last_rank = 0;
+    std::string call, site;  // the reporting rank's call there
+  };
+  std::vector<Step> worst_steps;
 };
 
 // Who took a late rank's time: one of its own threads (own-threads), or
@@ -94,6 +107,8 @@ struct JobReport {
   std::vector<JobRank> ranks;           // in record order
   std::vector<int> worst_ranks;         // rank numbers, most waiting caused first; at most 20
   std::vector<JobFinding> findings;     // configuration findings (job_findings.h)
+  std::vector<JobPhase> phases;         // warm-up and steady state (job_phases.h); may be empty
+  std::vector<JobStep> worst_steps;     // most waiting caused first
 
   bool complete() const { return facts.incomplete_reason.empty(); }
   double collective_wait_seconds() const { return wait_seconds - exchange_wait_seconds; }

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <tuple>
 
 #include "collector/job/python_caller.h"
+#include "collector/job/step_math.h"
 
 namespace corenoise {
 namespace {
@@ -88,6 +90,22 @@ void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
       recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
   if (CallSite* site = recorder_.wants_caller()) name_caller(*site);
+  if (step) snapshot_step(recorder_.step_waits().steps());
+}
+
+void JobSession::snapshot_step(std::uint64_t steps) {
+  static_assert(kMaxWarmupSteps == 1L << (std::tuple_size_v<decltype(step_snapshots_)> - 1));
+  if ((steps & (steps - 1)) != 0 || steps > static_cast<std::uint64_t>(kMaxWarmupSteps)) return;
+  // Counted to the boundary: the /proc windows too, not the last sample's.
+  sample(monotonic_seconds(), false);
+  step_snapshots_[step_snapshots_kept_++] = measures_with_clock(clock_.recent_median_hz());
+}
+
+const RankMeasures* JobSession::measures_at_step(long steps) const {
+  for (std::size_t i = 0; i < step_snapshots_kept_; ++i) {
+    if (1L << i == steps) return &step_snapshots_[i];
+  }
+  return nullptr;
 }
 
 void JobSession::name_caller(CallSite& site) {
@@ -100,7 +118,7 @@ void JobSession::name_caller(CallSite& site) {
   recorder_.exclude_from_compute(cost, thread_cpu_seconds() - cpu_before);
 }
 
-void JobSession::sample(double now) {
+void JobSession::sample(double now, bool in_call) {
   const double cpu_before = thread_cpu_seconds();
   const ProcWindow window = sampler_.sample();
   clock_.sample();
@@ -125,7 +143,10 @@ void JobSession::sample(double now) {
   const double cost = after - now;
   const double cpu_cost = thread_cpu_seconds() - cpu_before;
   windows_.overhead_seconds += cost;
-  recorder_.exclude(cost, cpu_cost);
+  if (in_call)
+    recorder_.exclude(cost, cpu_cost);
+  else
+    recorder_.exclude_from_compute(cost, cpu_cost);
   // The cadence from the sample's CPU time, not its wall time: a sample
   // preempted by the very threads it measures took no longer to do, and
   // sampling less often then would lose the threads that exit meanwhile.

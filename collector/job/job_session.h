@@ -13,6 +13,7 @@
 // wrappers let calls from other threads pass unrecorded.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -51,6 +52,10 @@ class JobSession {
   SpillWriter* spill() { return spill_.get(); }
 
   RankMeasures measures() const;
+  // The measures as they stood at the end of step `steps`, where that is
+  // a power of two up to kMaxWarmupSteps (step_math.h): the warm-up's, once
+  // the ranks have agreed where it ends. Null for any other step.
+  const RankMeasures* measures_at_step(long steps) const;
   const IntervalRecorder& recorder() const { return recorder_; }
   const PeerWaits& peer_waits() const { return peers_; }
   RequestPeers& requests() { return requests_; }
@@ -61,7 +66,11 @@ class JobSession {
   std::string_view clock_source() const { return clock_.source(); }
 
  private:
-  void sample(double now);
+  // `in_call`: between enter and exit, whose wait then excludes the
+  // sample's cost; otherwise the compute interval does.
+  void sample(double now, bool in_call = true);
+  // At the end of steps 1, 2, 4, ...: a sample, and the measures kept.
+  void snapshot_step(std::uint64_t steps);
   // The Python line of a site's call, sampled (interval_recorder.h).
   void name_caller(CallSite& site);
   RankMeasures measures_with_clock(double clock_hz) const;
@@ -79,6 +88,9 @@ class JobSession {
   double next_sample_ = 0;
   double last_sample_ = 0;
   RankMeasures windows_;  // the OS-level sums over the windows so far
+  // measures_at_step's, at steps 2^i; how many are kept.
+  std::array<RankMeasures, 11> step_snapshots_{};
+  std::size_t step_snapshots_kept_ = 0;
   double ended_ = 0;
   std::unique_ptr<SpillWriter> spill_;
 };

@@ -62,6 +62,9 @@ json to_wire(const RankRecord& r) {
                     {"node_cpus", r.config.node_cpus},
                     {"unset_pools", pools},
                     {"xla_dropped", r.config.xla_dropped}};
+  if (r.warmup)
+    wire["warmup"] =
+        std::vector<double>(as_array(*r.warmup), as_array(*r.warmup) + kRankMeasureCount);
   return wire;
 }
 
@@ -95,6 +98,11 @@ RankRecord record_from_wire(const json& wire) {
       r.config.unset_pools.push_back(
           {pool.at(0).get<std::string>(), pool.at(1).get<std::string>()});
     r.config.xla_dropped = config.at("xla_dropped").get<std::string>();
+  }
+  if (wire.contains("warmup")) {
+    const auto warmup = wire.at("warmup").get<std::vector<double>>();
+    r.warmup.emplace();
+    std::copy_n(warmup.begin(), std::min(warmup.size(), kRankMeasureCount), as_array(*r.warmup));
   }
   return r;
 }

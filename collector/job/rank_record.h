@@ -52,6 +52,10 @@ struct RankRecord {
   std::vector<Culprit> node_culprits;
   std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;
   RankConfig config;  // what its configuration showed (rank_config.h)
+  // Its measures at the end of the job's warm-up (JobFacts::warmup_steps),
+  // with wait_caused_seconds the waiting it caused at those steps; nullopt
+  // when the job has no warm-up apart, or from spill files.
+  std::optional<RankMeasures> warmup;
 };
 
 nlohmann::json to_wire(const RankRecord& record);

@@ -8,9 +8,12 @@
 // Pure.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <vector>
+
+#include "probe/stats.h"
 
 namespace corenoise {
 
@@ -44,6 +47,64 @@ inline std::vector<float> lateness_columns(std::span<const double> mine,
     lateness.push_back(static_cast<float>(late));
   }
   return lateness;
+}
+
+// The waiting caused at each bin: every rank's wait there beyond the
+// least, summed (sum - n·w_min).
+inline std::vector<double> caused_per_bin(int ranks, std::span<const double> minimum,
+                                          std::span<const double> sum) {
+  std::vector<double> caused(minimum.size());
+  for (std::size_t i = 0; i < minimum.size(); ++i)
+    caused[i] = std::max(0.0, sum[i] - ranks * minimum[i]);
+  return caused;
+}
+
+// The ranks snapshot their measures at steps 1, 2, 4, ... up to this
+// (job_session.h): the warm-up ends at one of them.
+inline constexpr long kMaxWarmupSteps = 1024;
+
+// The warm-up: the leading steps before the step times settle, whose
+// waiting (a JIT's compile, first-touch faults, a rank's extra set-up)
+// would otherwise be mixed with the steady state's. A bin is unsettled
+// when its caused waiting per step exceeds every step of the job's second
+// half, and their median by five robust standard deviations (1.4826 × MAD)
+// and by 1 ms: a program's steps alternate between kinds (a barrier after
+// the compute, then a small Allreduce), so only what the steady state
+// never reached sets a step apart. The warm-up is at least the first step,
+// and runs on to the last unsettled bin before the first two settled bins
+// in a row (a program's set-up barrier may be even, its first compute step
+// not). Rounded up to a power of two that is a whole number of bins; where
+// that passes kMaxWarmupSteps or half the job, the steps never settled
+// early, and the warm-up is the first step (bin). 0 (no split) for a job of
+// fewer than 4 steps, which has no steady state.
+inline long warmup_steps(std::span<const double> caused, long steps_per_bin, long steps) {
+  if (steps < 4 || caused.empty() || steps_per_bin < 1) return 0;
+  const auto per_step = [&](std::size_t bin) {
+    const long first = static_cast<long>(bin) * steps_per_bin;
+    return caused[bin] / static_cast<double>(std::min(steps_per_bin, steps - first));
+  };
+  std::vector<double> steady;
+  for (std::size_t bin = caused.size() / 2; bin < caused.size(); ++bin)
+    steady.push_back(per_step(bin));
+  const double median = stats::median(steady);
+  const double bound = std::max(median + std::max(5 * 1.4826 * stats::mad(steady), 1e-3),
+                                *std::max_element(steady.begin(), steady.end()));
+  long last_unsettled = 1;  // the first step is always warm-up
+  int settled_in_a_row = 0;
+  for (std::size_t bin = 0; bin < caused.size(); ++bin) {
+    const long first = static_cast<long>(bin) * steps_per_bin;
+    if (first >= kMaxWarmupSteps) break;
+    if (per_step(bin) > bound) {
+      last_unsettled = first + steps_per_bin;
+      settled_in_a_row = 0;
+    } else if (++settled_in_a_row == 2) {
+      break;
+    }
+  }
+  long warmup = steps_per_bin;
+  while (warmup < last_unsettled) warmup *= 2;
+  if (warmup > kMaxWarmupSteps || warmup > steps / 2) warmup = steps_per_bin;
+  return warmup <= steps / 2 ? warmup : 0;
 }
 
 }  // namespace corenoise

@@ -106,6 +106,44 @@ void print_findings(std::ostringstream& out, const JobReport& report) {
   }
 }
 
+std::string steps_text(long first, long last) {
+  return first == last ? "step " + std::to_string(first)
+                       : "steps " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+// Each phase in a line: its waiting, and its late ranks or none.
+void print_phases(std::ostringstream& out, const JobReport& report) {
+  for (const JobPhase& p : report.phases) {
+    out << "  " << p.name << " (" << steps_text(p.first_step, p.last_step) << "): the ranks waited "
+        << seconds_text(p.wait_seconds);
+    if (p.late_ranks.empty()) {
+      out << "; no rank late beyond the ranks' own spread\n";
+      continue;
+    }
+    out << ", " << seconds_text(p.wait_caused_seconds) << " of it for ";
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, p.late_ranks.size()); ++i) {
+      const JobPhaseRank& r = p.late_ranks[i];
+      out << (i == 0 ? "" : ", ") << "rank " << r.rank << " (" << to_string(r.cause) << " "
+          << seconds_text(r.cause_seconds) << ")";
+    }
+    if (p.late_ranks.size() > 3) out << " and " << p.late_ranks.size() - 3 << " more";
+    out << "\n";
+  }
+}
+
+void print_worst_steps(std::ostringstream& out, const JobReport& report) {
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, report.worst_steps.size()); ++i) {
+    const JobStep& s = report.worst_steps[i];
+    if (i == 0) out << "  worst steps:\n";
+    out << "    " << steps_text(s.first_step, s.first_step + s.steps - 1) << ": "
+        << seconds_text(s.wait_caused_seconds) << " of waiting for rank " << s.last_rank;
+    if (s.cause)
+      out << " (" << to_string(*s.cause) << (s.phase.empty() ? "" : " in the " + s.phase) << ")";
+    if (!s.call.empty()) out << ", at " << s.call << " from " << s.site;
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 std::string job_banner(const JobReport& report, int worst_ranks) {
@@ -119,6 +157,8 @@ std::string job_banner(const JobReport& report, int worst_ranks) {
     if (shown == 1) out << "  worst ranks:\n";
     if (const JobRank* r = report.rank(number)) print_rank(out, *r, advised);
   }
+  print_phases(out, report);
+  print_worst_steps(out, report);
   print_findings(out, report);
   print_call_sites(out, report);
   return out.str();

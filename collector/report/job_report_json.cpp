@@ -106,6 +106,47 @@ json findings_json(const std::vector<JobFinding>& findings) {
   return out;
 }
 
+json cause_or_none(const std::optional<JobCause>& cause) {
+  return cause ? json(std::string(to_string(*cause))) : json("none");
+}
+
+json phases_json(const std::vector<JobPhase>& phases) {
+  json out = json::array();
+  for (const JobPhase& p : phases) {
+    json late = json::array();
+    for (const JobPhaseRank& r : p.late_ranks) {
+      late.push_back({{"rank", r.rank},
+                      {"cause", std::string(to_string(r.cause))},
+                      {"cause_seconds", r.cause_seconds},
+                      {"wait_caused_seconds", r.wait_caused_seconds}});
+    }
+    out.push_back({{"name", p.name},
+                   {"first_step", p.first_step},
+                   {"last_step", p.last_step},
+                   {"wait_seconds", p.wait_seconds},
+                   {"wait_caused_seconds", p.wait_caused_seconds},
+                   {"cause_threshold_seconds", p.cause_threshold_seconds},
+                   {"causes", causes_json(p.causes)},
+                   {"late_ranks", late}});
+  }
+  return out;
+}
+
+json worst_steps_json(const std::vector<JobStep>& steps) {
+  json out = json::array();
+  for (const JobStep& s : steps) {
+    out.push_back({{"first_step", s.first_step},
+                   {"steps", s.steps},
+                   {"wait_caused_seconds", s.wait_caused_seconds},
+                   {"last_rank", s.last_rank},
+                   {"call", s.call.empty() ? json(nullptr) : json(s.call)},
+                   {"site", s.site.empty() ? json(nullptr) : json(s.site)},
+                   {"phase", s.phase.empty() ? json(nullptr) : json(s.phase)},
+                   {"cause", cause_or_none(s.cause)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json to_json(const JobReport& report) {
@@ -145,6 +186,9 @@ json to_json(const JobReport& report) {
       {"ranks", ranks},
       {"worst_ranks", report.worst_ranks},
       {"findings", findings_json(report.findings)},
+      {"warmup_steps", facts.warmup_steps},
+      {"phases", phases_json(report.phases)},
+      {"worst_steps", worst_steps_json(report.worst_steps)},
       {"lateness", lateness_json(facts)},
   };
 }

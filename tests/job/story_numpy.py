@@ -11,6 +11,8 @@ and can make one rank differ, for the ground-truth tests of `corenoise job`
   --own-threads R:K   rank R runs K threads of its own computing numpy
                       products during the steps, on its (bound) core
   --larger R:F        rank R's matrices are F times larger (more work)
+  --first-step R:K    rank R computes K times over in the first step only (a
+                      warm-up skew, as a JIT's compile on one rank)
 The third case, another process taking a share of a rank's core, is made
 from outside (corenoise inject --normal on that core).
 """
@@ -37,6 +39,7 @@ def main():
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--own-threads", default="")
     parser.add_argument("--larger", default="")
+    parser.add_argument("--first-step", default="")
     args = parser.parse_args()
 
     comm = MPI.COMM_WORLD
@@ -66,9 +69,11 @@ def main():
         helper.start()
 
     compute_time = barrier_time = allreduce_time = 0.0
-    for _ in range(args.steps):
+    first_step_repeats = rank_factor(args.first_step, rank, 1)
+    for step in range(args.steps):
         start = time.perf_counter()
-        result = compute(a)
+        for _ in range(first_step_repeats if step == 0 else 1):
+            result = compute(a)
         compute_time += time.perf_counter() - start
         start = time.perf_counter()
         comm.Barrier()

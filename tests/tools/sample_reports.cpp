@@ -211,6 +211,28 @@ SampleJob sample_job() {
   RankRecord& r4 = job.records[4];
   r4.node_culprits = {{1, 900, "stress-ng", 0.9}, {3, 901, "backup<script>", 0.2}};
   r4.sites.push_back({"MPI_Bcast", "init.py:12", 1, 0.5, 0.5});
+  // Its first 2 steps are the warm-up: every rank's measures then are 2 %
+  // of its job's, but rank 7 compiled 0.25 s longer (a JIT on one rank)
+  // and kept the others waiting 0.25 s at step 2, in the warm-up alone.
+  f.warmup_steps = 2;
+  for (RankRecord& r : job.records) {
+    RankMeasures w;
+    for (std::size_t i = 0; i < kRankMeasureCount; ++i)
+      as_array(w)[i] = as_array(r.measures)[i] * 0.02;
+    w.clock_hz = r.measures.clock_hz;
+    w.steps = 2;
+    w.wait_caused_seconds = 0;
+    w.exchange_wait_caused_seconds = 0;
+    r.warmup = w;
+  }
+  RankRecord& r7 = job.records[7];
+  for (RankMeasures* m : {&r7.measures, &*r7.warmup}) {
+    m->compute_seconds += 0.25;
+    m->compute_cpu_seconds += 0.25;
+    m->wait_caused_seconds += 0.25;
+  }
+  f.worst_steps = {{2, 1, 0.25, 7, "MPI_Barrier", "jax_mpi.py:41 in main"},
+                   {58, 1, 0.125, 2, "MPI_Allreduce", "solver.py:88"}};
   f.lateness.assign(8, std::vector<float>(4, 0.0f));
   f.lateness[2] = {0.75f, 0.75f, 0.75f, 0.75f};
   f.lateness[5] = {0.0f, 0.5f, 0.0f, 0.5f};

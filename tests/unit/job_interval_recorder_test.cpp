@@ -155,6 +155,36 @@ TEST(IntervalRecorderTest, SitesComeInFirstCallOrderNotHashOrder) {
   }
 }
 
+// Each step bin keeps the site of its first step, so that the worst steps
+// can be named by their call (job_reduction.cpp), in the table or past it,
+// and merging bins keeps the first of each pair.
+TEST(IntervalRecorderTest, EachStepBinNamesTheSiteOfItsFirstStep) {
+  IntervalRecorder recorder(0.0, 0.0, 4);
+  double now = 0;
+  const auto step = [&](MpiCall c, std::uintptr_t address) {
+    recorder.enter(now += 1, 0);
+    recorder.exit(now += 0.5, 0, c, address, true);
+  };
+  step(MpiCall::Barrier, 0x100);
+  step(MpiCall::Allreduce, 0x200);
+  step(MpiCall::Barrier, 0x100);
+  step(MpiCall::Allreduce, 0x200);
+  const auto& tags = recorder.step_waits().sites();
+  ASSERT_EQ(tags.size(), 4u);
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    const CallSite* site = recorder.site_at(tags[i]);
+    ASSERT_NE(site, nullptr);
+    EXPECT_EQ(site->call, i % 2 == 0 ? MpiCall::Barrier : MpiCall::Allreduce);
+  }
+  step(MpiCall::Bcast, 0x300);  // the fifth step merges the bins in pairs
+  ASSERT_EQ(recorder.step_waits().steps_per_bin(), 2u);
+  ASSERT_EQ(tags.size(), 3u);
+  EXPECT_EQ(recorder.site_at(tags[0])->call, MpiCall::Barrier);
+  EXPECT_EQ(recorder.site_at(tags[1])->call, MpiCall::Barrier);
+  EXPECT_EQ(recorder.site_at(tags[2])->call, MpiCall::Bcast);
+  EXPECT_EQ(recorder.site_at(IntervalRecorder::kMaxCallSites * 2 - 1), nullptr);
+}
+
 TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {
   IntervalRecorder recorder(0.0, 0.0);
   double now = 0;

@@ -172,6 +172,55 @@ TEST(JobPage, ChromiumDrawsHeaderWaitingAndTables) {
   EXPECT_EQ(sites[1][0], "MPI_Barrier");
 }
 
+// The warm-up apart from the steady state, each with its late ranks, and
+// the worst steps with the last rank, its cause and the call site.
+TEST(JobPage, WarmUpAndSteadyStateWithTheirLateRanksAndTheWorstSteps) {
+  json job = make_job();
+  EXPECT_NE(
+      text_of(section(render_in_chromium(render_report_page(job)), "phases")).find("Not split"),
+      std::string::npos);
+  job["phases"] = json::array({{{"name", "warm-up"},
+                                {"first_step", 1},
+                                {"last_step", 2},
+                                {"wait_seconds", 0.084},
+                                {"wait_caused_seconds", 0.069},
+                                {"late_ranks", json::array({{{"rank", 1},
+                                                             {"cause", "more-work"},
+                                                             {"cause_seconds", 0.071},
+                                                             {"wait_caused_seconds", 0.069}}})}},
+                               {{"name", "steady state"},
+                                {"first_step", 3},
+                                {"last_step", 121},
+                                {"wait_seconds", 0.529},
+                                {"wait_caused_seconds", 0.0},
+                                {"late_ranks", json::array()}}});
+  job["worst_steps"] = json::array({{{"first_step", 2},
+                                     {"steps", 1},
+                                     {"wait_caused_seconds", 0.069},
+                                     {"last_rank", 1},
+                                     {"call", "MPI_Barrier"},
+                                     {"site", "story_numpy.py:79 in main"},
+                                     {"phase", "warm-up"},
+                                     {"cause", "more-work"}}});
+  const std::string dom = render_in_chromium(render_report_page(job));
+  ASSERT_EQ(rendered(dom), "ok") << dom.substr(0, 3000);
+  // Two tables: the phases, then the worst steps.
+  const std::string phases = section(dom, "phases");
+  const auto split = phases.find("</table>");
+  ASSERT_NE(split, std::string::npos);
+  const auto rows = table_rows(phases.substr(0, split));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"warm-up", "steps 1–2", "0.084 s", "0.069 s",
+                                               "rank 1: more-work 0.071 s, caused 0.069 s"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"steady state", "steps 3–121", "0.529 s", "0.000 s",
+                                               "none late beyond the ranks' own spread"}));
+  const auto steps = table_rows(phases.substr(split));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0],
+            (std::vector<std::string>{"step 2", "0.069 s", "rank 1", "more-work (warm-up)",
+                                      "MPI_Barrier from story_numpy.py:79 in main"}));
+}
+
 TEST(JobPage, LatenessHeatmapHoldsEveryCell) {
   const std::string dom =
       render_in_chromium(render_report_page(make_job()), "#cell=2,3;2,5;0,0;1,1;3,1;3,5;7,0;0,6");

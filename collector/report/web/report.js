@@ -680,6 +680,7 @@
       jobHeader(report),
       jobWaiting(report),
       jobWorstRanks(report, ranks, indexOf),
+      jobPhases(report.phases || [], report.worst_steps || []),
       jobFindings(report.findings || []),
       jobCallSites(report.call_sites || []),
       map.section,
@@ -789,6 +790,37 @@
             el("td", { className: "list" }, daemonVerdicts(rank.daemon)));
         }),
       ),
+    );
+  }
+
+  // The warm-up apart from the steady state, each with its own late ranks,
+  // and the steps that kept the others waiting longest.
+  function jobPhases(phases, steps) {
+    const title = "Warm-up and steady state";
+    if (phases.length === 0) return section("phases", title, note("Not split: the job had fewer than 4 steps, or the report was made from spill files."));
+    const stepsText = (first, last) => (first === last ? "step " + first : "steps " + first + "–" + last);
+    const lateText = (phase) =>
+      (phase.late_ranks || []).length
+        ? phase.late_ranks.map((r) => el("div", null, "rank " + r.rank + ": " + r.cause + " " + seconds(r.cause_seconds) + ", caused " + seconds(r.wait_caused_seconds)))
+        : "none late beyond the ranks' own spread";
+    return section(
+      "phases",
+      title,
+      table(
+        ["phase", "steps", "waiting", "caused by late ranks", "late ranks"],
+        phases.map((p) => el("tr", { dataset: { phase: String(p.name) } }, el("td", null, el("b", null, String(p.name))),
+          el("td", null, stepsText(p.first_step, p.last_step)), num(seconds(p.wait_seconds)), num(seconds(p.wait_caused_seconds)),
+          el("td", { className: "list" }, lateText(p)))),
+      ),
+      steps.length
+        ? table(
+            ["worst step", "waiting caused", "last to arrive", "cause", "call site"],
+            steps.map((s) => el("tr", { dataset: { step: String(s.first_step) } }, el("td", null, stepsText(s.first_step, s.first_step + s.steps - 1)),
+              num(seconds(s.wait_caused_seconds)), el("td", null, "rank " + s.last_rank),
+              el("td", null, String(s.cause) + (s.phase ? " (" + s.phase + ")" : "")),
+              el("td", null, s.call ? s.call + " from " + s.site : DASH))),
+          )
+        : note("No step kept the others waiting 1 ms or more."),
     );
   }
 
