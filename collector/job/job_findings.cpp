@@ -97,8 +97,52 @@ void threads_over_cpus(const std::vector<const RankRecord*>& records,
   if (!f.empty()) out.push_back(f.done("ranks ran more busy threads at once than they have CPUs"));
 }
 
-void shared_and_unbound(const std::vector<const RankRecord*>& records,
+// Ranks of a node each bound to the whole of one NUMA node or package
+// that other ranks share: their threads roam the domain and meet each
+// other's. Returns those ranks, which the shared and unbound findings then
+// leave to this one.
+std::set<int> domain_binding(const std::vector<const RankRecord*>& records,
+                             std::vector<JobFinding>& out) {
+  Finding f("domain-binding",
+            "bind each rank to cores of its own: mpirun --bind-to core (Open MPI binds to a "
+            "package, or a NUMA domain, by default when a node runs more than two ranks), srun "
+            "--cpu-bind=cores, mpiexec.hydra -bind-to core; a rank that runs N threads gets N "
+            "cores (mpirun --map-by slot:PE=N, srun --cpus-per-task=N)");
+  std::map<std::pair<std::string, std::string>, std::vector<const RankRecord*>> groups;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const RankRecord* r : records) {
+    if (r->config.binding_domain.empty()) continue;
+    auto& group = groups[{r->host, r->config.binding_domain}];
+    if (group.empty()) order.push_back({r->host, r->config.binding_domain});
+    group.push_back(r);
+  }
+  std::set<int> concerned;
+  for (const auto& key : order) {
+    const auto& group = groups[key];
+    if (group.size() < 2) continue;
+    std::vector<int> numbers;
+    for (const RankRecord* r : group) {
+      f.add(*r);
+      numbers.push_back(r->rank);
+      concerned.insert(r->rank);
+    }
+    f.example("on " + key.first + " ranks " + ranks_text(numbers) + " are each bound to all of " +
+              key.second + " (" + plural(group.front()->cpus.size(), "CPU", "CPUs") + " " +
+              format_cpu_list(group.front()->cpus) + ")");
+  }
+  if (!f.empty())
+    out.push_back(f.done(
+        "ranks are each bound to a whole NUMA node or package that other ranks share, rather "
+        "than to cores of their own"));
+  return concerned;
+}
+
+void shared_and_unbound(const std::vector<const RankRecord*>& all, const std::set<int>& left_out,
                         std::vector<JobFinding>& out) {
+  std::vector<const RankRecord*> records;
+  for (const RankRecord* r : all) {
+    if (left_out.count(r->rank) == 0) records.push_back(r);
+  }
   std::map<std::string, std::vector<const RankRecord*>> by_host;
   std::vector<std::string> hosts;
   for (const RankRecord* r : records) {
@@ -130,15 +174,14 @@ void shared_and_unbound(const std::vector<const RankRecord*>& records,
       for (const RankRecord* r : sharing) shared.add(*r);
     }
     for (const auto& [numbers, cpus] : groups) {
-      // Every rank of the group bound to the same several CPUs: a binding
-      // to a NUMA domain or a package, Open MPI's default past 2 ranks.
+      // Every rank of the group bound to the same several CPUs (a NUMA
+      // node or package is its own finding, domain_binding).
       bool same_set = cpus.size() > 1;
       for (const RankRecord* r : on_cpu[cpus.front()])
         same_set = same_set && r->cpus == on_cpu[cpus.front()].front()->cpus;
-      shared.example(
-          "on " + host + " ranks " + ranks_text(numbers) + " share " +
-          plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
-          (same_set ? " (each bound to all of them: a NUMA-domain or package binding)" : ""));
+      shared.example("on " + host + " ranks " + ranks_text(numbers) + " share " +
+                     plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
+                     (same_set ? " (each bound to all of them)" : ""));
     }
     if (!loose.empty()) {
       std::vector<int> numbers;
@@ -210,7 +253,8 @@ std::vector<JobFinding> job_findings(const std::vector<RankRecord>& records) {
             [](const RankRecord* a, const RankRecord* b) { return a->rank < b->rank; });
   std::vector<JobFinding> out;
   threads_over_cpus(known, out);
-  shared_and_unbound(known, out);
+  const std::set<int> in_domains = domain_binding(known, out);
+  shared_and_unbound(known, in_domains, out);
   unset_pools(known, out);
   xla_flags(known, out);
   return out;

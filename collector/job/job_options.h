@@ -27,6 +27,9 @@ struct JobOptions {
   double finalize_timeout_seconds = 30;
   bool banner = true;
   std::string proc_root = "/proc";
+  // The node's topology (probe/topology.h's spec: native, an hwloc XML
+  // file or synthetic:...), read for the domain-binding finding.
+  std::string topology = "native";
 };
 
 using JobEnvironment = std::function<const char*(const char*)>;

@@ -144,7 +144,7 @@ JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& record
     report.exchange_uncharged_seconds += r.measures.exchange_uncharged_seconds;
     report.elapsed_seconds = std::max(report.elapsed_seconds, r.measures.elapsed_seconds);
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
-                            verdicts_of(r, views)});
+                            r.config.busy_threads_peak, verdicts_of(r, views)});
   }
   report.call_sites = merged_call_sites(records);
   report.worst_ranks = worst_ranks(report.ranks);

@@ -78,6 +78,7 @@ struct JobRank {
   // set only when the rank is late (is_late).
   RankAttribution attribution;
   std::vector<JobCulprit> culprits;  // of its causes, for a late rank
+  int busy_threads_peak = 0;         // its threads busy at once, at most (0: not known)
   // The node's corenoised verdicts on this rank's CPUs; nullopt when the
   // node's daemon gave none for them.
   std::optional<std::map<unsigned, DaemonVerdict>> daemon;

@@ -1,6 +1,8 @@
 #include "collector/job/rank_config.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 namespace corenoise {
@@ -86,6 +88,31 @@ RankConfig read_rank_config(std::string_view maps, const EnvironmentLookup& envi
   if (const char* flags = environment("XLA_FLAGS"); flags != nullptr)
     config.xla_dropped = xla_dropped_words(flags);
   return config;
+}
+
+std::string binding_domain(const std::vector<ProcessingUnit>& pus,
+                           const std::vector<unsigned>& cpus) {
+  if (cpus.size() < 2) return "";
+  const std::set<unsigned> bound(cpus.begin(), cpus.end());
+  std::map<int, std::set<unsigned>> numa, package;
+  for (const ProcessingUnit& pu : pus) {
+    // A domain as the job's cgroup allows it: PUs outside this rank's
+    // affinity belong to it, PUs disallowed to the job do not.
+    if (pu.skip_reason.rfind("disallowed", 0) == 0) continue;
+    if (pu.numa_node >= 0) numa[pu.numa_node].insert(pu.cpu);
+    package[static_cast<int>(pu.package)].insert(pu.cpu);
+  }
+  // The whole node is no domain binding: that is an unbound rank.
+  std::set<unsigned> node;
+  for (const auto& [index, members] : package) node.insert(members.begin(), members.end());
+  if (bound == node) return "";
+  for (const auto& [numa_node, members] : numa) {
+    if (members == bound) return "NUMA node " + std::to_string(numa_node);
+  }
+  for (const auto& [index, members] : package) {
+    if (members == bound) return "package " + std::to_string(index);
+  }
+  return "";
 }
 
 }  // namespace corenoise

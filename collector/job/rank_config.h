@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "probe/topology.h"
+
 namespace corenoise {
 
 struct RankConfig {
@@ -24,8 +26,19 @@ struct RankConfig {
   // XLA_FLAGS from the first word XLA stops at to the end; empty when XLA
   // reads all of it (or it is unset).
   std::string xla_dropped;
+  // The NUMA node or package whose CPUs are exactly the rank's affinity
+  // (binding_domain); empty for a core, a custom set or not known.
+  std::string binding_domain;
   bool operator==(const RankConfig&) const = default;
 };
+
+// "NUMA node N" or "package N" when `cpus` (two or more) are exactly that
+// domain's usable PUs in `pus` (hwloc's, probe/topology.h): a binding to a
+// domain, as Open MPI's default past two ranks per node (to a package, or a
+// NUMA domain in later releases); the NUMA node first where both match.
+// Empty otherwise, and for the whole node (an unbound rank).
+std::string binding_domain(const std::vector<ProcessingUnit>& pus,
+                           const std::vector<unsigned>& cpus);
 
 // What XLA drops of an XLA_FLAGS value: its flag parser
 // (ParseArgvFromString, xla/parse_flags_from_env.cc) reads words that

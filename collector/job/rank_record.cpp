@@ -61,7 +61,8 @@ json to_wire(const RankRecord& r) {
   wire["config"] = {{"busy_threads", r.config.busy_threads_peak},
                     {"node_cpus", r.config.node_cpus},
                     {"unset_pools", pools},
-                    {"xla_dropped", r.config.xla_dropped}};
+                    {"xla_dropped", r.config.xla_dropped},
+                    {"binding_domain", r.config.binding_domain}};
   if (r.warmup)
     wire["warmup"] =
         std::vector<double>(as_array(*r.warmup), as_array(*r.warmup) + kRankMeasureCount);
@@ -98,6 +99,7 @@ RankRecord record_from_wire(const json& wire) {
       r.config.unset_pools.push_back(
           {pool.at(0).get<std::string>(), pool.at(1).get<std::string>()});
     r.config.xla_dropped = config.at("xla_dropped").get<std::string>();
+    r.config.binding_domain = config.value("binding_domain", "");
   }
   if (wire.contains("warmup")) {
     const auto warmup = wire.at("warmup").get<std::vector<double>>();

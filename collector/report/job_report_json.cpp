@@ -66,6 +66,7 @@ json rank_json(const JobRank& r) {
       {"causes", causes_json(a.causes)},
       {"advice", a.main_cause ? json(std::string(cause_advice(*a.main_cause))) : json(nullptr)},
       {"culprits", culprits},
+      {"busy_threads", r.busy_threads_peak > 0 ? json(r.busy_threads_peak) : json(nullptr)},
       {"counters", counters_json(m)},
       {"daemon", r.daemon ? verdicts_to_json(*r.daemon) : json(nullptr)},
   };

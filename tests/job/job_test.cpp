@@ -7,7 +7,12 @@
 //     (a) two threads of its own computing numpy products on its core,
 //     (b) another process (corenoise inject, normal priority) taking half
 //         of its core,
-//     (c) matrices with 1.6 times the work;
+//     (c) matrices with 1.6 times the work,
+//     (d) twice the work in its first step only (the warm-up names it,
+//         the steady state nobody),
+//     and OPENBLAS_NUM_THREADS=2 (OpenBLAS caps it at the one CPU: nothing
+//     to find); and its configuration findings (two ranks on one CPU, the
+//     story's XLA_FLAGS);
 //   bsp_step_app (C++, MPICH, -bind-to core) with a SCHED_FIFO thread of
 //   another process on CPU 1;
 //   and jobs that lose a rank: one rank SIGKILLed mid-job, one that exits
@@ -256,6 +261,41 @@ TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
   EXPECT_EQ(report["findings"], json::array()) << report["findings"].dump(1);
 }
 
+// (a) OPENBLAS_NUM_THREADS=2 on rank 1 alone (an MPMD launch), both ranks
+// bound to a core: OpenBLAS caps its pool at the CPUs of the process's
+// affinity (get_num_procs: sched_getaffinity), so the variable cannot add
+// a thread to a rank bound to one core. The report must say so, rather
+// than raise a ghost: rank 1 ran one busy thread, no finding, nobody named.
+// (The same script unbound runs two OpenBLAS threads: docs/job.md.)
+TEST(JobStory, OpenblasNumThreadsTwoOnARankBoundToOneCoreAddsNoThread) {
+  const std::string path = temp_path("openblas-two.json");
+  const std::string story = kCorenoise + " job --no-daemon --json " + path + " -- " + kPython +
+                            " " + kStory + " --steps 100 --size 192";
+  const auto run = testing::draw_on_a_fair_host(
+      "story",
+      [&] {
+        JobRun r;
+        r.result = run_command("timeout -k 5 120 env OMP_NUM_THREADS=1 " + kOpenMpi.launcher() +
+                               " --bind-to core -x OMP_NUM_THREADS -np 1 env " +
+                               "OPENBLAS_NUM_THREADS=1 " + story + " : -np 1 env " +
+                               "OPENBLAS_NUM_THREADS=2 " + story);
+        EXPECT_EQ(r.result.exit_code, 0) << r.result.err;
+        r.report = read_json(path);
+        std::remove(path.c_str());
+        return r;
+      },
+      [](const JobRun& r) {
+        return testing::unfair_host_in_job(
+            r.report, [](int) { return 1.0; }, testing::kJobFloorRatio);
+      });
+  SCOPED_TRACE(run.result.err);
+  ASSERT_EQ(run.report["ranks_reported"], 2);
+  EXPECT_EQ(rank_entry(run.report, 1)["cpus"], "1");
+  EXPECT_EQ(rank_entry(run.report, 1)["busy_threads"], 1) << rank_entry(run.report, 1).dump(1);
+  EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);
+  EXPECT_TRUE(run.report["worst_ranks"].empty()) << run.report.dump(1);
+}
+
 // With a real corenoised on the node: the report joins its latest verdicts
 // for the ranks' CPUs, and the daemon receives the node's per-CPU loss and
 // exports it. The daemon is paused during the job, as the Slurm prolog
@@ -325,6 +365,28 @@ TEST(JobFindings, TwoRanksBoundToOneCpuShareIt) {
   EXPECT_NE(run.result.err.find("shared-cpus: "), std::string::npos) << run.result.err;
 }
 
+// (b) The story's script, its two ranks bound to one CPU by an Open MPI
+// rankfile: the overlap finding.
+TEST(JobFindings, TheStorysTwoRanksOnOneCpuShareIt) {
+  const std::string rankfile = temp_path("rankfile");
+  std::ofstream(rankfile) << "rank 0=localhost slot=0\nrank 1=localhost slot=0\n";
+  const std::string path = temp_path("story-shared.json");
+  JobRun run;
+  run.result = run_command(
+      "timeout -k 5 120 env " + kOneThread + kOpenMpi.launcher() + " --oversubscribe --rankfile " +
+      rankfile + " -n 2 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise +
+      " job --no-daemon --json " + path + " -- " + kPython + " " + kStory + " --steps 30");
+  std::remove(rankfile.c_str());
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  run.report = read_json(path);
+  std::remove(path.c_str());
+  const json* f = finding(run.report, "shared-cpus");
+  ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
+  EXPECT_NE((*f)["evidence"].get<std::string>().find("ranks 0-1 share 1 CPU 0"), std::string::npos)
+      << f->dump();
+}
+
 TEST(JobFindings, UnboundRanksOfOneNodeAreNamed) {
   const JobRun run = run_bsp(kMpich.launcher() + " -bind-to none -n 2 ", "unbound");
   const json* f = finding(run.report, "unbound-ranks");
@@ -333,11 +395,43 @@ TEST(JobFindings, UnboundRanksOfOneNodeAreNamed) {
   EXPECT_EQ(finding(run.report, "shared-cpus"), nullptr) << run.report["findings"].dump(1);
 }
 
-TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
+// Open MPI's default binding past two ranks per node, to a NUMA domain:
+// on a node of two NUMA nodes of 2 CPUs each (a synthetic topology given
+// to the library; this VM has one NUMA node, which is the whole node), two
+// ranks each bound to CPUs 0-1 are each bound to all of NUMA node 0.
+TEST(JobFindings, RanksBoundToTheSameNumaNodeAreADomainBinding) {
   const JobRun run =
-      run_bsp("env XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1' " +
-                  kMpich.bound_job(2),
-              "xla-flags");
+      run_bsp("env CORENOISE_JOB_TOPOLOGY='synthetic:package:2 [numa] core:2 pu:1' " +
+                  kMpich.launcher() + " -genvlist CORENOISE_JOB_TOPOLOGY -bind-to none -n 2 ",
+              "numa");
+  const json* f = finding(run.report, "domain-binding");
+  ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
+  EXPECT_NE((*f)["evidence"].get<std::string>().find(
+                "ranks 0-1 are each bound to all of NUMA node 0 (2 CPUs 0-1)"),
+            std::string::npos)
+      << f->dump();
+  // The same ranks are not also unbound or sharing: one finding says it.
+  EXPECT_EQ(finding(run.report, "unbound-ranks"), nullptr) << run.report["findings"].dump(1);
+  EXPECT_EQ(finding(run.report, "shared-cpus"), nullptr) << run.report["findings"].dump(1);
+  EXPECT_NE(run.result.err.find("domain-binding: "), std::string::npos) << run.result.err;
+}
+
+TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
+  // (c) The story's script with the story's own value, exported to every
+  // rank as its job script does.
+  const std::string path = temp_path("story-xla.json");
+  JobRun run;
+  run.result = run_command(
+      "timeout -k 5 120 env " + kOneThread +
+      "XLA_FLAGS='--xla_force_host_platform_device_count=1 --xla_cpu_multi_thread_eigen=false "
+      "intra_op_parallelism_threads=1' " +
+      kOpenMpi.bound_job(2) + " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS -x XLA_FLAGS " +
+      kCorenoise + " job --no-daemon --json " + path + " -- " + kPython + " " + kStory +
+      " --steps 30");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  run.report = read_json(path);
+  std::remove(path.c_str());
   const json* f = finding(run.report, "xla-flags-dropped");
   ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
   EXPECT_EQ((*f)["ranks"], json::array({0, 1}));

@@ -136,14 +136,46 @@ TEST(JobFindings, RanksSharingACpuAreOneFindingPerJob) {
   EXPECT_NE(f->fix.find("--bind-to core"), std::string::npos);
 }
 
-TEST(JobFindings, ANumaDomainBindingIsSaidToBeOne) {
+TEST(JobFindings, RanksEachHoldingTheSameSeveralCpusAreSaidToBe) {
   std::vector<RankRecord> records = {rank(0, "a", {0, 1, 2, 3}, 8), rank(1, "a", {0, 1, 2, 3}, 8)};
   const JobFinding* f = find(job_findings(records), "shared-cpus");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->evidence.find("share 4 CPUs 0-3 (each bound to all of them: a NUMA-domain or "
-                             "package binding)"),
+  EXPECT_NE(f->evidence.find("share 4 CPUs 0-3 (each bound to all of them)"), std::string::npos)
+      << f->evidence;
+}
+
+// Open MPI's default past two ranks per node: each rank bound to a whole
+// NUMA node (or package) that its neighbours share. One finding, in place
+// of shared-cpus (or unbound-ranks, where the domain is the whole node).
+TEST(JobFindings, RanksBoundToOneNumaNodeAreADomainBinding) {
+  std::vector<RankRecord> records = {rank(0, "a", {0, 1, 2, 3}, 8), rank(1, "a", {0, 1, 2, 3}, 8),
+                                     rank(2, "a", {4, 5, 6, 7}, 8), rank(3, "b", {0, 1, 2, 3}, 8)};
+  for (int r : {0, 1, 3}) records[r].config.binding_domain = "NUMA node 0";
+  records[2].config.binding_domain = "NUMA node 1";
+  const auto findings = job_findings(records);
+  const JobFinding* f = find(findings, "domain-binding");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->ranks, (std::vector<int>{0, 1}));  // rank 2 and rank 3 are alone in theirs
+  EXPECT_NE(f->evidence.find("on a ranks 0-1 are each bound to all of NUMA node 0 (4 CPUs 0-3)"),
             std::string::npos)
       << f->evidence;
+  EXPECT_NE(f->fix.find("--bind-to core"), std::string::npos);
+  EXPECT_EQ(find(findings, "shared-cpus"), nullptr);
+}
+
+// binding_domain from hwloc's PUs: a synthetic 2-package, 2-NUMA-node
+// machine (probe/topology.h), as the in-job library reads the native one.
+TEST(BindingDomain, ANumaNodeOrAPackageOrNothing) {
+  const Topology t = Topology::load("synthetic:package:2 [numa] core:2 pu:1");
+  ASSERT_EQ(t.pus().size(), 4u);
+  EXPECT_EQ(binding_domain(t.pus(), {0, 1}), "NUMA node 0");
+  EXPECT_EQ(binding_domain(t.pus(), {2, 3}), "NUMA node 1");
+  EXPECT_EQ(binding_domain(t.pus(), {1, 2}), "");
+  EXPECT_EQ(binding_domain(t.pus(), {0}), "");           // a core: bound as it should be
+  EXPECT_EQ(binding_domain(t.pus(), {0, 1, 2, 3}), "");  // the node: unbound-ranks says it
+  const Topology two_per_package = Topology::load("synthetic:package:2 l3:2 [numa] core:1 pu:1");
+  EXPECT_EQ(binding_domain(two_per_package.pus(), {0, 1}), "package 0");
+  EXPECT_EQ(binding_domain(two_per_package.pus(), {0}), "");
 }
 
 TEST(JobFindings, UnboundRanksSharingANodeAreNamed) {
