@@ -94,13 +94,32 @@ struct JobRun {
   json report;
 };
 
+// One run of the story's script under `corenoise job`: `launch` is the
+// command line up to it (environment, launcher and binding), `job` the job
+// command's options before --json.
+JobRun run_story_once(const std::string& launch, const std::string& job,
+                      const std::string& story_args, const std::string& name) {
+  const std::string path = temp_path(name + ".json");
+  JobRun run;
+  run.result = run_command("timeout -k 5 120 " + launch + kCorenoise + " job " + job + " --json " +
+                           path + " -- " + kPython + " " + kStory + " " + story_args);
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  run.report = read_json(path);
+  std::remove(path.c_str());
+  return run;
+}
+
+// The story's script, one rank per core (rank r on CPU r), each with one
+// BLAS thread.
+const std::string kStoryLaunch =
+    "env " + kOneThread + kOpenMpi.bound_job(2) + " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS ";
+
 // `daemon`: the job command's daemon option (--no-daemon, or --socket PATH).
 // `fair_ratio`: how far apart the vCPUs' speeds may be in a draw that is
 // kept (host_draw.h).
 JobRun run_story(const std::string& story_args, const std::string& name,
                  const std::string& daemon = "--no-daemon",
                  double fair_ratio = testing::kFairMatmulRatio) {
-  const std::string path = temp_path(name + ".json");
   const auto modules = run_command(kPython + " -c 'import mpi4py, numpy'");
   EXPECT_EQ(modules.exit_code, 0)
       << kPython
@@ -112,18 +131,7 @@ JobRun run_story(const std::string& story_args, const std::string& name,
   const auto larger = larger_option(story_args);
   const auto work = [&](int rank) { return larger && larger->first == rank ? 0.0 : 1.0; };
   return testing::draw_on_a_fair_host(
-      "story",
-      [&] {
-        JobRun run;
-        run.result = run_command("timeout -k 5 120 env " + kOneThread + kOpenMpi.bound_job(2) +
-                                 " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise +
-                                 " job " + daemon + " --json " + path + " -- " + kPython + " " +
-                                 kStory + " " + story_args);
-        EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
-        run.report = read_json(path);
-        std::remove(path.c_str());
-        return run;
-      },
+      "story", [&] { return run_story_once(kStoryLaunch, daemon, story_args, name); },
       [&](const JobRun& run) { return testing::unfair_host_in_job(run.report, work, fair_ratio); });
 }
 
@@ -268,17 +276,18 @@ TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
 // than raise a ghost: rank 1 ran one busy thread, no finding, nobody named.
 // (The same script unbound runs two OpenBLAS threads: docs/job.md.)
 TEST(JobStory, OpenblasNumThreadsTwoOnARankBoundToOneCoreAddsNoThread) {
+  // An MPMD launch: the same script, one rank per context.
   const std::string path = temp_path("openblas-two.json");
   const std::string story = kCorenoise + " job --no-daemon --json " + path + " -- " + kPython +
                             " " + kStory + " --steps 100 --size 192";
+  const std::string each = " -x OMP_NUM_THREADS -np 1 env OPENBLAS_NUM_THREADS=";
   const auto run = testing::draw_on_a_fair_host(
       "story",
       [&] {
         JobRun r;
-        r.result = run_command("timeout -k 5 120 env OMP_NUM_THREADS=1 " + kOpenMpi.launcher() +
-                               " --bind-to core -x OMP_NUM_THREADS -np 1 env " +
-                               "OPENBLAS_NUM_THREADS=1 " + story + " : -np 1 env " +
-                               "OPENBLAS_NUM_THREADS=2 " + story);
+        r.result =
+            run_command("timeout -k 5 120 env OMP_NUM_THREADS=1 " + kOpenMpi.launcher() +
+                        " --bind-to core" + each + "1 " + story + " :" + each + "2 " + story);
         EXPECT_EQ(r.result.exit_code, 0) << r.result.err;
         r.report = read_json(path);
         std::remove(path.c_str());
@@ -370,16 +379,11 @@ TEST(JobFindings, TwoRanksBoundToOneCpuShareIt) {
 TEST(JobFindings, TheStorysTwoRanksOnOneCpuShareIt) {
   const std::string rankfile = temp_path("rankfile");
   std::ofstream(rankfile) << "rank 0=localhost slot=0\nrank 1=localhost slot=0\n";
-  const std::string path = temp_path("story-shared.json");
-  JobRun run;
-  run.result = run_command(
-      "timeout -k 5 120 env " + kOneThread + kOpenMpi.launcher() + " --oversubscribe --rankfile " +
-      rankfile + " -n 2 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS " + kCorenoise +
-      " job --no-daemon --json " + path + " -- " + kPython + " " + kStory + " --steps 30");
+  const JobRun run =
+      run_story_once("env " + kOneThread + kOpenMpi.launcher() + " --oversubscribe --rankfile " +
+                         rankfile + " -n 2 -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS ",
+                     "--no-daemon", "--steps 30", "story-shared");
   std::remove(rankfile.c_str());
-  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-  run.report = read_json(path);
-  std::remove(path.c_str());
   const json* f = finding(run.report, "shared-cpus");
   ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
   EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
@@ -420,18 +424,11 @@ TEST(JobFindings, RanksBoundToTheSameNumaNodeAreADomainBinding) {
 TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
   // (c) The story's script with the story's own value, exported to every
   // rank as its job script does.
-  const std::string path = temp_path("story-xla.json");
-  JobRun run;
-  run.result = run_command(
-      "timeout -k 5 120 env " + kOneThread +
-      "XLA_FLAGS='--xla_force_host_platform_device_count=1 --xla_cpu_multi_thread_eigen=false "
+  const JobRun run = run_story_once(
+      "env XLA_FLAGS='--xla_force_host_platform_device_count=1 --xla_cpu_multi_thread_eigen=false "
       "intra_op_parallelism_threads=1' " +
-      kOpenMpi.bound_job(2) + " -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS -x XLA_FLAGS " +
-      kCorenoise + " job --no-daemon --json " + path + " -- " + kPython + " " + kStory +
-      " --steps 30");
-  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-  run.report = read_json(path);
-  std::remove(path.c_str());
+          kStoryLaunch + "-x XLA_FLAGS ",
+      "--no-daemon", "--steps 30", "story-xla");
   const json* f = finding(run.report, "xla-flags-dropped");
   ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
   EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
