@@ -45,9 +45,16 @@ At MPI_Finalize the ranks' figures are reduced: the wait at each call
 site, the ranks whose lateness made the others wait (the waiting they
 caused), and each late rank's lost time in seconds by cause:
 own-threads, other-processes, interrupts, steal, page-faults,
-slower-clock, more-work. Rank 0 prints a summary on stderr with the
-worst ranks, their host, CPU and cause, and the fix for each cause;
-every node's corenoised (where one runs) receives its CPUs' lost time.
+slower-clock, more-work. The job's warm-up (its first steps, before the
+step times settle: a JIT's compile) is attributed apart from its steady
+state, and the steps that kept the others waiting longest are listed
+with the last rank and its call site. Configuration findings say what
+makes identical ranks unequal before any timing: more busy threads than
+CPUs, ranks sharing CPUs or bound to a whole NUMA node or package,
+unbound ranks, thread-pool sizes left unset, XLA_FLAGS words XLA drops.
+Rank 0 prints a summary on stderr with the worst ranks, their host, CPU
+and cause, and the fix for each cause and finding; every node's
+corenoised (where one runs) receives its CPUs' lost time.
 docs/job.md explains the figures and how far to trust them.
 
 A job killed before MPI_Finalize (scancel, a time limit, a launcher
