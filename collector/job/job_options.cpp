@@ -49,8 +49,8 @@ JobOptions job_options_from(const JobEnvironment& lookup, std::string* warnings)
   if (const std::string root = read_text(lookup, "CORENOISE_JOB_PROC_ROOT"); !root.empty()) {
     options.proc_root = root;
   }
-  if (const std::string spec = read_text(lookup, "CORENOISE_JOB_TOPOLOGY"); !spec.empty()) {
-    options.topology = spec;
+  if (const std::string root = read_text(lookup, "CORENOISE_JOB_SYS_ROOT"); !root.empty()) {
+    options.sys_root = root;
   }
   return options;
 }

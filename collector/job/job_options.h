@@ -27,9 +27,9 @@ struct JobOptions {
   double finalize_timeout_seconds = 30;
   bool banner = true;
   std::string proc_root = "/proc";
-  // The node's topology (probe/topology.h's spec: native, an hwloc XML
-  // file or synthetic:...), read for the domain-binding finding.
-  std::string topology = "native";
+  // Where the kernel's CPU topology is read, for the domain-binding
+  // finding (rank_config.h).
+  std::string sys_root = "/sys";
 };
 
 using JobEnvironment = std::function<const char*(const char*)>;

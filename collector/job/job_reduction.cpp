@@ -362,15 +362,9 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
   r.config = read_rank_config(
       mapped, [](const char* name) { return std::getenv(name); }, s.sampler().peak_busy_threads(),
       static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
-  // A rank bound to several CPUs: are they a NUMA node or a package? Only
-  // then is the node's topology read (hwloc), once, at MPI_Finalize.
-  if (r.cpus.size() > 1) {
-    try {
-      r.config.binding_domain = binding_domain(Topology::load(s.options().topology).pus(), r.cpus);
-    } catch (const std::exception&) {
-      // No topology: the finding is left out, never guessed.
-    }
-  }
+  // A rank bound to several CPUs: are they a NUMA node or a package?
+  if (r.cpus.size() > 1)
+    r.config.binding_domain = binding_domain(read_cpu_domains(s.options().sys_root), r.cpus);
   return r;
 }
 

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <stdexcept>
+
+#include "probe/cpu_list.h"
 
 namespace corenoise {
 namespace {
@@ -90,27 +95,59 @@ RankConfig read_rank_config(std::string_view maps, const EnvironmentLookup& envi
   return config;
 }
 
-std::string binding_domain(const std::vector<ProcessingUnit>& pus,
+std::vector<CpuDomain> read_cpu_domains(const std::string& sys_root) {
+  namespace fs = std::filesystem;
+  std::vector<CpuDomain> domains;
+  const auto text = [](const fs::path& path) {
+    std::ifstream in(path);
+    std::string value;
+    std::getline(in, value);
+    return value;
+  };
+  // The number after `prefix` in a directory's name ("node12": 12), or -1.
+  const auto number = [](const std::string& name, std::string_view prefix) {
+    if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return -1L;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos) return -1L;
+    return std::stol(digits);
+  };
+  std::error_code error;
+  std::map<long, std::vector<unsigned>> numa, package;
+  for (const auto& entry : fs::directory_iterator(sys_root + "/devices/system/node", error)) {
+    const long node = number(entry.path().filename().string(), "node");
+    if (node < 0) continue;
+    const std::string list = text(entry.path() / "cpulist");
+    if (list.empty()) continue;  // a node of memory alone
+    try {
+      numa[node] = parse_cpu_list(list);
+    } catch (const std::invalid_argument&) {
+      continue;  // not a CPU list: that node is left out, never guessed
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(sys_root + "/devices/system/cpu", error)) {
+    const long cpu = number(entry.path().filename().string(), "cpu");
+    const std::string id = text(entry.path() / "topology/physical_package_id");
+    if (cpu < 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) continue;
+    package[std::stol(id)].push_back(static_cast<unsigned>(cpu));
+  }
+  for (auto& [node, cpus] : numa) domains.push_back({"NUMA node " + std::to_string(node), cpus});
+  for (auto& [id, cpus] : package) {
+    std::sort(cpus.begin(), cpus.end());
+    domains.push_back({"package " + std::to_string(id), cpus});
+  }
+  return domains;
+}
+
+std::string binding_domain(const std::vector<CpuDomain>& domains,
                            const std::vector<unsigned>& cpus) {
   if (cpus.size() < 2) return "";
   const std::set<unsigned> bound(cpus.begin(), cpus.end());
-  std::map<int, std::set<unsigned>> numa, package;
-  for (const ProcessingUnit& pu : pus) {
-    // A domain as the job's cgroup allows it: PUs outside this rank's
-    // affinity belong to it, PUs disallowed to the job do not.
-    if (pu.skip_reason.rfind("disallowed", 0) == 0) continue;
-    if (pu.numa_node >= 0) numa[pu.numa_node].insert(pu.cpu);
-    package[static_cast<int>(pu.package)].insert(pu.cpu);
-  }
   // The whole node is no domain binding: that is an unbound rank.
   std::set<unsigned> node;
-  for (const auto& [index, members] : package) node.insert(members.begin(), members.end());
+  for (const CpuDomain& d : domains) node.insert(d.cpus.begin(), d.cpus.end());
   if (bound == node) return "";
-  for (const auto& [numa_node, members] : numa) {
-    if (members == bound) return "NUMA node " + std::to_string(numa_node);
-  }
-  for (const auto& [index, members] : package) {
-    if (members == bound) return "package " + std::to_string(index);
+  for (const CpuDomain& d : domains) {
+    if (std::set<unsigned>(d.cpus.begin(), d.cpus.end()) == bound) return d.name;
   }
   return "";
 }

@@ -10,8 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "probe/topology.h"
-
 namespace corenoise {
 
 struct RankConfig {
@@ -32,12 +30,25 @@ struct RankConfig {
   bool operator==(const RankConfig&) const = default;
 };
 
-// "NUMA node N" or "package N" when `cpus` (two or more) are exactly that
-// domain's usable PUs in `pus` (hwloc's, probe/topology.h): a binding to a
-// domain, as Open MPI's default past two ranks per node (to a package, or a
-// NUMA domain in later releases); the NUMA node first where both match.
+// A NUMA node or a package of the node, and its CPUs.
+struct CpuDomain {
+  std::string name;  // "NUMA node 1", "package 0"
+  std::vector<unsigned> cpus;
+};
+
+// The node's NUMA nodes, then its packages, from the kernel's topology
+// under `sys_root` (devices/system/node/node*/cpulist, and
+// devices/system/cpu/cpu*/topology/physical_package_id): the files hwloc
+// reads. Not hwloc itself: this runs inside another program, whose MPI
+// may bring an hwloc of its own (Intel MPI's), and two in one process bind
+// each other's symbols. Empty where the files are missing.
+std::vector<CpuDomain> read_cpu_domains(const std::string& sys_root);
+
+// The domain whose CPUs are exactly `cpus` (two or more): a binding to a
+// domain, as Open MPI's default past two ranks per node (to a package, or
+// a NUMA domain in later releases); a NUMA node first where both match.
 // Empty otherwise, and for the whole node (an unbound rank).
-std::string binding_domain(const std::vector<ProcessingUnit>& pus,
+std::string binding_domain(const std::vector<CpuDomain>& domains,
                            const std::vector<unsigned>& cpus);
 
 // What XLA drops of an XLA_FLAGS value: its flag parser

@@ -400,14 +400,15 @@ TEST(JobFindings, UnboundRanksOfOneNodeAreNamed) {
 }
 
 // Open MPI's default binding past two ranks per node, to a NUMA domain:
-// on a node of two NUMA nodes of 2 CPUs each (a synthetic topology given
-// to the library; this VM has one NUMA node, which is the whole node), two
-// ranks each bound to CPUs 0-1 are each bound to all of NUMA node 0.
+// on a node of two NUMA nodes of 2 CPUs each (the kernel's topology files
+// of one, tests/fixtures/sys/two-numa-nodes, given to the library; this VM
+// has one NUMA node, which is the whole node), two ranks each bound to
+// CPUs 0-1 are each bound to all of NUMA node 0.
 TEST(JobFindings, RanksBoundToTheSameNumaNodeAreADomainBinding) {
-  const JobRun run =
-      run_bsp("env CORENOISE_JOB_TOPOLOGY='synthetic:package:2 [numa] core:2 pu:1' " +
-                  kMpich.launcher() + " -genvlist CORENOISE_JOB_TOPOLOGY -bind-to none -n 2 ",
-              "numa");
+  const JobRun run = run_bsp("env CORENOISE_JOB_SYS_ROOT=" + std::string(CORENOISE_FIXTURES) +
+                                 "/sys/two-numa-nodes " + kMpich.launcher() +
+                                 " -genvlist CORENOISE_JOB_SYS_ROOT -bind-to user:0+1,0+1 -n 2 ",
+                             "numa");
   const json* f = finding(run.report, "domain-binding");
   ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
   EXPECT_EQ((*f)["ranks"], json::array({0, 1}));

@@ -4,7 +4,10 @@
 #include "collector/job/job_findings.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -146,7 +149,7 @@ TEST(JobFindings, RanksEachHoldingTheSameSeveralCpusAreSaidToBe) {
 
 // Open MPI's default past two ranks per node: each rank bound to a whole
 // NUMA node (or package) that its neighbours share. One finding, in place
-// of shared-cpus (or unbound-ranks, where the domain is the whole node).
+// of shared-cpus.
 TEST(JobFindings, RanksBoundToOneNumaNodeAreADomainBinding) {
   std::vector<RankRecord> records = {rank(0, "a", {0, 1, 2, 3}, 8), rank(1, "a", {0, 1, 2, 3}, 8),
                                      rank(2, "a", {4, 5, 6, 7}, 8), rank(3, "b", {0, 1, 2, 3}, 8)};
@@ -163,19 +166,45 @@ TEST(JobFindings, RanksBoundToOneNumaNodeAreADomainBinding) {
   EXPECT_EQ(find(findings, "shared-cpus"), nullptr);
 }
 
-// binding_domain from hwloc's PUs: a synthetic 2-package, 2-NUMA-node
-// machine (probe/topology.h), as the in-job library reads the native one.
-TEST(BindingDomain, ANumaNodeOrAPackageOrNothing) {
-  const Topology t = Topology::load("synthetic:package:2 [numa] core:2 pu:1");
-  ASSERT_EQ(t.pus().size(), 4u);
-  EXPECT_EQ(binding_domain(t.pus(), {0, 1}), "NUMA node 0");
-  EXPECT_EQ(binding_domain(t.pus(), {2, 3}), "NUMA node 1");
-  EXPECT_EQ(binding_domain(t.pus(), {1, 2}), "");
-  EXPECT_EQ(binding_domain(t.pus(), {0}), "");           // a core: bound as it should be
-  EXPECT_EQ(binding_domain(t.pus(), {0, 1, 2, 3}), "");  // the node: unbound-ranks says it
-  const Topology two_per_package = Topology::load("synthetic:package:2 l3:2 [numa] core:1 pu:1");
-  EXPECT_EQ(binding_domain(two_per_package.pus(), {0, 1}), "package 0");
-  EXPECT_EQ(binding_domain(two_per_package.pus(), {0}), "");
+// The kernel's topology files of a node of 2 packages of 4 CPUs, each
+// package two NUMA nodes of 2 CPUs (and a NUMA node of memory alone).
+class BindingDomainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("corenoise-binding-" + std::to_string(::getpid()));
+    for (int node = 0; node < 4; ++node) {
+      write("devices/system/node/node" + std::to_string(node) + "/cpulist",
+            std::to_string(2 * node) + "-" + std::to_string(2 * node + 1));
+    }
+    write("devices/system/node/node4/cpulist", "");  // memory alone
+    write("devices/system/node/online", "0-4");
+    for (int cpu = 0; cpu < 8; ++cpu) {
+      write("devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id",
+            std::to_string(cpu / 4));
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void write(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories((root_ / path).parent_path());
+    std::ofstream(root_ / path) << text << "\n";
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(BindingDomainTest, ANumaNodeOrAPackageOrNothing) {
+  const std::vector<CpuDomain> domains = read_cpu_domains(root_.string());
+  ASSERT_EQ(domains.size(), 6u);  // 4 NUMA nodes with CPUs, 2 packages
+  EXPECT_EQ(domains[0].name, "NUMA node 0");
+  EXPECT_EQ(domains[5].name, "package 1");
+  EXPECT_EQ(domains[5].cpus, (std::vector<unsigned>{4, 5, 6, 7}));
+  EXPECT_EQ(binding_domain(domains, {0, 1}), "NUMA node 0");
+  EXPECT_EQ(binding_domain(domains, {6, 7}), "NUMA node 3");
+  EXPECT_EQ(binding_domain(domains, {4, 5, 6, 7}), "package 1");
+  EXPECT_EQ(binding_domain(domains, {1, 2}), "");
+  EXPECT_EQ(binding_domain(domains, {0}), "");  // a core: bound as it should be
+  EXPECT_EQ(binding_domain(domains, {0, 1, 2, 3, 4, 5, 6, 7}), "");  // the node: unbound-ranks
+  EXPECT_TRUE(read_cpu_domains(root_.string() + "/missing").empty());
 }
 
 TEST(JobFindings, UnboundRanksSharingANodeAreNamed) {
