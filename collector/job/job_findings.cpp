@@ -137,12 +137,10 @@ std::set<int> domain_binding(const std::vector<const RankRecord*>& records,
   return concerned;
 }
 
-void shared_and_unbound(const std::vector<const RankRecord*>& all, const std::set<int>& left_out,
-                        std::vector<JobFinding>& out) {
-  std::vector<const RankRecord*> records;
-  for (const RankRecord* r : all) {
-    if (left_out.count(r->rank) == 0) records.push_back(r);
-  }
+// `in_domains`: the ranks of the domain-binding finding, whose sharing is
+// said there (a group of them alone is not repeated here).
+void shared_and_unbound(const std::vector<const RankRecord*>& records,
+                        const std::set<int>& in_domains, std::vector<JobFinding>& out) {
   std::map<std::string, std::vector<const RankRecord*>> by_host;
   std::vector<std::string> hosts;
   for (const RankRecord* r : records) {
@@ -159,7 +157,7 @@ void shared_and_unbound(const std::vector<const RankRecord*>& all, const std::se
     std::vector<const RankRecord*> loose;
     for (const RankRecord* r : ranks) {
       if (!bound(*r)) {
-        loose.push_back(r);
+        if (in_domains.count(r->rank) == 0) loose.push_back(r);
         continue;
       }
       for (unsigned cpu : r->cpus) on_cpu[cpu].push_back(r);
@@ -167,6 +165,10 @@ void shared_and_unbound(const std::vector<const RankRecord*>& all, const std::se
     std::map<std::vector<int>, std::vector<unsigned>> groups;
     for (const auto& [cpu, sharing] : on_cpu) {
       if (sharing.size() < 2) continue;
+      const bool said = std::all_of(sharing.begin(), sharing.end(), [&](const RankRecord* r) {
+        return in_domains.count(r->rank) > 0;
+      });
+      if (said) continue;
       std::vector<int> numbers;
       for (const RankRecord* r : sharing) numbers.push_back(r->rank);
       std::sort(numbers.begin(), numbers.end());

@@ -9,17 +9,20 @@ namespace {
 
 // The steady state's measures: the whole job's less the warm-up's. The
 // clock is the job's (a median, not a sum).
-RankMeasures after(const RankMeasures& whole, const RankMeasures& warmup) {
+RankMeasures steady_measures(const RankMeasures& whole, const RankMeasures& warmup) {
   RankMeasures rest;
   for (std::size_t i = 0; i < kRankMeasureCount; ++i)
     as_array(rest)[i] = as_array(whole)[i] - as_array(warmup)[i];
   rest.clock_hz = whole.clock_hz;
   rest.off_cpu_seconds = off_cpu(rest);
+  // Summed windows may dip below zero (job_session.cpp); each sum was
+  // clamped, their difference is too.
+  rest.other_processes_seconds = std::max(0.0, rest.other_processes_seconds);
   return rest;
 }
 
-JobPhase attributed(std::string name, long first, long last,
-                    const std::vector<std::pair<int, RankMeasures>>& ranks) {
+JobPhase attribute_phase(std::string name, long first, long last,
+                         const std::vector<std::pair<int, RankMeasures>>& ranks) {
   JobPhase phase;
   phase.name = std::move(name);
   phase.first_step = first;
@@ -55,12 +58,14 @@ std::vector<JobPhase> job_phases(const std::vector<RankRecord>& records, long wa
   if (warmup_steps <= 0 || warmup_steps >= steps || records.empty()) return {};
   std::vector<std::pair<int, RankMeasures>> warmup, steady;
   for (const RankRecord& r : records) {
-    if (!r.warmup) return {};
+    // Every rank must have kept its measures at the same step: the steps
+    // its snapshot counted.
+    if (!r.warmup || r.warmup->steps != static_cast<double>(warmup_steps)) return {};
     warmup.emplace_back(r.rank, *r.warmup);
-    steady.emplace_back(r.rank, after(r.measures, *r.warmup));
+    steady.emplace_back(r.rank, steady_measures(r.measures, *r.warmup));
   }
-  return {attributed("warm-up", 1, warmup_steps, warmup),
-          attributed("steady state", warmup_steps + 1, steps, steady)};
+  return {attribute_phase("warm-up", 1, warmup_steps, warmup),
+          attribute_phase("steady state", warmup_steps + 1, steps, steady)};
 }
 
 JobStep step_in_phases(long first_step, long steps, double wait_caused_seconds, int last_rank,

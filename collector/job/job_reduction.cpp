@@ -106,7 +106,7 @@ struct FinalizeBuffers {
     double value;
     int rank;
   };
-  long shape[3] = {}, low[3] = {}, high[3] = {};
+  long shape[4] = {}, low[4] = {}, high[4] = {};
   std::vector<ValueRank> mine, minimum;
   std::vector<double> sum, maximum;
   std::vector<double> waited_for_me;
@@ -184,7 +184,8 @@ long unix_milliseconds() {
 // The bins of steps that caused the most waiting, with the last rank to
 // arrive and this rank's call there.
 std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<double>& caused,
-                                        const std::vector<int>& last_rank, long steps_per_bin) {
+                                        const std::vector<int>& last_rank, long steps_per_bin,
+                                        long steps) {
   constexpr std::size_t kWorstSteps = 5;
   std::vector<std::size_t> order(caused.size());
   std::iota(order.begin(), order.end(), 0);
@@ -199,7 +200,8 @@ std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<d
     const std::size_t bin = order[k];
     JobFacts::Step step;
     step.first_step = static_cast<long>(bin) * steps_per_bin + 1;
-    step.steps = steps_per_bin;
+    step.steps =
+        std::min(steps_per_bin, steps - step.first_step + 1);  // the last bin may be partial
     step.wait_caused_seconds = caused[bin];
     step.last_rank = last_rank[bin];
     if (const CallSite* site = bin < tags.size() ? recorder.site_at(tags[bin]) : nullptr) {
@@ -228,14 +230,15 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
   shape[0] = static_cast<long>(waits.bins().size());
   shape[1] = static_cast<long>(waits.steps_per_bin());
   shape[2] = unix_milliseconds();
+  shape[3] = static_cast<long>(waits.steps());
   const std::string not_every_rank = "not every rank reached MPI_Finalize within " +
                                      std::to_string(static_cast<int>(timeout)) +
                                      " s of the first; the ranks' steps are not compared";
   const auto lowest = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(shape, low, 3, MPI_LONG, MPI_MIN, c, r);
+    return PMPI_Iallreduce(shape, low, 4, MPI_LONG, MPI_MIN, c, r);
   };
   const auto highest = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(shape, high, 3, MPI_LONG, MPI_MAX, c, r);
+    return PMPI_Iallreduce(shape, high, 4, MPI_LONG, MPI_MAX, c, r);
   };
   MPI_Request requests[2];
   const bool posted = world.post(lowest, requests[0]) && world.post(highest, requests[1]);
@@ -300,12 +303,15 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
   // Every rank has the same reductions, so every rank finds the same
   // warm-up, and its measures at that step go into its record.
   const std::vector<double> caused = caused_per_bin(p.size, low_values, sum);
-  result.warmup_steps = warmup_steps(caused, low[1], low[0] * low[1]);
+  // The steps: every rank's count (its last bin may be partial); they
+  // agree, or the bins above would not have.
+  const long steps = low[3];
+  result.warmup_steps = warmup_steps(caused, low[1], steps);
   const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / low[1]);
   result.warmup_wait_caused =
       wait_caused(p.rank, p.size, std::span(low_values).first(warmup_bins),
                   std::span(low_ranks).first(warmup_bins), std::span(sum).first(warmup_bins));
-  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, low[1]);
+  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, low[1], steps);
   return result;
 }
 

@@ -66,11 +66,11 @@ inline constexpr long kMaxWarmupSteps = 1024;
 // The warm-up: the leading steps before the step times settle, whose
 // waiting (a JIT's compile, first-touch faults, a rank's extra set-up)
 // would otherwise be mixed with the steady state's. A bin is unsettled
-// when its caused waiting per step exceeds every step of the job's second
-// half, and their median by five robust standard deviations (1.4826 × MAD)
-// and by 1 ms: a program's steps alternate between kinds (a barrier after
-// the compute, then a small Allreduce), so only what the steady state
-// never reached sets a step apart. The warm-up is at least the first step,
+// when its caused waiting per step exceeds 95 % of the steps of the job's
+// second half, and their median by five robust standard deviations
+// (1.4826 × MAD) and by 1 ms: a program's steps alternate between kinds (a
+// barrier after the compute, then a small Allreduce), so only what the
+// steady state rarely reached sets a step apart. The warm-up is at least the first step,
 // and runs on to the last unsettled bin before the first two settled bins
 // in a row (a program's set-up barrier may be even, its first compute step
 // not). Rounded up to a power of two that is a whole number of bins; where
@@ -78,7 +78,8 @@ inline constexpr long kMaxWarmupSteps = 1024;
 // early, and the warm-up is the first step (bin). 0 (no split) for a job of
 // fewer than 4 steps, which has no steady state.
 inline long warmup_steps(std::span<const double> caused, long steps_per_bin, long steps) {
-  if (steps < 4 || caused.empty() || steps_per_bin < 1) return 0;
+  // Bins past kMaxWarmupSteps: no snapshot ends a bin.
+  if (steps < 4 || caused.empty() || steps_per_bin < 1 || steps_per_bin > kMaxWarmupSteps) return 0;
   const auto per_step = [&](std::size_t bin) {
     const long first = static_cast<long>(bin) * steps_per_bin;
     return caused[bin] / static_cast<double>(std::min(steps_per_bin, steps - first));
@@ -87,10 +88,16 @@ inline long warmup_steps(std::span<const double> caused, long steps_per_bin, lon
   for (std::size_t bin = caused.size() / 2; bin < caused.size(); ++bin)
     steady.push_back(per_step(bin));
   const double median = stats::median(steady);
-  const double bound = std::max(median + std::max(5 * 1.4826 * stats::mad(steady), 1e-3),
-                                *std::max_element(steady.begin(), steady.end()));
+  // The 95th percentile, not the largest: one hiccup of the host in the
+  // steady state would otherwise hide a warm-up step of the same size.
+  std::vector<double> sorted = steady;
+  std::sort(sorted.begin(), sorted.end());
+  const double high =
+      sorted[static_cast<std::size_t>(0.95 * static_cast<double>(sorted.size() - 1))];
+  const double bound = std::max(median + std::max(5 * 1.4826 * stats::mad(steady), 1e-3), high);
   long last_unsettled = 1;  // the first step is always warm-up
   int settled_in_a_row = 0;
+  bool settled = false;
   for (std::size_t bin = 0; bin < caused.size(); ++bin) {
     const long first = static_cast<long>(bin) * steps_per_bin;
     if (first >= kMaxWarmupSteps) break;
@@ -98,9 +105,11 @@ inline long warmup_steps(std::span<const double> caused, long steps_per_bin, lon
       last_unsettled = first + steps_per_bin;
       settled_in_a_row = 0;
     } else if (++settled_in_a_row == 2) {
+      settled = true;
       break;
     }
   }
+  if (!settled) last_unsettled = 1;  // never settled early: its first step
   long warmup = steps_per_bin;
   while (warmup < last_unsettled) warmup *= 2;
   if (warmup > kMaxWarmupSteps || warmup > steps / 2) warmup = steps_per_bin;

@@ -78,13 +78,16 @@ const json& rank_entry(const json& report, int rank) {
   throw std::runtime_error("rank " + std::to_string(rank) + " is not in the report");
 }
 
-// The rank and factor of a test program's `--larger RANK:FACTOR`, if given.
-std::optional<std::pair<int, double>> larger_option(const std::string& args) {
-  const auto at = args.find("--larger ");
+// The rank and factor of a test program's `NAME RANK:FACTOR` option
+// (--larger, --first-step), if given.
+std::optional<std::pair<int, double>> rank_option(const std::string& args,
+                                                  const std::string& name) {
+  const auto at = args.find(name + " ");
   if (at == std::string::npos) return std::nullopt;
   int rank = -1;
   double factor = 1;
-  if (std::sscanf(args.c_str() + at, "--larger %d:%lf", &rank, &factor) != 2) return std::nullopt;
+  if (std::sscanf(args.c_str() + at + name.size(), " %d:%lf", &rank, &factor) != 2)
+    return std::nullopt;
   return std::make_pair(rank, factor);
 }
 
@@ -128,8 +131,16 @@ JobRun run_story(const std::string& story_args, const std::string& name,
       << modules.err;
   // The script's own overhead does not grow with --larger: that rank's
   // time says nothing of its vCPU's speed.
-  const auto larger = larger_option(story_args);
-  const auto work = [&](int rank) { return larger && larger->first == rank ? 0.0 : 1.0; };
+  // A first step done K times over adds (K - 1) / steps of the work.
+  const auto larger = rank_option(story_args, "--larger");
+  const auto first_step = rank_option(story_args, "--first-step");
+  const auto at = story_args.find("--steps ");
+  const double steps = at == std::string::npos ? 50 : std::atof(story_args.c_str() + at + 8);
+  const auto work = [&](int rank) {
+    if (larger && larger->first == rank) return 0.0;
+    if (first_step && first_step->first == rank) return 1.0 + (first_step->second - 1) / steps;
+    return 1.0;
+  };
   return testing::draw_on_a_fair_host(
       "story", [&] { return run_story_once(kStoryLaunch, daemon, story_args, name); },
       [&](const JobRun& run) { return testing::unfair_host_in_job(run.report, work, fair_ratio); });
@@ -223,7 +234,7 @@ TEST(JobStory, LargerMatricesOnOneRankAreMoreWork) {
   EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);
 }
 
-// (d) A warm-up skew: rank 1 computes twice over in its first step only,
+// A warm-up skew: rank 1 computes twice over in its first step only,
 // as one rank's JIT compile would. The warm-up names it, with the step
 // and the script's line; the steady state and the whole job name nobody.
 TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
@@ -269,7 +280,7 @@ TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
   EXPECT_EQ(report["findings"], json::array()) << report["findings"].dump(1);
 }
 
-// (a) OPENBLAS_NUM_THREADS=2 on rank 1 alone (an MPMD launch), both ranks
+// OPENBLAS_NUM_THREADS=2 on rank 1 alone (an MPMD launch), both ranks
 // bound to a core: OpenBLAS caps its pool at the CPUs of the process's
 // affinity (get_num_procs: sched_getaffinity), so the variable cannot add
 // a thread to a rank bound to one core. The report must say so, rather
@@ -374,7 +385,7 @@ TEST(JobFindings, TwoRanksBoundToOneCpuShareIt) {
   EXPECT_NE(run.result.err.find("shared-cpus: "), std::string::npos) << run.result.err;
 }
 
-// (b) The story's script, its two ranks bound to one CPU by an Open MPI
+// The story's script, its two ranks bound to one CPU by an Open MPI
 // rankfile: the overlap finding.
 TEST(JobFindings, TheStorysTwoRanksOnOneCpuShareIt) {
   const std::string rankfile = temp_path("rankfile");
@@ -423,7 +434,7 @@ TEST(JobFindings, RanksBoundToTheSameNumaNodeAreADomainBinding) {
 }
 
 TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
-  // (c) The story's script with the story's own value, exported to every
+  // The story's script with the story's own value, exported to every
   // rank as its job script does.
   const JobRun run = run_story_once(
       "env XLA_FLAGS='--xla_force_host_platform_device_count=1 --xla_cpu_multi_thread_eigen=false "
@@ -465,7 +476,7 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
 JobRun run_halo(const std::string& job, const std::string& halo_app, const std::string& args,
                 const std::string& name, double fair_ratio = testing::kFairMatmulRatio) {
   const std::string path = temp_path(name + ".json");
-  const auto larger = larger_option(args);
+  const auto larger = rank_option(args, "--larger");
   const auto work = [&](int rank) {
     return larger && larger->first == rank ? larger->second : 1.0;
   };
@@ -592,10 +603,12 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
     EXPECT_EQ(run.result.out, plain.out);
     EXPECT_TRUE(run.report["worst_ranks"].empty()) << run.report.dump(1);
     for (const auto& r : run.report["ranks"]) EXPECT_EQ(r["cause"], "none") << r.dump(1);
-    // Nor does either phase, warm-up or steady state.
-    EXPECT_EQ(run.report["phases"].size(), 2u);
-    for (const auto& phase : run.report["phases"])
-      EXPECT_EQ(phase["late_ranks"], json::array()) << phase.dump(1);
+    // Nor does the steady state. (The warm-up's first step holds each
+    // rank's set-up since MPI_Init, under a 1 ms floor: a real start-up
+    // skew there is the warm-up's to name, and this test does not judge it.)
+    ASSERT_EQ(run.report["phases"].size(), 2u);
+    EXPECT_EQ(run.report["phases"][1]["late_ranks"], json::array())
+        << run.report["phases"][1].dump(1);
     EXPECT_GT(run.report["exchange_wait_seconds"].get<double>(), 0.0);
     // A well-configured job: no configuration finding either.
     EXPECT_EQ(run.report["findings"], json::array()) << run.report["findings"].dump(1);

@@ -141,7 +141,8 @@ TEST(JobFindings, RanksSharingACpuAreOneFindingPerJob) {
 
 TEST(JobFindings, RanksEachHoldingTheSameSeveralCpusAreSaidToBe) {
   std::vector<RankRecord> records = {rank(0, "a", {0, 1, 2, 3}, 8), rank(1, "a", {0, 1, 2, 3}, 8)};
-  const JobFinding* f = find(job_findings(records), "shared-cpus");
+  const auto findings = job_findings(records);
+  const JobFinding* f = find(findings, "shared-cpus");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("share 4 CPUs 0-3 (each bound to all of them)"), std::string::npos)
       << f->evidence;
@@ -164,6 +165,12 @@ TEST(JobFindings, RanksBoundToOneNumaNodeAreADomainBinding) {
       << f->evidence;
   EXPECT_NE(f->fix.find("--bind-to core"), std::string::npos);
   EXPECT_EQ(find(findings, "shared-cpus"), nullptr);
+  // A core-bound rank inside that domain still overlaps the two.
+  records.push_back(rank(4, "a", {0}, 8));
+  const auto with_core = job_findings(records);
+  const JobFinding* overlap = find(with_core, "shared-cpus");
+  ASSERT_NE(overlap, nullptr);
+  EXPECT_EQ(overlap->ranks, (std::vector<int>{0, 1, 4}));
 }
 
 // The kernel's topology files of a node of 2 packages of 4 CPUs, each
@@ -222,7 +229,8 @@ TEST(JobFindings, UnsetPoolsCountOnlyWhereARankHasSeveralCpus) {
   std::vector<RankRecord> records = {rank(0, "a", {0, 1}, 4), rank(1, "a", {2}, 4)};
   records[0].config.unset_pools.push_back({"OPENBLAS_NUM_THREADS", "libopenblas.so.0"});
   records[1].config.unset_pools.push_back({"OPENBLAS_NUM_THREADS", "libopenblas.so.0"});
-  const JobFinding* f = find(job_findings(records), "pool-size-unset");
+  const auto findings = job_findings(records);
+  const JobFinding* f = find(findings, "pool-size-unset");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->ranks, std::vector<int>{0});
   EXPECT_NE(f->evidence.find("rank 0 on a, on 2 CPUs: OPENBLAS_NUM_THREADS (libopenblas.so.0)"),
@@ -236,7 +244,8 @@ TEST(JobFindings, XlaFlagsWordsAreQuotedOncePerValue) {
     records.push_back(rank(r, "a", {static_cast<unsigned>(r)}, 8));
     records.back().config.xla_dropped = "intra_op_parallelism_threads=1";
   }
-  const JobFinding* f = find(job_findings(records), "xla-flags-dropped");
+  const auto findings = job_findings(records);
+  const JobFinding* f = find(findings, "xla-flags-dropped");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->ranks.size(), 6u);
   EXPECT_NE(f->evidence.find("XLA ignores 'intra_op_parallelism_threads=1' on 6 ranks (0-5)"),

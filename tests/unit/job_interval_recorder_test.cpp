@@ -182,7 +182,26 @@ TEST(IntervalRecorderTest, EachStepBinNamesTheSiteOfItsFirstStep) {
   EXPECT_EQ(recorder.site_at(tags[0])->call, MpiCall::Barrier);
   EXPECT_EQ(recorder.site_at(tags[1])->call, MpiCall::Barrier);
   EXPECT_EQ(recorder.site_at(tags[2])->call, MpiCall::Bcast);
-  EXPECT_EQ(recorder.site_at(IntervalRecorder::kMaxCallSites * 2 - 1), nullptr);
+  EXPECT_EQ(recorder.site_at(0xFFFF), nullptr);
+}
+
+// Past the table's kMaxCallSites sites, a step's site is its call's
+// overflow entry, and its tag still names it.
+TEST(IntervalRecorderTest, AStepPastTheSiteTableNamesItsCallsOverflowEntry) {
+  IntervalRecorder recorder(0.0, 0.0);
+  double now = 0;
+  for (std::uintptr_t i = 0; i < IntervalRecorder::kMaxCallSites; ++i) {
+    recorder.enter(now += 1, 0);
+    recorder.exit(now += 0.5, 0, MpiCall::Recv, 0x10000 + 8 * i, false);
+  }
+  recorder.enter(now += 1, 0);
+  recorder.exit(now += 0.5, 0, MpiCall::Allreduce, 0x90000, true);
+  const auto& tags = recorder.step_waits().sites();
+  ASSERT_EQ(tags.size(), 1u);
+  const CallSite* site = recorder.site_at(tags[0]);
+  ASSERT_NE(site, nullptr);
+  EXPECT_EQ(site->call, MpiCall::Allreduce);
+  EXPECT_EQ(site->return_address, 0u);  // the overflow entry
 }
 
 TEST(IntervalRecorderTest, SitesPastTheTableGoToOneEntryPerCall) {

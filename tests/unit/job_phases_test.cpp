@@ -48,16 +48,31 @@ TEST(WarmupSteps, MergedBinsKeepTheWarmUpAWholeNumberOfBins) {
   for (double& c : caused) c *= 4;
   caused[0] = 1.0;
   EXPECT_EQ(warmup_steps(caused, 4, 400), 4);
+  caused[1] = 0.5;  // steps 5-8 too
+  EXPECT_EQ(warmup_steps(caused, 4, 400), 8);
+  caused[2] = 0.5;  // steps 9-12: rounded up to 16
+  EXPECT_EQ(warmup_steps(caused, 4, 400), 16);
 }
 
-TEST(WarmupSteps, StepsThatAlternateInKindSettleAtTheSteadyStatesLargest) {
+TEST(WarmupSteps, StepsThatNeverSettleEarlyLeaveTheFirstStepAsTheWarmUp) {
+  std::vector<double> caused = steady_steps(4000);
+  for (std::size_t i = 0; i < 1500; ++i) caused[i] = 0.01;  // past kMaxWarmupSteps
+  EXPECT_EQ(warmup_steps(caused, 1, 4000), 1);
+  EXPECT_EQ(warmup_steps(steady_steps(10), 2048, 20480), 0);  // no snapshot ends such a bin
+}
+
+TEST(WarmupSteps, StepsThatAlternateInKindSettleAtTheSteadyStatesHighSteps) {
   // A barrier after the compute (5-27 ms caused) and a small Allreduce
   // (0.1 ms), as the story's script does: the median falls between them.
   std::vector<double> caused;
   for (int i = 0; i < 120; ++i)
     caused.push_back(i % 2 == 1 ? 0.0001 : 0.005 + 0.022 * ((i * 7919) % 13 == 0));
   caused[1] = 0.068;  // the first compute step's barrier, one rank with twice the work
-  caused[3] = 0.021;  // ordinary noise of the early steps
+  caused[3] = 0.015;  // ordinary noise of the early steps
+  EXPECT_EQ(warmup_steps(caused, 1, 120), 2);
+  // One hiccup of the host in the steady state as large as the first
+  // step's skew does not hide it.
+  caused[100] = 0.07;
   EXPECT_EQ(warmup_steps(caused, 1, 120), 2);
 }
 
@@ -116,8 +131,11 @@ TEST(JobPhases, AFirstStepSkewIsNamedInTheWarmUpAndNotInTheSteadyState) {
   EXPECT_FALSE(later.cause.has_value());
 }
 
-TEST(JobPhases, NoPhasesWhenARecordLacksItsWarmUp) {
+TEST(JobPhases, NoPhasesWhenARecordLacksItsWarmUpOrKeptItElsewhere) {
   std::vector<RankRecord> records = {record(0, 1, 0.1, 0, 0), record(1, 1, 0.1, 0, 0)};
+  EXPECT_EQ(job_phases(records, 2, 100).size(), 2u);
+  records[1].warmup->steps = 4;  // a rank that found another warm-up
+  EXPECT_TRUE(job_phases(records, 2, 100).empty());
   records[1].warmup.reset();  // a record from a spill file
   EXPECT_TRUE(job_phases(records, 2, 100).empty());
   EXPECT_TRUE(job_phases({record(0, 1, 0.1, 0, 0)}, 0, 100).empty());

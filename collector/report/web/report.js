@@ -797,7 +797,6 @@
   // and the steps that kept the others waiting longest.
   function jobPhases(phases, steps) {
     const title = "Warm-up and steady state";
-    if (phases.length === 0) return section("phases", title, note("Not split: the job had fewer than 4 steps, or the report was made from spill files."));
     const stepsText = (first, last) => (first === last ? "step " + first : "steps " + first + "–" + last);
     const lateText = (phase) =>
       (phase.late_ranks || []).length
@@ -806,12 +805,14 @@
     return section(
       "phases",
       title,
-      table(
-        ["phase", "steps", "waiting", "caused by late ranks", "late ranks"],
-        phases.map((p) => el("tr", { dataset: { phase: String(p.name) } }, el("td", null, el("b", null, String(p.name))),
-          el("td", null, stepsText(p.first_step, p.last_step)), num(seconds(p.wait_seconds)), num(seconds(p.wait_caused_seconds)),
-          el("td", { className: "list" }, lateText(p)))),
-      ),
+      phases.length
+        ? table(
+            ["phase", "steps", "waiting", "caused by late ranks", "late ranks"],
+            phases.map((p) => el("tr", { dataset: { phase: String(p.name) } }, el("td", null, el("b", null, String(p.name))),
+              el("td", null, stepsText(p.first_step, p.last_step)), num(seconds(p.wait_seconds)), num(seconds(p.wait_caused_seconds)),
+              el("td", { className: "list" }, lateText(p)))),
+          )
+        : note("Not split: a job of fewer than 4 steps, one whose ranks' steps could not be compared, or a report from spill files."),
       steps.length
         ? table(
             ["worst step", "waiting caused", "last to arrive", "cause", "call site"],
