@@ -136,7 +136,9 @@ json find_injection_on_cpu1(const std::vector<std::string>& args) {
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
     return json::parse(r.out);
   };
-  return testing::draw_on_a_fair_host("probe", rounds, testing::unfair_host_in_probe);
+  return testing::draw_on_a_fair_host("probe", rounds, [](const json& doc) {
+    return testing::unfair_host_beside_injection(doc, 1, 0.10);
+  });
 }
 
 double preempted_share(const json& cpu) {

@@ -193,7 +193,7 @@ TEST(ProbeCli, InjectedNoiseOnCpu1IsFoundOnCpu1Only) {
   const testing::CommandResult r =
       testing::draw_on_a_fair_host("probe", rounds, [](const testing::CommandResult& d) {
         if (d.exit_code != 0 && d.exit_code != 2) return std::optional<std::string>();
-        return testing::unfair_host_in_probe(json::parse(d.out));
+        return testing::unfair_host_beside_injection(json::parse(d.out), 1, 0.10);
       });
   ASSERT_EQ(r.exit_code, 2) << r.err << r.out;
   const json doc = json::parse(r.out);
