@@ -531,18 +531,36 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
   DaemonProcess daemon(default_probe_args(dir, "1"));
   const int port = daemon.port();
   ASSERT_GT(port, 0) << daemon.log();
+  // "A few rounds" counts the rounds in which the host was fair, judged
+  // from each round's noise ratios as host_draw.h judges a draw: the
+  // fresh-machine check met a spell in which it took 22 rounds (the host
+  // took 15 % of clean CPU 0 beside 6 % of CPU 1 the round before).
+  double seen_rounds = 0;
+  int unfair_rounds = 0;
   const std::string text = scrape_until(
       port,
-      [](const std::string& t) {
+      [&](const std::string& t) {
+        const double rounds =
+            metric_value(t, "corenoise_rounds_total{mode=\"isolated\"}").value_or(0);
+        if (rounds > seen_rounds) {
+          seen_rounds = rounds;
+          const double clean = metric_value(t, "corenoise_noise_ratio{cpu=\"0\"}").value_or(0);
+          const double injected = metric_value(t, "corenoise_noise_ratio{cpu=\"1\"}").value_or(0);
+          if (std::min(clean, injected) > testing::kQuietNoiseRatio ||
+              testing::unfair_noise_beside_injection(clean, injected, 0.10))
+            ++unfair_rounds;
+        }
         return metric_value(t, "corenoise_core_state{cpu=\"1\",state=\"noisy\"}") == 1.0 &&
                metric_value(t, "corenoise_core_state{cpu=\"0\",state=\"ok\"}") == 1.0;
       },
-      60s);
+      90s);
   EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"1\",state=\"noisy\"}"), 1.0)
       << text << daemon.log();
   EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"0\",state=\"ok\"}"), 1.0) << text;
-  EXPECT_LE(metric_value(text, "corenoise_rounds_total{mode=\"isolated\"}").value_or(99), 10)
-      << "not within a few rounds";
+  EXPECT_LE(
+      metric_value(text, "corenoise_rounds_total{mode=\"isolated\"}").value_or(99) - unfair_rounds,
+      10)
+      << unfair_rounds << " rounds set aside as the host's; not within a few fair rounds";
 }
 
 // Persistence with the defaults (2 of 3), rounds on request: injected noise

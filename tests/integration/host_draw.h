@@ -77,32 +77,41 @@ inline std::optional<std::string> unfair_host_in_probe(const nlohmann::json& doc
   return unfair_host(lo, hi, quieter);
 }
 
-// The same, beside an injection of `share` of CPU `injected`'s time: the
-// quieter vCPU is then the one judged above, and the host is also unfair
-// where it took more than 5 points (the noisy threshold) more of a clean
-// vCPU than of the injected one, less what was injected. Seen in a full
-// ctest run: clean CPU 0 at 15.0 % beside CPU 1 at 14.8 % with 10 %
-// injected, the injection hidden under the host's share of CPU 0.
+// The noise ratios alone, beside an injection of `share` of a vCPU's time:
+// unfair where the host took more than 5 points (the noisy threshold) more
+// of a clean vCPU (the most of any) than of the injected one, less what was
+// injected. Seen in a full ctest run: clean CPU 0 at 15.0 % beside CPU 1 at
+// 14.8 % with 10 % injected, the injection hidden under the host's share
+// of CPU 0.
+inline std::optional<std::string> unfair_noise_beside_injection(double clean_most,
+                                                                double injected_noise,
+                                                                double share) {
+  const double host_on_injected = injected_noise - share;
+  if (host_on_injected < 0 || clean_most - host_on_injected <= 0.05) return std::nullopt;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "the host took %.1f %% of a clean vCPU and about %.1f %% of the injected one",
+                clean_most * 100, host_on_injected * 100);
+  return text;
+}
+
+// The same from a `corenoise probe --json` document, after
+// unfair_host_in_probe's judgement (the quieter vCPU, the intrinsic
+// speeds).
 inline std::optional<std::string> unfair_host_beside_injection(const nlohmann::json& doc,
                                                                unsigned injected, double share) {
   if (auto why = unfair_host_in_probe(doc)) return why;
-  double host_on_injected = -1, clean_most = 0;
+  double injected_noise = -1, clean_most = 0;
   for (const nlohmann::json& cpu : doc.at("cpus")) {
     if (!cpu.contains("detour")) continue;
     const double noise = cpu["detour"]["noise_ratio"].get<double>();
     if (cpu["cpu"].get<unsigned>() == injected)
-      host_on_injected = noise - share;
+      injected_noise = noise;
     else
       clean_most = std::max(clean_most, noise);
   }
-  if (host_on_injected >= 0 && clean_most - host_on_injected > 0.05) {
-    char text[200];
-    std::snprintf(text, sizeof text,
-                  "the host took %.1f %% of a clean vCPU and about %.1f %% of the injected one",
-                  clean_most * 100, host_on_injected * 100);
-    return text;
-  }
-  return std::nullopt;
+  if (injected_noise < 0) return std::nullopt;
+  return unfair_noise_beside_injection(clean_most, injected_noise, share);
 }
 
 // A `corenoise sweep --json` report: the cluster's quantiles over its
