@@ -115,6 +115,25 @@ KindReference reference_of(const std::string& kind, const std::vector<const Core
   return ref;
 }
 
+// A kind with a single core in the round has no peer to show what every
+// core of it loses alike (a one-CPU node, a daemon confined to one core):
+// its own noise would be its floor, and nothing on it could ever be noisy.
+// Its floor is then what the kernel cannot charge to anything on that CPU
+// (interrupts, steal, below the kernel), so that the time other threads
+// demonstrably took it from the probe -- the run-queue wait -- is its excess.
+// An interrupt storm on a lone core goes unseen; the hypervisor's share,
+// which slows every vCPU, is never held against it. Without the run-queue
+// wait the floor stays the core's own noise, as before.
+void use_lone_core_floor(KindReference& ref, const CoreFigures& core) {
+  if (!core.detour || !core.detour->preempted_seconds || core.detour->window_seconds <= 0) return;
+  const DetourResult& d = *core.detour;
+  const double preempted = std::min(*d.preempted_seconds, d.total_seconds);
+  ref.noise_floor = (d.total_seconds - preempted) / d.window_seconds;
+  // The excess then carries the spread of the core's window noise shares
+  // alone: the floor is no second measurement.
+  ref.noise_floor_error = {Scale::linear, 0, core.noise_error.df};
+}
+
 // Of log((1 − reference noise) / (1 − noise)), by the delta method:
 // se(log(1 − r)) = se(r) / (1 − r).
 Uncertainty noise_factor_error(double noise, const Uncertainty& u, double ref_noise,
@@ -420,8 +439,14 @@ ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
     if (is_reference(c)) by_kind[c.kind].push_back(&c);
   }
   ModeVerdicts verdicts;
-  for (const auto& [kind, members] : by_kind)
+  for (const auto& [kind, members] : by_kind) {
     verdicts.references.push_back(reference_of(kind, members));
+    const auto judged = std::count_if(cores.begin(), cores.end(), [&](const CoreFigures& c) {
+      return c.kind == kind && c.state != CoreState::skipped;
+    });
+    if (members.size() == 1 && judged == 1)
+      use_lone_core_floor(verdicts.references.back(), *members[0]);
+  }
   const auto reference_for = [&](const CoreFigures& c) -> KindReference* {
     for (auto& ref : verdicts.references) {
       if (ref.kind == c.kind) return &ref;

@@ -137,6 +137,38 @@ TEST(Analysis, NoiseIsJudgedAboveTheNodesFloor) {
   EXPECT_NEAR(*v.cores[1].excess_noise, 0.10, 1e-9);
 }
 
+// A core alone of its kind (a one-CPU node) has no peer to show what every
+// core loses alike: only the time other threads took from it (its run-queue
+// wait) counts against it, never what the kernel saw no cause for.
+TEST(Analysis, ALoneCoreIsJudgedOnTheTimeOtherThreadsTook) {
+  const auto lone = [](double noise, double preempted_share) {
+    CpuSamples s = core(1, 0.010, 3e9, noise);
+    for (DetourResult& d : s.detours) d.preempted_seconds = d.total_seconds * preempted_share;
+    return judge_all({s});
+  };
+  // 30 % lost, none of it to another thread: the hypervisor's, not the core's.
+  auto v = lone(0.30, 0);
+  EXPECT_EQ(v.cores[0].state, CoreState::ok) << v.cores[0].cause;
+  EXPECT_NEAR(*v.references[0].noise_floor, 0.30, 1e-9);
+  // 30 % lost, two thirds of it waiting while another thread ran: 20 % excess.
+  v = lone(0.30, 2.0 / 3);
+  EXPECT_EQ(v.cores[0].state, CoreState::noisy) << v.cores[0].cause;
+  EXPECT_NEAR(*v.cores[0].excess_noise, 0.20, 1e-9);
+  EXPECT_NEAR(*v.references[0].noise_floor, 0.10, 1e-9);
+  // Under the threshold: 3 % taken by other threads.
+  EXPECT_EQ(lone(0.30, 0.1).cores[0].state, CoreState::ok);
+  // Without the run-queue wait the floor stays the core's own noise.
+  CpuSamples unknown = core(1, 0.010, 3e9, 0.30);
+  for (DetourResult& d : unknown.detours) d.preempted_seconds.reset();
+  v = judge_all({unknown});
+  EXPECT_EQ(v.cores[0].state, CoreState::ok);
+  EXPECT_NEAR(*v.cores[0].excess_noise, 0, 1e-12);
+  // A second core of the kind, even one left out of the reference, is a
+  // peer: the floor is the quieter core's whole noise again.
+  v = judge_all({core(0, 0.010, 3e9, 0.30), core(1, 0.010, 3e9, 0.30)});
+  EXPECT_NEAR(*v.references[0].noise_floor, 0.30, 1e-9);
+}
+
 TEST(Analysis, DecompositionMultipliesBack) {
   std::vector<CpuSamples> samples;
   for (unsigned cpu = 0; cpu < 5; ++cpu) samples.push_back(core(cpu));
