@@ -18,6 +18,7 @@ corenoise_slurm_settings=(
   CORENOISE_BIN CORENOISE_SOCKET CORENOISE_TIMEOUT
   CORENOISE_HEALTHCHECK_SOURCE CORENOISE_PROBE_OPTIONS CORENOISE_HEALTHCHECK_TIMEOUT
   CORENOISE_HEALTHCHECK_REPORT_ONLY CORENOISE_DRAIN_REASON_MAX
+  CORENOISE_HEALTHCHECK_RESUME_AFTER CORENOISE_HEALTHCHECK_STATE
   CORENOISE_SLURM_JOBS_DIR CORENOISE_SLURM_PAUSE_SECONDS CORENOISE_SLURM_SYS_ROOT
 )
 
@@ -48,6 +49,11 @@ unset name
 : "${CORENOISE_HEALTHCHECK_TIMEOUT:=45}"
 : "${CORENOISE_HEALTHCHECK_REPORT_ONLY:=no}"
 : "${CORENOISE_DRAIN_REASON_MAX:=200}"
+# NHC's convention: a node the health check drained is resumed after this
+# many healthy checks in a row; 0 never resumes.
+: "${CORENOISE_HEALTHCHECK_RESUME_AFTER:=2}"
+# The healthy checks in a row, kept between checks (a reboot starts again).
+: "${CORENOISE_HEALTHCHECK_STATE:=/run/corenoise-slurm/healthcheck}"
 # Not under /run/corenoise: systemd removes corenoised's RuntimeDirectory
 # whenever the daemon stops, and the markers of running jobs must outlive a
 # restart of the daemon.

@@ -14,6 +14,7 @@ set(CORENOISE_SLURM_TESTS
   HealthCheckKeepsAnotherDrainReason
   HealthCheckReportOnly
   HealthCheckSkipsJobCpus
+  HealthCheckResumesItsOwnDrain
   DrainReasonSummarizesCauses
   PrologEpilogPauseAndResume
   TwoJobsResumeAfterTheLast

@@ -114,8 +114,108 @@ case_HealthCheckHealthyDoesNothing() {
   run corenoise-healthcheck
   expect_rc 0 "the health check (probe)"
   grep -q '^probe ' "$RECORDED_CALLS" || fail "no probe ran without a daemon"
-  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called for a healthy node"
+  # The second healthy check in a row asks whether the node is ours to
+  # resume (case_HealthCheckResumesItsOwnDrain); nothing is updated.
+  [[ $(cat "$FAKE_SCONTROL_LOG") == "-o show node testnode" ]] ||
+    fail "scontrol called for a healthy node: $(cat "$FAKE_SCONTROL_LOG")"
   expect_logged "every CPU ok (from probe)"
+}
+
+# healthy_status STAMP: a status reply with every CPU healthy whose latest
+# round ended at STAMP, as $FAKE_STATUS_JSON.
+healthy_status() {
+  jq --argjson at "$1" '.unhealthy = [] | .transient = [] | .healthy = true
+    | .states = {ok: 16} | .rounds.isolated.last_unix_seconds = $at' \
+    "$fixtures/status-unhealthy.json" >"$tmp/healthy-$1.json"
+  export FAKE_STATUS_JSON=$tmp/healthy-$1.json FAKE_STATUS_RC=0
+}
+
+resumes() {
+  grep -c '^update nodename=testnode state=resume$' "$FAKE_SCONTROL_LOG" || true
+}
+
+# NHC's convention: a node the check drained is resumed once every CPU was
+# healthy in CORENOISE_HEALTHCHECK_RESUME_AFTER (2) checks in a row, each
+# from a newer round of the daemon; never a node someone else drained;
+# never when resuming is off; and a check with no verdict (unknown) or an
+# unhealthy one starts the count again.
+case_HealthCheckResumesItsOwnDrain() {
+  export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_SCONTROL_SHOW=$tmp/show
+  local ours='NodeName=testnode State=IDLE+DRAIN Reason=corenoise: cpu 1 noisy (33% lost, preempted) [root@2026-12-02T17:00:00]'
+  echo "$ours" >"$FAKE_SCONTROL_SHOW"
+  healthy_status 100
+  run corenoise-healthcheck
+  expect_rc 0 "the first healthy check"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "the first healthy check called scontrol: $(cat "$FAKE_SCONTROL_LOG")"
+  # The same round again is no new evidence.
+  run corenoise-healthcheck
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "a check of the same round counted: $(cat "$FAKE_SCONTROL_LOG")"
+  healthy_status 200
+  run corenoise-healthcheck
+  expect_rc 0 "the second healthy check"
+  [[ $(resumes) -eq 1 ]] || fail "not resumed after 2 healthy rounds: $(cat "$FAKE_SCONTROL_LOG")"
+  expect_logged "resumed node testnode after 2 healthy checks in a row (from corenoised); lifted: corenoise: cpu 1 noisy (33% lost, preempted)"
+  # Past the run, slurmctld is not asked again.
+  : >"$FAKE_SCONTROL_LOG"
+  healthy_status 300
+  run corenoise-healthcheck
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol asked past the run: $(cat "$FAKE_SCONTROL_LOG")"
+
+  # An unhealthy check drains and starts again; so does an unknown one.
+  export FAKE_STATUS_JSON=$fixtures/status-unhealthy.json FAKE_STATUS_RC=2
+  run corenoise-healthcheck
+  [[ -n $(drain_reasons) ]] || fail "not drained by an unhealthy reply"
+  healthy_status 400
+  run corenoise-healthcheck
+  unset FAKE_STATUS_JSON
+  echo 0-3 >"$tmp/sys/devices/system/cpu/online"
+  mkdir -p "$CORENOISE_SLURM_JOBS_DIR" && touch "$CORENOISE_SLURM_JOBS_DIR/13"
+  run corenoise-healthcheck
+  expect_rc 0 "no daemon and no CPU to probe"
+  expect_logged "node testnode: unknown (no verdict: corenoised did not answer and no CPU may be probed); left as it is"
+  rm "$CORENOISE_SLURM_JOBS_DIR/13"
+  : >"$FAKE_SCONTROL_LOG"
+  healthy_status 500
+  run corenoise-healthcheck
+  [[ $(resumes) -eq 0 ]] || fail "resumed after 1 healthy check since an unknown one"
+  # slurmctld not answering at the due check: exit 1, and the next tries again.
+  healthy_status 600
+  export FAKE_SCONTROL_RC=1
+  run corenoise-healthcheck
+  expect_rc 1 "slurmctld not answering"
+  expect_logged "cannot read node testnode from slurmctld"
+  unset FAKE_SCONTROL_RC
+  : >"$FAKE_SCONTROL_LOG"
+  healthy_status 700
+  run corenoise-healthcheck
+  expect_rc 0 "the retry"
+  [[ $(resumes) -eq 1 ]] || fail "not resumed at the check after slurmctld failed: $(cat "$FAKE_SCONTROL_LOG")"
+
+  # Someone else's reason: never resumed.
+  echo 'NodeName=testnode State=IDLE+DRAIN Reason=bad DIMM [admin@2026-12-01T10:00:00]' >"$FAKE_SCONTROL_SHOW"
+  rm -f "$CORENOISE_HEALTHCHECK_STATE"
+  : >"$FAKE_SCONTROL_LOG"
+  for stamp in 800 900 1000; do
+    healthy_status "$stamp"
+    run corenoise-healthcheck
+    expect_rc 0 "a healthy check of a node an admin drained"
+  done
+  [[ $(resumes) -eq 0 ]] || fail "an admin's drain was resumed"
+
+  # Resuming off.
+  echo "$ours" >"$FAKE_SCONTROL_SHOW"
+  rm -f "$CORENOISE_HEALTHCHECK_STATE"
+  : >"$FAKE_SCONTROL_LOG"
+  export CORENOISE_HEALTHCHECK_RESUME_AFTER=0
+  for stamp in 1100 1200 1300; do
+    healthy_status "$stamp"
+    run corenoise-healthcheck
+  done
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called with resuming off: $(cat "$FAKE_SCONTROL_LOG")"
+  export CORENOISE_HEALTHCHECK_RESUME_AFTER=several
+  run corenoise-healthcheck
+  expect_rc 1 "a resume count that is no number"
+  expect_logged "CORENOISE_HEALTHCHECK_RESUME_AFTER is 'several'"
 }
 
 # A broken tool is not a broken node: exit 1, a syslog error, no drain.

@@ -22,6 +22,7 @@ setup_environment() {
   : >"$tmp/corenoise-slurm"
   export CORENOISE_SLURM_CONFIG=$tmp/corenoise-slurm
   export CORENOISE_SLURM_JOBS_DIR=$tmp/jobs
+  export CORENOISE_HEALTHCHECK_STATE=$tmp/healthcheck
   export CORENOISE_SOCKET=$tmp/ctl.sock
   export CORENOISE_SLURM_SYS_ROOT=$tmp/sys
   mkdir -p "$tmp/sys/devices/system/cpu"
