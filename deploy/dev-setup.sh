@@ -38,7 +38,9 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program;
 # slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
-# prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps);
+# prolog and epilog, srun --mpi=pmi2 and --mpi=pmix sweeps), and a slurmd per
+# node of the test cluster (tests/tools/cluster.sh), whose tests read
+# Prometheus's API with curl;
 # python3-mpi4py python3-numpy: `corenoise job`'s ground truth runs the
 # story's Python script (mpi4py under Open MPI, numpy in place of JAX);
 # patchelf: the MPICH-ABI test makes a copy of MPICH into another
@@ -49,7 +51,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev clang-format wrk faketime strace
-  slurmctld slurmd slurm-client munge
+  slurmctld slurmd slurm-client munge curl
   python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache)
 
 packages=("${build_packages[@]}")

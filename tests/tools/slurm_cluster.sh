@@ -98,6 +98,47 @@ slurm_cluster_munge_works() {
   munge -S "$SLURM_CLUSTER_DIR/munge/munge.socket" -n | unmunge -S "$SLURM_CLUSTER_DIR/munge/munge.socket"
 }
 
+# conf_settings DIR SLURMD_DIR TASK_PLUGIN: the slurm.conf settings of a test
+# cluster in DIR, whose slurmds keep their spool, pid and log in SLURMD_DIR
+# (DIR/%n for a slurmd per node: %n is the node's name). Everything but the
+# controller's address and ports, the nodes and the partition.
+slurm_cluster_conf_settings() {
+  local dir=$1 slurmd_dir=$2 task_plugin=$3
+  cat <<EOF
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/ctld-state
+SlurmdSpoolDir=$slurmd_dir/slurmd-spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$slurmd_dir/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$slurmd_dir/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# No /etc/slurm/plugstack.conf (a site's SPANK plugins), no cgroups: the
+# linuxproc tracker and sched_setaffinity need nothing set up on the machine.
+PlugStackConfig=$dir/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=$task_plugin
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+# A finished job is forgotten quickly, a dead slurmd noticed quickly.
+MinJobAge=5
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=2
+MailProg=/bin/true
+EOF
+}
+
 # write_conf DIR CTLD_PORT SLURMD_PORT LINE...: slurm.conf for this node.
 slurm_cluster_write_conf() {
   local dir=$1 ctld_port=$2 slurmd_port=$3 node_line
@@ -118,37 +159,7 @@ ClusterName=corenoise-test
 SlurmctldHost=$SLURM_CLUSTER_NODE(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-StateSaveLocation=$dir/ctld-state
-SlurmdSpoolDir=$dir/slurmd-spool
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
-SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-# No /etc/slurm/plugstack.conf (a site's SPANK plugins), no cgroups: the
-# linuxproc tracker and sched_setaffinity need nothing set up on the machine.
-PlugStackConfig=$dir/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/builtin
-# A finished job is forgotten quickly, a dead slurmd noticed quickly.
-MinJobAge=5
-SlurmdTimeout=30
-InactiveLimit=0
-KillWait=2
-MailProg=/bin/true
+$(slurm_cluster_conf_settings "$dir" "$dir" task/affinity)
 $(printf '%s\n' "$@")
 $node_line NodeAddr=127.0.0.1 NodeHostname=$SLURM_CLUSTER_NODE State=UNKNOWN
 PartitionName=debug Default=YES Nodes=ALL MaxTime=INFINITE State=UP
@@ -159,6 +170,21 @@ EOF
 # start_daemons: munged, slurmctld, slurmd, each waited for. 0 up, 1 failed,
 # 3 a port was taken (worth another try with other ports).
 slurm_cluster_start_daemons() {
+  slurm_cluster_start_controller || return
+  local dir=$SLURM_CLUSTER_DIR
+  slurmd -D -f "$SLURM_CONF" -N "$SLURM_CLUSTER_NODE" >>"$dir/slurmd.out" 2>&1 &
+  echo $! >"$dir/slurmd.bgpid"
+  if ! slurm_cluster_wait_for 20 "node $SLURM_CLUSTER_NODE did not register" slurmd slurm_cluster_node_registered; then
+    grep -q 'Address already in use' "$dir/slurmd.log" "$dir/slurmd.out" 2>/dev/null && return 3
+    echo "slurm_cluster: node state '$(slurm_cluster_node_state)'" >&2
+    return 1
+  fi
+}
+
+# start_controller: munged and slurmctld of $SLURM_CONF, each waited for;
+# the slurmds are the caller's (one here, one per node in
+# tests/tools/cluster.sh). Returns as start_daemons does.
+slurm_cluster_start_controller() {
   local dir=$SLURM_CLUSTER_DIR
   mkdir -p "$dir/munge" "$dir/ctld-state" "$dir/slurmd-spool"
   chmod 0711 "$dir/munge"
@@ -181,13 +207,6 @@ slurm_cluster_start_daemons() {
   echo $! >"$dir/slurmctld.bgpid"
   if ! slurm_cluster_wait_for 15 "slurmctld did not answer" slurmctld scontrol ping; then
     grep -q 'Address already in use' "$dir/slurmctld.log" "$dir/slurmctld.out" 2>/dev/null && return 3
-    return 1
-  fi
-  slurmd -D -f "$SLURM_CONF" -N "$SLURM_CLUSTER_NODE" >>"$dir/slurmd.out" 2>&1 &
-  echo $! >"$dir/slurmd.bgpid"
-  if ! slurm_cluster_wait_for 20 "node $SLURM_CLUSTER_NODE did not register" slurmd slurm_cluster_node_registered; then
-    grep -q 'Address already in use' "$dir/slurmd.log" "$dir/slurmd.out" 2>/dev/null && return 3
-    echo "slurm_cluster: node state '$(slurm_cluster_node_state)'" >&2
     return 1
   fi
 }
@@ -240,7 +259,9 @@ slurm_cluster_stop_pid() {
     [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == "$name" ]] || continue
     kill -TERM "$pid" 2>/dev/null || continue
     for ((i = 0; i < 50; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
+      # Gone, or a zombie: a daemon whose starter has exited (a cluster kept
+      # by tests/tools/cluster.sh) is reaped by whoever adopted it, if anyone.
+      [[ $(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) =~ ^[^Z]$ ]] || break
       sleep 0.1
     done
     kill -KILL "$pid" 2>/dev/null || true

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# cluster_test.sh: corenoise across nodes, on the cluster of
+# tests/tools/cluster.sh (a network namespace, a host name, a /run and a
+# cpuset per node; a real slurmd, corenoised and node_exporter on each; one
+# slurmctld and one Prometheus). One case a run, registered with ctest by
+# tests/cluster/CMakeLists.txt: `start` keeps a cluster for the cases that
+# follow (a ctest fixture) and `stop` removes it and checks that nothing is
+# left behind; every other case leaves the cluster as it found it.
+#
+# Usage: cluster_test.sh CASE STATE CORENOISE CORENOISED
+#   CASE        one of the functions named case_* below, without the prefix
+#   STATE       a file holding the kept cluster's directory
+#   CORENOISE   the corenoise command; CORENOISED the daemon
+# Exit status: 0 passed, 1 failed, 2 skipped (not root, or a program missing).
+set -Eeuo pipefail
+[[ $# -eq 4 ]] || { echo "usage: $0 CASE STATE CORENOISE CORENOISED" >&2; exit 1; }
+case_name=$1 state=$2
+corenoise=$(readlink -f "$3")
+corenoised=$(readlink -f "$4")
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+tools=$(readlink -f "$here/../tools")
+# shellcheck source=../tools/cluster.sh
+. "$tools/cluster.sh"
+
+trap 'echo "FAIL: line $LINENO: a command exited $?" >&2; exit 1' ERR
+trap 'exit 1' TERM INT
+tmp=$(mktemp -d)
+background=()
+trap 'trap - ERR; stop_background; rm -rf -- "$tmp"' EXIT
+
+stop_background() {
+  local pid
+  for pid in "${background[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${background[@]}"; do wait "$pid" 2>/dev/null || true; done
+  background=()
+}
+
+fail() {
+  trap - ERR
+  echo "FAIL: $*" >&2
+  if [[ -n $CLUSTER_DIR ]]; then
+    sinfo -N -o '%N %T %E' >&2 || true
+    cluster_logs
+  fi
+  exit 1
+}
+
+# wait_until SECONDS WHAT COMMAND...: polls every second, running $guard (a
+# command that fails the case when something that must hold throughout no
+# longer does) at each poll; fails after SECONDS.
+guard=true
+wait_until() {
+  local seconds=$1 what=$2 k
+  shift 2
+  for ((k = 0; k < seconds; k++)); do
+    $guard
+    "$@" && return 0
+    sleep 1
+  done
+  fail "$what within $seconds s"
+}
+
+node_state() { sinfo -h -N -n "$1" -o %T; }
+node_is() { [[ $(node_state "$2") == "$1" ]]; }
+node_reason() { sinfo -h -N -n "$1" -o %E; }
+syslog_of() { cat "$CLUSTER_DIR/$1/syslog" 2>/dev/null || true; }
+# checks_of NODE: the health checks that found the node healthy so far.
+checks_of() { syslog_of "$1" | grep -cE 'every CPU ok|no CPU persistently' || true; }
+checked_at_least() { (($(checks_of "$1") >= $2)); }
+status_of() { cluster_exec "$1" "$corenoise" status --json 2>/dev/null || true; }
+
+# alerts: the alerts of a core's verdict that Prometheus holds (pending or
+# firing), one "alertname instance cpu state" a line. Not CorenoiseCoreDrift
+# (severity info): a VM's matmul moves more than 5 % from its calibration.
+alerts() {
+  curl -sf "$CLUSTER_PROMETHEUS/api/v1/alerts" |
+    jq -r '.data.alerts[] | select(.labels.alertname | IN("CorenoiseCoreNoisy", "CorenoiseCoreThrottled", "CorenoiseCoreSlow"))
+           | "\(.labels.alertname) \(.labels.instance) \(.labels.cpu) \(.state)"'
+}
+# (Here-strings, not pipes into grep -q: under pipefail a writer cut off by
+# grep's early exit would fail the test.)
+alert_is() { grep -qx "$1" <<<"$(alerts)"; }
+no_alert_for() { ! grep -q " $1 " <<<"$(alerts)"; }
+
+# settled: every node idle (and answering slurmctld), its daemon healthy
+# and not paused, and no corenoise alert pending or firing.
+settled() {
+  local i
+  for i in "${!CLUSTER_NODES[@]}"; do
+    node_is idle "${CLUSTER_NODES[i]}" || return 1
+    status_of "$i" | jq -e '.paused == false and (.unhealthy | length) == 0' >/dev/null || return 1
+  done
+  [[ -z $(alerts) ]]
+}
+
+# The cluster the fixture kept, as it must be at the start of every case
+# (settled). A cluster just started may not be yet: its controller
+# (slurmctld, Prometheus starting up) shares the nodes' CPUs, and a node's
+# first rounds can find it there.
+load_cluster() {
+  cluster_require
+  [[ -s $state ]] || fail "no cluster kept in '$state' (the start case failed or did not run)"
+  cluster_load "$(<"$state")" || fail "the kept cluster in $(<"$state") is gone"
+  wait_until 60 "the cluster did not settle (nodes idle, daemons healthy, no alert)" settled
+}
+
+# --- the fixture ----------------------------------------------------------------
+
+# Starts the cluster the other cases share and checks that each node is the
+# node it claims to be: its host name, its CPUs, its address, its own
+# daemon's socket in its own /run, and Prometheus scraping all of it.
+case_start() {
+  local started=$SECONDS i name out
+  cluster_require
+  cluster_start --corenoise "$corenoise" --corenoised "$corenoised" --healthcheck-interval 3 || {
+    cluster_logs
+    cluster_stop
+    fail "the cluster did not start"
+  }
+  echo "$CLUSTER_DIR" >"$state"
+  echo "started in $((SECONDS - started)) s"
+  ((SECONDS - started <= 30)) || fail "the cluster took $((SECONDS - started)) s to start (at most 30)"
+  for i in "${!CLUSTER_NODES[@]}"; do
+    name=${CLUSTER_NODES[i]}
+    out=$(cluster_exec "$i" sh -c 'hostname; grep Cpus_allowed_list /proc/self/status; ip -4 -o addr show eth0')
+    [[ $out == "$name"* ]] || fail "node $name calls itself '${out%%$'\n'*}'"
+    [[ $out == *"Cpus_allowed_list:"$'\t'"${CLUSTER_CPUS[i]}"* ]] || fail "node $name runs on other CPUs: $out"
+    [[ $out == *" ${CLUSTER_ADDRS[i]}/24 "* ]] || fail "node $name has another address: $out"
+    [[ -S $CLUSTER_DIR/$name/run/corenoise/ctl.sock ]] || fail "node $name's corenoised has no socket in its own /run"
+    # Reached over the bridge, as Prometheus reaches it; its daemon watches
+    # the node's CPUs and no other.
+    curl -sf "http://${CLUSTER_ADDRS[i]}:19847/metrics" -o "$tmp/metrics" ||
+      fail "node $name's /metrics not reachable at ${CLUSTER_ADDRS[i]}:19847"
+    out=$(sed -nE 's/^corenoise_core_state\{cpu="([0-9]+)",state="([a-z]+)"\} 1$/\1 \2/p' \
+      "$tmp/metrics" | awk '$2 != "skipped" {print $1}' | sort -n | paste -sd,)
+    [[ $out == "${CLUSTER_CPUS[i]}" ]] || fail "node $name's corenoised watches CPUs '$out', not ${CLUSTER_CPUS[i]}"
+  done
+}
+
+# Stops the kept cluster; nothing of it may be left: no process, mount,
+# network namespace, link, cgroup, directory or listening port.
+case_stop() {
+  [[ -s $state ]] || fail "no cluster kept in '$state'"
+  cluster_load "$(<"$state")" || fail "the kept cluster in $(<"$state") is gone"
+  local dir=$CLUSTER_DIR stopped=$SECONDS left
+  cluster_stop
+  rm -f -- "$state"
+  echo "stopped in $((SECONDS - stopped)) s"
+  left=$(cluster_leftovers "$dir")
+  [[ -z $left ]] || fail "left behind: $left"
+}
+
+# leftovers DIR: what of a cluster in DIR is still there, one thing a line.
+cluster_leftovers() {
+  local dir=$1 proc
+  for proc in /proc/[0-9]*; do
+    [[ $(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) == *"$dir"* ]] && echo "process ${proc#/proc/}: $(tr '\0' ' ' <"$proc/cmdline")"
+  done
+  grep -- "$dir" /proc/mounts | sed 's/^/mount /' || true
+  ip netns list | grep -E '^cn-node[0-9]+' | sed 's/^/network namespace /' || true
+  ip -o link | grep -oE 'cnc-[a-z0-9]+' | sed 's/^/link /' || true
+  [[ -e $(cluster_cgroup_root) ]] && echo "cgroup $(cluster_cgroup_root)"
+  [[ -e $dir ]] && echo "directory $dir"
+  ss -Htlnp | grep -E 'slurm|munge|prometheus|corenoise' | sed 's/^/listening /' || true
+  return 0
+}
+
+# --- scenario 1: noise on one node ---------------------------------------------
+
+node1_idle() {
+  [[ $(node_state cn-node1) == idle ]] || fail "node cn-node1 left idle: $(node_state cn-node1) ($(node_reason cn-node1))"
+}
+
+# `corenoise inject` in node 2's cpuset: slurmd's health check drains node 2
+# alone, its reason naming the CPU; node 1 stays idle through every check;
+# the shipped CorenoiseCoreNoisy alert fires for node 2's instance only. When
+# the injector stops, the health check resumes node 2 and the alert
+# resolves. Then an admin's drain of node 1 survives its healthy checks.
+case_noise_on_one_node() {
+  load_cluster
+  local cpu=${CLUSTER_CPUS[2]} checks_before checks drains
+  [[ $cpu =~ ^[0-9]+$ ]] || fail "node 2 has CPUs $cpu; this case needs one CPU a node"
+  checks_before=$(checks_of cn-node1)
+  cluster_spawn 2 "$corenoise" inject --cpus "$cpu" --duty 0.3 --seconds 300 >"$tmp/inject.out" 2>&1
+  background+=("$cluster_spawned")
+  wait_until 10 "corenoise inject was not ready" grep -q '^ready' "$tmp/inject.out"
+  local started=$SECONDS
+  guard=node1_idle
+  wait_until 60 "node cn-node2 was not drained" node_is drained cn-node2
+  echo "node 2 drained $((SECONDS - started)) s after the injection started: $(node_reason cn-node2)"
+  [[ $(node_reason cn-node2) == "corenoise: cpu $cpu noisy ("* ]] || fail "node 2's reason: $(node_reason cn-node2)"
+  wait_until 90 "CorenoiseCoreNoisy did not fire for cn-node2" alert_is "CorenoiseCoreNoisy cn-node2 $cpu firing"
+  echo "the alert fired $((SECONDS - started)) s after the injection started"
+  if ! no_alert_for cn-node1; then fail "an alert for cn-node1: $(alerts)"; fi
+
+  stop_background
+  started=$SECONDS
+  wait_until 60 "node cn-node2 was not resumed" node_is idle cn-node2
+  echo "node 2 resumed $((SECONDS - started)) s after the injection stopped"
+  grep -q "resumed node cn-node2 after 2 healthy checks in a row (from corenoised); lifted: corenoise: cpu $cpu noisy" "$CLUSTER_DIR/cn-node2/syslog" ||
+    fail "no resume logged on node 2: $(syslog_of cn-node2 | tail -3)"
+  wait_until 60 "the alert did not resolve" no_alert_for cn-node2
+  echo "the alert resolved $((SECONDS - started)) s after the injection stopped"
+
+  # An admin's drain of node 1 survives its healthy checks.
+  guard=true
+  scontrol update nodename=cn-node1 state=drain reason="admin: new DIMM"
+  wait_until 30 "node 1 was not checked 3 times" checked_at_least cn-node1 $(($(checks_of cn-node1) + 3))
+  [[ $(node_state cn-node1) == drained && $(node_reason cn-node1) == "admin: new DIMM" ]] ||
+    fail "the admin's drain of node 1 did not survive: $(node_state cn-node1) ($(node_reason cn-node1))"
+  scontrol update nodename=cn-node1 state=resume
+
+  checks=$(($(checks_of cn-node1) - checks_before))
+  drains=$(syslog_of cn-node1 | grep -c 'drained node cn-node1' || true)
+  echo "node 1 (clean): $checks health checks in this case, $drains drains"
+  ((drains == 0)) || fail "the clean node was drained: $(syslog_of cn-node1 | grep 'drained node')"
+}
+
+# --- scenario 6: prolog and epilog ------------------------------------------------
+
+paused() { status_of "$1" | jq -r .paused; }
+paused_is() { [[ $(paused "$1") == "$2" ]]; }
+
+# A job on node 2 pauses node 2's corenoised only (its prolog, run by node
+# 2's slurmd, reaches node 2's socket in node 2's /run), and its epilog
+# resumes it.
+case_prolog_epilog_pause_only_their_node() {
+  load_cluster
+  srun -w cn-node2 -N1 -n1 sleep 8 >"$tmp/srun.out" 2>&1 &
+  background+=($!)
+  wait_until 15 "node 2's corenoised was not paused" paused_is 2 true
+  [[ $(paused 1) == false ]] || fail "node 1's corenoised paused by a job on node 2"
+  local job
+  job=$(squeue -h -o %i -w cn-node2 | head -n 1)
+  [[ -n $job ]] || fail "no job on node 2 while its daemon is paused"
+  wait "${background[@]}" || fail "srun failed: $(cat "$tmp/srun.out")"
+  background=()
+  wait_until 15 "node 2's corenoised was not resumed" paused_is 2 false
+  grep -q "job $job starts" "$CLUSTER_DIR/cn-node2/syslog" || fail "node 2 logged no prolog for job $job"
+  grep -q "job $job ends, the last on this node" "$CLUSTER_DIR/cn-node2/syslog" || fail "node 2 logged no epilog for job $job"
+  if grep -q "job $job " "$CLUSTER_DIR/cn-node1/syslog"; then fail "node 1 ran job $job's prolog or epilog"; fi
+}
+
+declare -F "case_$case_name" >/dev/null || { echo "no such case: $case_name" >&2; exit 1; }
+"case_$case_name"
+echo "PASS: $case_name"
