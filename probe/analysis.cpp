@@ -132,6 +132,12 @@ void use_lone_core_floor(KindReference& ref, const CoreFigures& core) {
   // The excess then carries the spread of the core's window noise shares
   // alone: the floor is no second measurement.
   ref.noise_floor_error = {Scale::linear, 0, core.noise_error.df};
+  // The typical core of such a node, which its slowdowns are against, is
+  // the core without what other threads took: the floor too (else its
+  // expected slowdown would be 1 whatever it lost, and no sweep would
+  // drain it).
+  ref.noise_ratio = ref.noise_floor;
+  ref.noise_error = ref.noise_floor_error;
 }
 
 // Of log((1 − reference noise) / (1 − noise)), by the delta method:

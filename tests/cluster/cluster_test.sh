@@ -102,6 +102,10 @@ load_cluster() {
   cluster_require
   [[ -s $state ]] || fail "no cluster kept in '$state' (the start case failed or did not run)"
   cluster_load "$(<"$state")" || fail "the kept cluster in $(<"$state") is gone"
+  # Files the nodes write for the case (a sweep's report) go where every
+  # node and this script see them; each node's /tmp is its own.
+  rm -rf -- "$tmp"
+  tmp=$(mktemp -d "$CLUSTER_DIR/shared/case.XXXXXX")
   wait_until 60 "the cluster did not settle (nodes idle, daemons healthy, no alert)" settled
 }
 
@@ -240,6 +244,86 @@ case_prolog_epilog_pause_only_their_node() {
   grep -q "job $job starts" "$CLUSTER_DIR/cn-node2/syslog" || fail "node 2 logged no prolog for job $job"
   grep -q "job $job ends, the last on this node" "$CLUSTER_DIR/cn-node2/syslog" || fail "node 2 logged no epilog for job $job"
   if grep -q "job $job " "$CLUSTER_DIR/cn-node1/syslog"; then fail "node 1 ran job $job's prolog or epilog"; fi
+}
+
+# --- scenario 2: sweeps across nodes -------------------------------------------
+
+# report_only yes|no: the health check only logs what it would drain (a
+# setting of /etc/default/corenoise-slurm, here the cluster's own file), so
+# that noise injected for a sweep leaves the node in service for its srun.
+report_only() {
+  local settings=$CLUSTER_DIR/corenoise-slurm
+  sed -i '/^CORENOISE_HEALTHCHECK_REPORT_ONLY=/d' "$settings"
+  echo "CORENOISE_HEALTHCHECK_REPORT_ONLY=$1" >>"$settings"
+}
+
+# noise_on_node2 DUTY: `corenoise inject` on node 2's CPU, until the case ends.
+noise_on_node2() {
+  cluster_spawn 2 "$corenoise" inject --cpus "${CLUSTER_CPUS[2]}" --duty "$1" --seconds 300 >"$tmp/inject.out" 2>&1
+  background+=("$cluster_spawned")
+  wait_until 10 "corenoise inject was not ready" grep -q '^ready' "$tmp/inject.out"
+}
+
+# sweep_case SWEEP_OPTION LAUNCHER...: a sweep (with SWEEP_OPTION, or none
+# if empty) started by LAUNCHER, its command line appended, with noise on
+# node 2: both hosts in the report, node 2's
+# CPU the worst core and the one node in the drain commands, node 1 healthy;
+# the sweep's exit status is 2 (unhealthy cores) through the launcher.
+sweep_case() {
+  local -a option=()
+  [[ -n $1 ]] && option=("$1")
+  shift
+  report_only yes
+  # 45 %: a sweep drains a node for a core 1.5 times slower than its node's
+  # reference (docs/sweep.md), which 30 % (1 / 0.7 = 1.43) is not.
+  noise_on_node2 0.45
+  local rc=0 cpu=${CLUSTER_CPUS[2]} json=$tmp/sweep.json
+  timeout -k 5 120 "$@" "$corenoise" sweep "${option[@]}" --stream-bytes 8388608 --timeout 60 --quiet --json "$json" \
+    </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
+  stop_background
+  report_only no
+  [[ -s $json ]] || fail "the sweep wrote no report (exit status $rc): $(tail -n 20 "$tmp/launcher.out")"
+  jq -r '.worst[] | "worst: \(.node_name) cpu \(.cpu) \(.state) \(.expected_slowdown): \(.cause)"' "$json"
+  ((rc == 2)) || fail "exit status $rc through $1, expected 2 (unhealthy cores): $(tail -n 20 "$tmp/launcher.out")"
+  jq -e '.node_count == 2 and ([.nodes[].name] | sort) == ["cn-node1", "cn-node2"]' "$json" >/dev/null ||
+    fail "not both nodes in the report: $(jq -c '[.node_count, [.nodes[].name]]' "$json")"
+  jq -e --argjson cpu "$cpu" '.worst[0].node_name == "cn-node2" and .worst[0].cpu == $cpu and .worst[0].state == "noisy"' \
+    "$json" >/dev/null || fail "node 2's CPU $cpu is not the worst core: $(jq -c '.worst[0] | del(.cause)' "$json")"
+  jq -e '(.drain_commands | length) == 1 and (.drain_commands[0] | startswith("scontrol update nodename=cn-node2 state=drain"))' \
+    "$json" >/dev/null || fail "drain commands: $(jq -c .drain_commands "$json")"
+  # Healthy: no unhealthy verdict (a core the confirmation cleared is
+  # transient, which drains nothing).
+  jq -e '.nodes[] | select(.name == "cn-node1") | .states | .noisy + .throttled + .contended + .slow == 0' \
+    "$json" >/dev/null || fail "node 1 not healthy: $(jq -c '.nodes[] | select(.name == "cn-node1")' "$json")"
+  jq -r '.drain_commands[0], (.nodes[] | "\(.name): \(.states | with_entries(select(.value > 0)))")' "$json"
+}
+
+# Both of Slurm's PMI flavours: srun starts the ranks through each node's slurmd.
+case_sweep_srun_pmi2() {
+  load_cluster
+  sweep_case '' srun -N2 -n2 --mpi=pmi2
+}
+case_sweep_srun_pmix_rank_per_core() {
+  load_cluster
+  sweep_case --rank-per-core srun -N2 --ntasks-per-node=1 --mpi=pmix
+}
+
+# The launchers of both families, with the nodes' addresses as hosts and
+# the cluster's ssh into them. TCP between the nodes: they share one kernel,
+# which UCX and Open MPI's shared-memory transports would otherwise take for
+# one machine.
+case_sweep_mpich_hosts() {
+  load_cluster
+  printf '%s\n' "${CLUSTER_ADDRS[@]}" >"$tmp/hosts"
+  UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 sweep_case '' mpiexec.mpich -f "$tmp/hosts" -ppn 1 -n 2 \
+    -launcher ssh -launcher-exec "$CLUSTER_DIR/bin/ssh" -localhost "$cluster_subnet.1"
+}
+case_sweep_openmpi_hosts_rank_per_core() {
+  load_cluster
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 sweep_case --rank-per-core mpirun.openmpi \
+    --host "${CLUSTER_ADDRS[1]}:1,${CLUSTER_ADDRS[2]}:1" -n 2 --map-by ppr:1:node --bind-to core \
+    --mca plm_rsh_agent "$CLUSTER_DIR/bin/ssh" --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 \
+    --mca btl tcp,self --mca btl_tcp_if_include "$cluster_subnet.0/24" --mca oob_tcp_if_include "$cluster_subnet.0/24"
 }
 
 declare -F "case_$case_name" >/dev/null || { echo "no such case: $case_name" >&2; exit 1; }

@@ -8,10 +8,15 @@
 #   - its own network namespace (cn-nodeI, address 10.78.0.(10+I) on eth0),
 #     joined to the others and to this machine by a bridge (cnc-br0,
 #     10.78.0.1): the nodes talk TCP between distinct addresses;
-#   - its own host name (a UTS namespace) and its own /run (a mount
-#     namespace whose /run is $CLUSTER_DIR/cn-nodeI/run): each node's
-#     corenoised answers on the usual /run/corenoise/ctl.sock, and the Slurm
-#     scripts keep their state in the node's own /run/corenoise-slurm;
+#   - its own host name (a UTS namespace), its own /run and its own /tmp (a
+#     mount namespace whose /run and /tmp are $CLUSTER_DIR/cn-nodeI/run and
+#     tmp): each node's corenoised answers on the usual
+#     /run/corenoise/ctl.sock, the Slurm scripts keep their state in the
+#     node's own /run/corenoise-slurm, and what Slurm's PMIx plugin or an MPI
+#     library makes in /tmp is the node's, as on real nodes. $CLUSTER_DIR
+#     itself is seen at the same path on every node, and its shared/ is
+#     where files that every node must see go (a parallel file system's
+#     part);
 #   - its own CPUs (a cpuset cgroup): with 2 CPUs and 2 nodes, node 1 is CPU 0
 #     and node 2 CPU 1, so noise on one node is invisible to the other; more
 #     nodes than CPUs share them;
@@ -49,6 +54,10 @@
 #       it and exits with COMMAND's status; --keep leaves it running and
 #       prints how to enter a node and how to stop it
 #   cluster.sh --dir DIR exec NODE COMMAND...   run on a node of a kept cluster
+#   cluster.sh --dir DIR ssh [-OPTION]... NODE COMMAND-LINE...
+#       what a launcher that starts its daemons by ssh (hydra's mpiexec.mpich,
+#       Open MPI's mpirun) is given instead of ssh: $CLUSTER_DIR/bin/ssh
+#       runs this; NODE is a name or an address, the options are dropped
 #   cluster.sh --dir DIR stop                   stop a kept cluster
 # Options:
 #   --nodes N                 nodes (default 2)
@@ -198,13 +207,18 @@ cluster_join_cpuset() {
 cluster_start_holder() {
   local i=$1 name=${CLUSTER_NODES[$1]} k
   local dir=$CLUSTER_DIR/$name
-  mkdir -p "$dir/run/corenoise" "$dir/state" "$dir/slurmd-spool" || return 1
+  local inner=$dir/tmp/${CLUSTER_DIR##*/}
+  mkdir -p "$dir/run/corenoise" "$dir/state" "$dir/slurmd-spool" "$inner" || return 1
   (
     cluster_join_cpuset "$i" || exit 1
+    # The node's /tmp holds the cluster's directory at its usual path, so
+    # that slurm.conf, the munge socket and the logs are where they are
+    # everywhere else.
     # shellcheck disable=SC2016 # the inner shell's own arguments
     exec nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private \
-      sh -c 'hostname "$1" && mount --bind "$2" /run && touch /run/.node-ready && exec sleep infinity' \
-      holder "$name" "$dir/run"
+      sh -c 'hostname "$1" && mount --bind "$2" /run && mount --bind "$5" "$4" && mount --rbind "$3" /tmp &&
+             touch /run/.node-ready && exec sleep infinity' \
+      holder "$name" "$dir/run" "$dir/tmp" "$inner" "$CLUSTER_DIR"
   ) </dev/null >>"$dir/holder.log" 2>&1 &
   echo $! >"$dir/holder.pid"
   for ((k = 0; k < 50; k++)); do
@@ -284,6 +298,9 @@ cluster_write_slurm_scripts() {
   cat >"$dir/corenoise-slurm" <<EOF
 CORENOISE_BIN=$cluster_corenoise
 EOF
+  # ssh for the launchers, into the nodes of this cluster.
+  printf '#!/bin/sh\nexec %q --dir %q ssh "$@"\n' "$cluster_here/cluster.sh" "$dir" >"$dir/bin/ssh"
+  chmod 0755 "$dir/bin/ssh"
   for script in corenoise-healthcheck corenoise-prolog corenoise-epilog; do
     cat >"$dir/bin/$script" <<EOF
 #!/bin/sh
@@ -304,7 +321,8 @@ cluster_start_node_daemons() {
   cluster_spawn "$i" "$cluster_corenoised" --config /dev/null --state-dir "$dir/state" \
     "${cluster_daemon_args[@]}" </dev/null >>"$dir/corenoised.log" 2>&1
   echo "$cluster_spawned" >"$dir/corenoised.bgpid"
-  cluster_spawn "$i" prometheus-node-exporter --web.listen-address=:9100 --log.level=warn \
+  # (No systemd collector: a node's /run has no systemd to ask.)
+  cluster_spawn "$i" prometheus-node-exporter --web.listen-address=:9100 --log.level=warn --no-collector.systemd \
     </dev/null >>"$dir/node_exporter.log" 2>&1
   echo "$cluster_spawned" >"$dir/node_exporter.bgpid"
 }
@@ -430,6 +448,7 @@ cluster_start() {
   SLURM_CLUSTER_DIR=$CLUSTER_DIR
   export SLURM_CONF=$CLUSTER_DIR/slurm.conf CLUSTER_DIR
   cluster_plan "$nodes"
+  mkdir -p "$CLUSTER_DIR/shared" && chmod 1777 "$CLUSTER_DIR/shared"
   cluster_make_cgroups || return 1
   cluster_save
   cluster_make_network || return 1
@@ -577,8 +596,18 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
         cluster_exec "$4" "${@:5}"
         exit
         ;;
+      ssh)
+        shift 3
+        while [[ ${1:-} == -* ]]; do shift; done
+        [[ $# -ge 2 ]] || { echo "usage: $0 --dir DIR ssh [-OPTION]... NODE COMMAND-LINE..." >&2; exit 255; }
+        node=$1
+        shift
+        # ssh hands its words to the remote shell as one command line.
+        cluster_exec "$node" sh -c "$*"
+        exit
+        ;;
       stop) cluster_stop && exit 0 ;;
-      *) echo "usage: $0 --dir DIR exec NODE COMMAND... | stop" >&2 && exit 1 ;;
+      *) echo "usage: $0 --dir DIR exec NODE COMMAND... | ssh NODE COMMAND-LINE... | stop" >&2 && exit 1 ;;
     esac
   fi
   keep=no

@@ -155,6 +155,8 @@ TEST(Analysis, ALoneCoreIsJudgedOnTheTimeOtherThreadsTook) {
   EXPECT_EQ(v.cores[0].state, CoreState::noisy) << v.cores[0].cause;
   EXPECT_NEAR(*v.cores[0].excess_noise, 0.20, 1e-9);
   EXPECT_NEAR(*v.references[0].noise_floor, 0.10, 1e-9);
+  // Its slowdown is against the same typical core: (1 − 0.10) / (1 − 0.30).
+  EXPECT_NEAR(*v.cores[0].expected_slowdown, 0.9 / 0.7, 1e-9);
   // Under the threshold: 3 % taken by other threads.
   EXPECT_EQ(lone(0.30, 0.1).cores[0].state, CoreState::ok);
   // Without the run-queue wait the floor stays the core's own noise.
@@ -163,6 +165,7 @@ TEST(Analysis, ALoneCoreIsJudgedOnTheTimeOtherThreadsTook) {
   v = judge_all({unknown});
   EXPECT_EQ(v.cores[0].state, CoreState::ok);
   EXPECT_NEAR(*v.cores[0].excess_noise, 0, 1e-12);
+  EXPECT_NEAR(*v.cores[0].expected_slowdown, 1, 1e-9);
   // A second core of the kind, even one left out of the reference, is a
   // peer: the floor is the quieter core's whole noise again.
   v = judge_all({core(0, 0.010, 3e9, 0.30), core(1, 0.010, 3e9, 0.30)});
