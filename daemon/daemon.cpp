@@ -473,6 +473,8 @@ void Daemon::publish_snapshot() {
   report.version = CORENOISE_VERSION;
   report.topology_source = topology_.source();
   report.this_system = true;
+  // So that `corenoise collect` names the node its results came from.
+  report.hostname = local_hostname();
   report.settings = config_.probe;
   report.isa = runner_->isa();
   report.pus = topology_.pus();

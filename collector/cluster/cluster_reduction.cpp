@@ -261,7 +261,9 @@ GatheredNodes gather_nodes(MpiEnvironment& env, const NodeReport& report, const 
   NodeSummary summary = summarize_node(report, node);
   gathered.summaries =
       records_as<NodeSummary>(env.gather_records(std::as_bytes(std::span(&summary, 1))));
-  gathered.names = gather_texts(env, report.hostname);
+  // The report's own name, else this leader's: a node whose daemon did not
+  // answer (collect) is named all the same, as its leader runs on it.
+  gathered.names = gather_texts(env, report.hostname.empty() ? local_hostname() : report.hostname);
   gathered.errors = gather_texts(env, error);
   gathered.details = gather_texts(env, worst_details(report, top, node, kinds, histograms));
   // --full: every core of every node, to rank 0 (proportional to all cores).

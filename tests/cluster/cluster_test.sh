@@ -246,6 +246,31 @@ case_prolog_epilog_pause_only_their_node() {
   if grep -q "job $job " "$CLUSTER_DIR/cn-node1/syslog"; then fail "node 1 ran job $job's prolog or epilog"; fi
 }
 
+# --- launchers -------------------------------------------------------------------
+
+# Each runs COMMAND... with one rank per node, within 120 s (the suite's
+# guard against a hang; the commands' own --timeout is shorter).
+# srun_ranks PMI COMMAND...: through each node's slurmd.
+srun_ranks() {
+  timeout -k 5 120 srun -N2 --ntasks-per-node=1 "$@"
+}
+# The launchers of both families with the nodes' addresses as hosts and the
+# cluster's ssh into them. TCP between the nodes: they share one kernel,
+# which UCX and Open MPI's shared-memory transports would otherwise take for
+# one machine.
+mpich_hosts() {
+  printf '%s\n' "${CLUSTER_ADDRS[@]}" >"$tmp/hosts"
+  UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 timeout -k 5 120 mpiexec.mpich -f "$tmp/hosts" -ppn 1 -n 2 \
+    -launcher ssh -launcher-exec "$CLUSTER_DIR/bin/ssh" -localhost "$cluster_subnet.1" "$@"
+}
+openmpi_hosts() {
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 mpirun.openmpi \
+    --host "${CLUSTER_ADDRS[1]}:1,${CLUSTER_ADDRS[2]}:1" -n 2 --map-by ppr:1:node \
+    --bind-to "${openmpi_bind:-none}" --mca plm_rsh_agent "$CLUSTER_DIR/bin/ssh" \
+    --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 --mca btl tcp,self \
+    --mca btl_tcp_if_include "$cluster_subnet.0/24" --mca oob_tcp_if_include "$cluster_subnet.0/24" "$@"
+}
+
 # --- scenario 2: sweeps across nodes -------------------------------------------
 
 # report_only yes|no: the health check only logs what it would drain (a
@@ -278,7 +303,7 @@ sweep_case() {
   # reference (docs/sweep.md), which 30 % (1 / 0.7 = 1.43) is not.
   noise_on_node2 0.45
   local rc=0 cpu=${CLUSTER_CPUS[2]} json=$tmp/sweep.json
-  timeout -k 5 120 "$@" "$corenoise" sweep "${option[@]}" --stream-bytes 8388608 --timeout 60 --quiet --json "$json" \
+  "$@" "$corenoise" sweep "${option[@]}" --stream-bytes 8388608 --timeout 60 --quiet --json "$json" \
     </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
   stop_background
   report_only no
@@ -301,29 +326,90 @@ sweep_case() {
 # Both of Slurm's PMI flavours: srun starts the ranks through each node's slurmd.
 case_sweep_srun_pmi2() {
   load_cluster
-  sweep_case '' srun -N2 -n2 --mpi=pmi2
+  sweep_case '' srun_ranks --mpi=pmi2
 }
 case_sweep_srun_pmix_rank_per_core() {
   load_cluster
-  sweep_case --rank-per-core srun -N2 --ntasks-per-node=1 --mpi=pmix
+  sweep_case --rank-per-core srun_ranks --mpi=pmix
 }
-
-# The launchers of both families, with the nodes' addresses as hosts and
-# the cluster's ssh into them. TCP between the nodes: they share one kernel,
-# which UCX and Open MPI's shared-memory transports would otherwise take for
-# one machine.
 case_sweep_mpich_hosts() {
   load_cluster
-  printf '%s\n' "${CLUSTER_ADDRS[@]}" >"$tmp/hosts"
-  UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 sweep_case '' mpiexec.mpich -f "$tmp/hosts" -ppn 1 -n 2 \
-    -launcher ssh -launcher-exec "$CLUSTER_DIR/bin/ssh" -localhost "$cluster_subnet.1"
+  sweep_case '' mpich_hosts
 }
 case_sweep_openmpi_hosts_rank_per_core() {
   load_cluster
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 sweep_case --rank-per-core mpirun.openmpi \
-    --host "${CLUSTER_ADDRS[1]}:1,${CLUSTER_ADDRS[2]}:1" -n 2 --map-by ppr:1:node --bind-to core \
-    --mca plm_rsh_agent "$CLUSTER_DIR/bin/ssh" --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 \
-    --mca btl tcp,self --mca btl_tcp_if_include "$cluster_subnet.0/24" --mca oob_tcp_if_include "$cluster_subnet.0/24"
+  openmpi_bind=core sweep_case --rank-per-core openmpi_hosts
+}
+
+# --- scenario 3: collect across nodes --------------------------------------------
+
+# published_since NODE T: the node's /metrics (over the bridge) carries a
+# cluster publication made at T or later, with its CPU's cluster slowdown.
+published_since() {
+  local i=$1 since=$2 metrics
+  metrics=$(curl -sf "http://${CLUSTER_ADDRS[i]}:19847/metrics") || return 1
+  awk -v t="$since" '$1 == "corenoise_cluster_publish_timestamp_seconds" && $2 >= t {found = 1} END {exit !found}' \
+    <<<"$metrics" || return 1
+  grep -q "^corenoise_cluster_slowdown_ratio{cpu=\"${CLUSTER_CPUS[i]}\"" <<<"$metrics"
+}
+
+# collect_case LAUNCHER: `corenoise collect --trigger` has both daemons run a
+# round at one instant, reads both into one report and publishes the
+# cluster reference to both.
+#
+# A node's only CPU is skipped as busy now and then (the launcher's daemon
+# and the rank that waits in MPI run on it; the daemon skips a CPU busier
+# than --busy-threshold since its last round): that round has no figure of
+# the node to publish, and the collect is run again, at most 3 times.
+# collect_with LAUNCHER: the collect, into $json, its exit status in $rc and
+# its start in $since.
+collect_with() {
+  local attempt
+  json=$tmp/collect.json
+  for attempt in 1 2 3; do
+    since=$(date +%s) rc=0
+    "$1" "$corenoise" collect --trigger --timeout 60 --quiet --json "$json" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
+    if [[ ! -s $json ]] || ! jq -e 'any(.nodes[]; .error == null and .probed_cores == 0)' "$json" >/dev/null; then
+      return 0
+    fi
+    echo "attempt $attempt: a node's CPU was skipped (busy): $(jq -c '[.nodes[] | {name, probed_cores}]' "$json")"
+  done
+}
+
+collect_case() {
+  load_cluster
+  local rc json since
+  collect_with "$1"
+  [[ -s $json ]] || fail "collect wrote no report (exit status $rc): $(tail -n 20 "$tmp/launcher.out")"
+  ((rc == 0 || rc == 2)) || fail "collect exited $rc through $1: $(tail -n 20 "$tmp/launcher.out")"
+  jq -e '.node_count == 2 and ([.nodes[].name] | sort) == ["cn-node1", "cn-node2"] and all(.nodes[]; .error == null and .probed_cores == 1)' \
+    "$json" >/dev/null || fail "not both daemons' results: $(jq -c '[.nodes[] | {name, probed_cores, error}]' "$json")"
+  published_since 1 "$since" || fail "no cluster reference published to node 1's daemon"
+  published_since 2 "$since" || fail "no cluster reference published to node 2's daemon"
+}
+case_collect_mpich_hosts() { collect_case mpich_hosts; }
+case_collect_openmpi_hosts() { collect_case openmpi_hosts; }
+
+# --- scenario 5: faults ---------------------------------------------------------
+
+# Node 2's corenoised stopped: collect names node 2 as missing (its error),
+# exits 1, and still reduces and publishes node 1.
+case_collect_with_a_daemon_down() {
+  load_cluster
+  local pid rc json since
+  pid=$(<"$CLUSTER_DIR/cn-node2/corenoised.bgpid")
+  kill -TERM "$pid"
+  wait_until 10 "node 2's corenoised did not stop" eval '[[ ! -e /proc/'"$pid"'/status ]] || grep -q "^State:.*Z" /proc/'"$pid"'/status'
+  collect_with mpich_hosts
+  cluster_start_corenoised 2
+  wait_until 20 "node 2's corenoised did not come back" cluster_daemons_answer
+  [[ -s $json ]] || fail "collect wrote no report (exit status $rc): $(tail -n 20 "$tmp/launcher.out")"
+  ((rc == 1)) || fail "collect exited $rc with node 2's daemon down, expected 1"
+  jq -e '(.nodes[] | select(.name == "cn-node2") | .error | type == "string") and
+         (.nodes[] | select(.name == "cn-node1") | .error == null and .probed_cores == 1)' "$json" >/dev/null ||
+    fail "node 2 not named missing, or node 1 not reported: $(jq -c '[.nodes[] | {name, probed_cores, error}]' "$json")"
+  echo "node 2: $(jq -r '.nodes[] | select(.name == "cn-node2") | .error' "$json")"
+  published_since 1 "$since" || fail "node 1 not published to while node 2's daemon was down"
 }
 
 declare -F "case_$case_name" >/dev/null || { echo "no such case: $case_name" >&2; exit 1; }

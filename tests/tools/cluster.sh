@@ -313,14 +313,20 @@ EOF
   done
 }
 
+# start_corenoised I: node I's corenoised (again, after a test stopped it).
+cluster_start_corenoised() {
+  local dir=$CLUSTER_DIR/${CLUSTER_NODES[$1]}
+  cluster_spawn "$1" "$cluster_corenoised" --config /dev/null --state-dir "$dir/state" \
+    "${cluster_daemon_args[@]}" </dev/null >>"$dir/corenoised.log" 2>&1
+  echo "$cluster_spawned" >"$dir/corenoised.bgpid"
+}
+
 cluster_start_node_daemons() {
   local i=$1 name=${CLUSTER_NODES[$1]}
   local dir=$CLUSTER_DIR/$name
   cluster_spawn "$i" slurmd -D -f "$SLURM_CONF" </dev/null >>"$dir/slurmd.out" 2>&1
   echo "$cluster_spawned" >"$dir/slurmd.bgpid"
-  cluster_spawn "$i" "$cluster_corenoised" --config /dev/null --state-dir "$dir/state" \
-    "${cluster_daemon_args[@]}" </dev/null >>"$dir/corenoised.log" 2>&1
-  echo "$cluster_spawned" >"$dir/corenoised.bgpid"
+  cluster_start_corenoised "$i"
   # (No systemd collector: a node's /run has no systemd to ask.)
   cluster_spawn "$i" prometheus-node-exporter --web.listen-address=:9100 --log.level=warn --no-collector.systemd \
     </dev/null >>"$dir/node_exporter.log" 2>&1
@@ -395,7 +401,7 @@ cluster_wait_until() {
 cluster_save() {
   {
     declare -p CLUSTER_DIR CLUSTER_NODES CLUSTER_ADDRS CLUSTER_CPUS CLUSTER_PROMETHEUS
-    declare -p cluster_cgroup cluster_corenoise cluster_corenoised
+    declare -p cluster_cgroup cluster_corenoise cluster_corenoised cluster_daemon_args
   } | sed -E 's/^declare -[-a-zA-Z]* /declare -g /' >"$CLUSTER_DIR/cluster.env"
 }
 
