@@ -509,9 +509,10 @@ void LibraryEnvironment::watchdog_main(double seconds, std::string what) {
   // One write(2): the line must not interleave with other ranks' output, and
   // stdio may be mid-use by the (stuck) main thread.
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, text.data(), text.size());
-  // If MPI_Abort itself hangs (a wedged process manager), SIGALRM's default
+  // If MPI_Abort itself hangs (a wedged process manager, or a node cut off
+  // from it: tests/cluster's NodeCutOffDuringASweep), SIGALRM's default
   // action still ends this process, and mpiexec tears down the rest.
-  ::alarm(30);
+  ::alarm(10);
   // MPI_Abort makes the process manager kill every rank at once, and hydra
   // can go down before it has forwarded the line just written (seen: one run
   // in ten lost it). A moment's grace lets the message out.
