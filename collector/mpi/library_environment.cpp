@@ -511,7 +511,9 @@ void LibraryEnvironment::watchdog_main(double seconds, std::string what) {
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, text.data(), text.size());
   // If MPI_Abort itself hangs (a wedged process manager, or a node cut off
   // from it: tests/cluster's NodeCutOffDuringASweep), SIGALRM's default
-  // action still ends this process, and mpiexec tears down the rest.
+  // action still ends this process, and mpiexec tears down the rest. 10 s:
+  // a healthy MPI_Abort ends every rank within a second here (the 300 ms
+  // below included); past that the process manager is not coming.
   ::alarm(10);
   // MPI_Abort makes the process manager kill every rank at once, and hydra
   // can go down before it has forwarded the line just written (seen: one run

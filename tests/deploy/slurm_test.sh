@@ -114,18 +114,19 @@ case_HealthCheckHealthyDoesNothing() {
   run corenoise-healthcheck
   expect_rc 0 "the health check (probe)"
   grep -q '^probe ' "$RECORDED_CALLS" || fail "no probe ran without a daemon"
-  # The second healthy check in a row asks whether the node is ours to
-  # resume (case_HealthCheckResumesItsOwnDrain); nothing is updated.
-  [[ $(cat "$FAKE_SCONTROL_LOG") == "-o show node testnode" ]] ||
-    fail "scontrol called for a healthy node: $(cat "$FAKE_SCONTROL_LOG")"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol called for a healthy node: $(cat "$FAKE_SCONTROL_LOG")"
   expect_logged "every CPU ok (from probe)"
 }
 
-# healthy_status STAMP: a status reply with every CPU healthy whose latest
-# round ended at STAMP, as $FAKE_STATUS_JSON.
+# healthy_status STAMP [ROUNDS [TRANSIENT]]: a status reply with no CPU
+# persistently unhealthy whose latest round ended at STAMP, after ROUNDS
+# rounds (3: a full persistence window) with TRANSIENT transient CPUs (0),
+# as $FAKE_STATUS_JSON.
 healthy_status() {
-  jq --argjson at "$1" '.unhealthy = [] | .transient = [] | .healthy = true
-    | .states = {ok: 16} | .rounds.isolated.last_unix_seconds = $at' \
+  jq --argjson at "$1" --argjson rounds "${2:-3}" --argjson transient "${3:-0}" \
+    '.unhealthy = [] | .healthy = true | .states = {ok: 16} | .persistence = {bad: 2, rounds: 3}
+     | .rounds.isolated.last_unix_seconds = $at | .rounds.isolated.count = $rounds
+     | .transient = [range($transient) | {cpu: 5, round_state: "noisy", unhealthy_rounds: 1, rounds: 3}]' \
     "$fixtures/status-unhealthy.json" >"$tmp/healthy-$1.json"
   export FAKE_STATUS_JSON=$tmp/healthy-$1.json FAKE_STATUS_RC=0
 }
@@ -134,37 +135,58 @@ resumes() {
   grep -c '^update nodename=testnode state=resume$' "$FAKE_SCONTROL_LOG" || true
 }
 
+# drained_by_check: an unhealthy reply drains the node; the fake slurmctld
+# then shows it drained with that reason.
+drained_by_check() {
+  echo 'NodeName=testnode State=IDLE ThreadsPerCore=1' >"$FAKE_SCONTROL_SHOW"
+  export FAKE_STATUS_JSON=$fixtures/status-unhealthy.json FAKE_STATUS_RC=2
+  : >"$FAKE_SCONTROL_LOG"
+  run corenoise-healthcheck
+  expect_rc 0 "the unhealthy check"
+  ours=$(drain_reasons | tail -n 1)
+  [[ -n $ours ]] || fail "not drained by an unhealthy reply"
+  echo "NodeName=testnode State=IDLE+DRAIN Reason=$ours [root@2026-12-02T17:00:00]" >"$FAKE_SCONTROL_SHOW"
+  : >"$FAKE_SCONTROL_LOG"
+}
+
 # NHC's convention: a node the check drained is resumed once every CPU was
 # healthy in CORENOISE_HEALTHCHECK_RESUME_AFTER (2) checks in a row, each
-# from a newer round of the daemon; never a node someone else drained;
-# never when resuming is off; and a check with no verdict (unknown) or an
-# unhealthy one starts the count again.
+# from a newer round of a daemon with a full persistence window and no
+# transient CPU; only while the node still has the reason the check set;
+# never when resuming is off; a check with no verdict (unknown) or an
+# unhealthy one starts the count again; slurmctld is not asked about a node
+# with no drain of the check's own.
 case_HealthCheckResumesItsOwnDrain() {
   export CORENOISE_BIN=$fixtures/fake-corenoise FAKE_SCONTROL_SHOW=$tmp/show
-  local ours='NodeName=testnode State=IDLE+DRAIN Reason=corenoise: cpu 1 noisy (33% lost, preempted) [root@2026-12-02T17:00:00]'
-  echo "$ours" >"$FAKE_SCONTROL_SHOW"
+  local ours stamp
+  drained_by_check
   healthy_status 100
   run corenoise-healthcheck
   expect_rc 0 "the first healthy check"
   [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "the first healthy check called scontrol: $(cat "$FAKE_SCONTROL_LOG")"
-  # The same round again is no new evidence.
+  # No new evidence: the same round again, a daemon just (re)started, a
+  # transient CPU, a daemon with no round yet.
   run corenoise-healthcheck
-  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "a check of the same round counted: $(cat "$FAKE_SCONTROL_LOG")"
+  healthy_status 110 1
+  run corenoise-healthcheck
+  healthy_status 120 3 1
+  run corenoise-healthcheck
+  jq '.rounds = {}' "$fixtures/status-unhealthy.json" | jq '.unhealthy = [] | .transient = []' >"$tmp/no-round.json"
+  FAKE_STATUS_JSON=$tmp/no-round.json FAKE_STATUS_RC=0 run corenoise-healthcheck
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "a check without new evidence counted: $(cat "$FAKE_SCONTROL_LOG")"
   healthy_status 200
   run corenoise-healthcheck
   expect_rc 0 "the second healthy check"
   [[ $(resumes) -eq 1 ]] || fail "not resumed after 2 healthy rounds: $(cat "$FAKE_SCONTROL_LOG")"
-  expect_logged "resumed node testnode after 2 healthy checks in a row (from corenoised); lifted: corenoise: cpu 1 noisy (33% lost, preempted)"
-  # Past the run, slurmctld is not asked again.
+  expect_logged "resumed node testnode after 2 healthy checks in a row (from corenoised); lifted: $ours"
+  # Its drain lifted, slurmctld is not asked again.
   : >"$FAKE_SCONTROL_LOG"
   healthy_status 300
   run corenoise-healthcheck
-  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol asked past the run: $(cat "$FAKE_SCONTROL_LOG")"
+  [[ ! -s $FAKE_SCONTROL_LOG ]] || fail "scontrol asked with no drain of its own: $(cat "$FAKE_SCONTROL_LOG")"
 
   # An unhealthy check drains and starts again; so does an unknown one.
-  export FAKE_STATUS_JSON=$fixtures/status-unhealthy.json FAKE_STATUS_RC=2
-  run corenoise-healthcheck
-  [[ -n $(drain_reasons) ]] || fail "not drained by an unhealthy reply"
+  drained_by_check
   healthy_status 400
   run corenoise-healthcheck
   unset FAKE_STATUS_JSON
@@ -174,11 +196,11 @@ case_HealthCheckResumesItsOwnDrain() {
   expect_rc 0 "no daemon and no CPU to probe"
   expect_logged "node testnode: unknown (no verdict: corenoised did not answer and no CPU may be probed); left as it is"
   rm "$CORENOISE_SLURM_JOBS_DIR/13"
-  : >"$FAKE_SCONTROL_LOG"
   healthy_status 500
   run corenoise-healthcheck
   [[ $(resumes) -eq 0 ]] || fail "resumed after 1 healthy check since an unknown one"
-  # slurmctld not answering at the due check: exit 1, and the next tries again.
+  # slurmctld not answering when the run is complete: exit 1, and the next
+  # healthy check asks again.
   healthy_status 600
   export FAKE_SCONTROL_RC=1
   run corenoise-healthcheck
@@ -191,23 +213,32 @@ case_HealthCheckResumesItsOwnDrain() {
   expect_rc 0 "the retry"
   [[ $(resumes) -eq 1 ]] || fail "not resumed at the check after slurmctld failed: $(cat "$FAKE_SCONTROL_LOG")"
 
-  # Someone else's reason: never resumed.
-  echo 'NodeName=testnode State=IDLE+DRAIN Reason=bad DIMM [admin@2026-12-01T10:00:00]' >"$FAKE_SCONTROL_SHOW"
-  rm -f "$CORENOISE_HEALTHCHECK_STATE"
-  : >"$FAKE_SCONTROL_LOG"
+  # Its reason replaced by an admin's while drained: never resumed.
+  drained_by_check
+  echo 'NodeName=testnode State=IDLE+DRAIN Reason=admin: new DIMM [admin@2026-12-01T10:00:00]' >"$FAKE_SCONTROL_SHOW"
   for stamp in 800 900 1000; do
     healthy_status "$stamp"
     run corenoise-healthcheck
-    expect_rc 0 "a healthy check of a node an admin drained"
+    expect_rc 0 "a healthy check of a node an admin took over"
   done
   [[ $(resumes) -eq 0 ]] || fail "an admin's drain was resumed"
+  expect_logged "node testnode no longer has the drain this check set"
+
+  # Report only: said, not done.
+  drained_by_check
+  export CORENOISE_HEALTHCHECK_REPORT_ONLY=yes
+  for stamp in 1100 1200; do
+    healthy_status "$stamp"
+    run corenoise-healthcheck
+  done
+  [[ $(resumes) -eq 0 ]] || fail "resumed in report-only mode"
+  expect_logged "would resume node testnode (report only) after 2 healthy checks in a row"
+  unset CORENOISE_HEALTHCHECK_REPORT_ONLY
 
   # Resuming off.
-  echo "$ours" >"$FAKE_SCONTROL_SHOW"
-  rm -f "$CORENOISE_HEALTHCHECK_STATE"
-  : >"$FAKE_SCONTROL_LOG"
+  drained_by_check
   export CORENOISE_HEALTHCHECK_RESUME_AFTER=0
-  for stamp in 1100 1200 1300; do
+  for stamp in 1300 1400 1500; do
     healthy_status "$stamp"
     run corenoise-healthcheck
   done
@@ -216,6 +247,17 @@ case_HealthCheckResumesItsOwnDrain() {
   run corenoise-healthcheck
   expect_rc 1 "a resume count that is no number"
   expect_logged "CORENOISE_HEALTHCHECK_RESUME_AFTER is 'several'"
+
+  # A damaged or empty state file is a run of none, never a failure.
+  unset CORENOISE_HEALTHCHECK_RESUME_AFTER
+  printf 'healthy_checks=08' >"$CORENOISE_HEALTHCHECK_STATE"
+  healthy_status 1600
+  run corenoise-healthcheck
+  expect_rc 0 "a damaged state file"
+  : >"$CORENOISE_HEALTHCHECK_STATE"
+  healthy_status 1700
+  run corenoise-healthcheck
+  expect_rc 0 "an empty state file"
 }
 
 # A broken tool is not a broken node: exit 1, a syslog error, no drain.

@@ -234,7 +234,10 @@ cluster_enter() {
   local i=$1
   shift
   cluster_join_cpuset "$i" || exit 1
-  exec nsenter -t "$(<"$CLUSTER_DIR/${CLUSTER_NODES[i]}/holder.pid")" -n -u -m --wd="$PWD" -- "$@"
+  # The caller's directory, where the node sees it too (not its own /tmp, /run).
+  local wd=$PWD
+  [[ $wd == /tmp* || $wd == /run* ]] && wd=/
+  exec nsenter -t "$(<"$CLUSTER_DIR/${CLUSTER_NODES[i]}/holder.pid")" -n -u -m --wd="$wd" -- "$@"
 }
 
 cluster_exec() {
@@ -305,9 +308,9 @@ EOF
     cat >"$dir/bin/$script" <<EOF
 #!/bin/sh
 # slurmd runs this on a node of the cluster in $dir.
-export CORENOISE_SLURM_CONFIG=$dir/corenoise-slurm SLURM_CONF=$dir/slurm.conf
-export FAKE_LOGGER_LOG=$dir/\$(hostname)/syslog PATH=$dir/logbin:\${PATH:-/usr/bin:/bin}
-exec $deploy/$script "\$@"
+export CORENOISE_SLURM_CONFIG='$dir/corenoise-slurm' SLURM_CONF='$dir/slurm.conf'
+export FAKE_LOGGER_LOG="$dir/\$(hostname)/syslog" PATH="$dir/logbin:\${PATH:-/usr/bin:/bin}"
+exec '$deploy/$script' "\$@"
 EOF
     chmod 0755 "$dir/bin/$script"
   done
