@@ -22,20 +22,10 @@ for ((run = 1; run <= runs; run++)); do
     bad=1
   fi
   t1=$(date +%s.%N)
-  dir=$CLUSTER_DIR
+  dir=$CLUSTER_DIR port=${CLUSTER_PROMETHEUS##*:}
   cluster_stop
   t2=$(date +%s.%N)
-  left=$(
-    for proc in /proc/[0-9]*; do
-      [[ -n $dir && $(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) == *"$dir"* ]] && echo "process ${proc#/proc/}"
-    done
-    [[ -n $dir ]] && grep -c -- "$dir" /proc/mounts | grep -v '^0$' | sed 's/^/mounts: /'
-    ip netns list | grep -E '^cn-node' | sed 's/^/netns /'
-    ip -o link | grep -oE 'cnc-[a-z0-9]+' | sed 's/^/link /'
-    root=$(cluster_cgroup_root) && [[ -e $root ]] && echo "cgroup $root"
-    [[ -n $dir && -e $dir ]] && echo "directory $dir"
-    ss -Htlnp | grep -E 'slurm|munge|prometheus|corenoise' | sed 's/^/port /'
-  )
+  left=$(cluster_leftovers "$dir" "$port" | paste -sd';')
   printf 'run %2d: start %5.1f s, stop %4.1f s, left behind: %s\n' "$run" \
     "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "${left:-nothing}"
   [[ -z $left ]] || bad=1

@@ -178,22 +178,6 @@ case_stop() {
   ((drains == 0)) || fail "node 1, never given noise, was drained $drains times"
 }
 
-# leftovers DIR PORT: what of a cluster in DIR (its Prometheus on PORT) is
-# still there, one thing a line.
-cluster_leftovers() {
-  local dir=$1 port=$2 proc
-  for proc in /proc/[0-9]*; do
-    [[ $(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) == *"$dir"* ]] && echo "process ${proc#/proc/}: $(tr '\0' ' ' <"$proc/cmdline")"
-  done
-  grep -- "$dir" /proc/mounts | sed 's/^/mount /' || true
-  ip netns list | grep -E '^cn-node[0-9]+' | sed 's/^/network namespace /' || true
-  ip -o link | grep -oE 'cnc-[a-z0-9]+' | sed 's/^/link /' || true
-  [[ -e $(cluster_cgroup_root) ]] && echo "cgroup $(cluster_cgroup_root)"
-  [[ -e $dir ]] && echo "directory $dir"
-  ss -Htln "sport = :$port" | sed 's/^/listening /' || true
-  return 0
-}
-
 # --- scenario 1: noise on one node ---------------------------------------------
 
 node1_idle() {

@@ -387,18 +387,6 @@ cluster_targets_up() {
     grep -q "\"value\":\[[0-9.]*,\"$((2 * ${#CLUSTER_NODES[@]}))\"\]"
 }
 
-# wait_until SECONDS WHAT COMMAND...
-cluster_wait_until() {
-  local seconds=$1 what=$2 k
-  shift 2
-  for ((k = 0; k < seconds * 5; k++)); do
-    "$@" && return 0
-    sleep 0.2
-  done
-  cluster_say "$what within $seconds s"
-  return 1
-}
-
 # --- start, stop ----------------------------------------------------------------
 
 cluster_save() {
@@ -478,9 +466,10 @@ cluster_start() {
   cluster_start_prometheus
   export CLUSTER_PROMETHEUS
   cluster_save
-  if ! cluster_wait_until 20 "the nodes did not all register with slurmctld" cluster_nodes_registered ||
-    ! cluster_wait_until 20 "a node's corenoised did not answer" cluster_daemons_answer ||
-    ! cluster_wait_until 20 "Prometheus did not find every target up" cluster_targets_up; then
+  # (slurm_cluster_wait_for's "-": no one daemon whose exit ends the wait.)
+  if ! slurm_cluster_wait_for 20 "the nodes did not all register with slurmctld" - cluster_nodes_registered ||
+    ! slurm_cluster_wait_for 20 "a node's corenoised did not answer" - cluster_daemons_answer ||
+    ! slurm_cluster_wait_for 20 "Prometheus did not find every target up" - cluster_targets_up; then
     cluster_logs
     return 1
   fi
@@ -570,6 +559,25 @@ cluster_stop_all() {
   ip link del "$cluster_bridge" 2>/dev/null
   [[ -n $cluster_cgroup ]] && rmdir "$cluster_cgroup" 2>/dev/null
   rm -rf -- "$CLUSTER_DIR"
+}
+
+# leftovers DIR PORT: what of a stopped cluster in DIR (its Prometheus on
+# PORT) is still there, one thing a line: processes, mounts, network
+# namespaces, links, cgroups, the directory, the port.
+cluster_leftovers() {
+  local dir=$1 port=$2 proc
+  for proc in /proc/[0-9]*; do
+    if [[ $(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) == *"$dir"* ]]; then
+      echo "process ${proc#/proc/}: $(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null)"
+    fi
+  done
+  grep -- "$dir" /proc/mounts | sed 's/^/mount /' || true
+  ip netns list | grep -E '^cn-node[0-9]+' | sed 's/^/network namespace /' || true
+  ip -o link | grep -oE 'cnc-[a-z0-9]+' | sed 's/^/link /' || true
+  if [[ -e $(cluster_cgroup_root) ]]; then echo "cgroup $(cluster_cgroup_root)"; fi
+  if [[ -e $dir ]]; then echo "directory $dir"; fi
+  ss -Htln "sport = :$port" | sed 's/^/listening /' || true
+  return 0
 }
 
 # logs: the last lines of every daemon's log, to stderr.
