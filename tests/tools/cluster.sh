@@ -237,7 +237,10 @@ cluster_enter() {
   # The caller's directory, where the node sees it too (not its own /tmp, /run).
   local wd=$PWD
   [[ $wd == /tmp* || $wd == /run* ]] && wd=/
-  exec nsenter -t "$(<"$CLUSTER_DIR/${CLUSTER_NODES[i]}/holder.pid")" -n -u -m --wd="$wd" -- "$@"
+  # --root: entering a mount namespace moves the root to the namespace's
+  # own; inside a chroot (a fresh-machine check, a build root) that is the
+  # host's file system, not the one the holder's mounts were made in.
+  exec nsenter -t "$(<"$CLUSTER_DIR/${CLUSTER_NODES[i]}/holder.pid")" -n -u -m --root --wd="$wd" -- "$@"
 }
 
 cluster_exec() {
