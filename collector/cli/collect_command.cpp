@@ -182,7 +182,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
     std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
     failed = true;
   }
-  if (any_leader_failed(env, failed)) return kExitFailure;
+  if (env.any_leader_failed(failed)) return kExitFailure;
 
   // Each node on its own: a node that fails here contributes nothing but
   // still takes part in every collective below, so nobody waits for it.
@@ -252,7 +252,7 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
       publish_failed = true;
     }
   }
-  const bool some_node_failed = any_leader_failed(env, publish_failed || !report);
+  const bool some_node_failed = env.any_leader_failed(publish_failed || !report);
 
   return agree_on_exit_code(env, prefix, [&] {
     const ClusterReport& cluster = reduction.report;

@@ -1,10 +1,8 @@
 #include "collector/cli/mpi_command_runner.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <iostream>
 #include <memory>
-#include <span>
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
@@ -69,12 +67,6 @@ int run_mpi_command(const MpiCommand& command, const std::vector<std::string>& a
   env->barrier_world();
   env->finalize(kFinalizeSeconds, code);
   return code;
-}
-
-bool any_leader_failed(MpiEnvironment& env, bool failed) {
-  std::uint64_t flag = failed ? 1 : 0;
-  env.allreduce_max(std::span<std::uint64_t>(&flag, 1));
-  return flag != 0;
 }
 
 int agree_on_exit_code(MpiEnvironment& env, const std::string& prefix,

@@ -32,10 +32,6 @@ struct MpiCommand {
 
 int run_mpi_command(const MpiCommand& command, const std::vector<std::string>& args);
 
-// True on every leader if `failed` is true on any of them, so that all stop
-// together instead of waiting for a peer that gave up. Leaders only.
-bool any_leader_failed(MpiEnvironment& env, bool failed);
-
 // Leader 0 runs `on_root` (a report's outputs and its exit code; an
 // exception is a failure, reported with `prefix`), and every leader returns
 // that code. Leaders only.

@@ -415,7 +415,7 @@ bool screen(MpiEnvironment& env, const SweepOptions& options, const NodeProbes& 
     std::cerr << prefix + std::string(to_string(mode)) + " round failed: " + e.what() + "\n";
     failed = true;
   }
-  return !any_leader_failed(env, failed);
+  return !env.any_leader_failed(failed);
 }
 
 // Every node's suspects in `screened` are measured again at one instant,
@@ -445,7 +445,7 @@ bool confirm(MpiEnvironment& env, const SweepOptions& options, const NodeProbes&
                                              " confirmation round failed: " + e.what() + "\n";
                             round_failed = true;
                           }
-                          if (any_leader_failed(env, round_failed)) throw Aborted{};
+                          if (env.any_leader_failed(round_failed)) throw Aborted{};
                           return again;
                         });
   } catch (const Aborted&) {
@@ -484,7 +484,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
 
   LeaderSetup setup;
   const bool ready = set_up(env, options, ranks ? &*ranks : nullptr, prefix, setup);
-  if (any_leader_failed(env, !ready)) return kExitFailure;
+  if (env.any_leader_failed(!ready)) return kExitFailure;
 
   const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
 

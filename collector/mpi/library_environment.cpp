@@ -21,14 +21,18 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "collector/mpi/family_hooks.h"
 #include "collector/mpi/mpi_environment.h"
@@ -174,6 +178,7 @@ class LibraryEnvironment final : public MpiEnvironment {
   std::vector<std::vector<std::byte>> gather_node_blobs(std::span<const std::byte> blob) override;
   std::span<std::byte> node_shared_memory(std::size_t bytes) override;
   void barrier_leaders() override;
+  bool any_leader_failed(bool failed) override;
   double common_start_time(double margin_seconds) override;
   void allreduce_sum(std::span<double> values) override;
   void allreduce_min(std::span<double> values) override;
@@ -194,14 +199,22 @@ class LibraryEnvironment final : public MpiEnvironment {
   void free_communicators();
   void require_leader(const char* what) const;
   void watchdog_main(double seconds, std::string what);
+  bool roll_call(bool failed);
+  std::string roll_call_waiting_for();
 
   std::unique_ptr<Comms> comms_;
+  // Leader 0 only: each node's MPI_Get_processor_name, by node index, for
+  // the watchdog's message.
+  std::vector<std::string> node_names_;
 
   // Watchdog state: guarded by watchdog_mutex_.
   std::mutex watchdog_mutex_;
   std::condition_variable watchdog_cv_;
   bool watchdog_cancelled_ = false;
   std::thread watchdog_;
+  // Leader 0's roll call in progress: the node indices it has not heard
+  // from (empty when it is in none), for the watchdog thread to name.
+  std::vector<int> roll_call_missing_;
 };
 
 }  // namespace
@@ -258,6 +271,19 @@ void LibraryEnvironment::init() {
   check(MPI_Bcast(node, 2, MPI_INT, 0, comms_->node), "MPI_Bcast");
   layout_.node_index = node[0];
   layout_.node_count = node[1];
+
+  // The node names leader 0's watchdog gives (roll_call): a few bytes a node.
+  if (comms_->leaders != MPI_COMM_NULL) {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int name_length = 0;
+    check(MPI_Get_processor_name(name, &name_length), "MPI_Get_processor_name");
+    const auto names = gather_blobs_to_first(
+        comms_->leaders, layout_.node_index == 0, layout_.node_count,
+        std::as_bytes(std::span(name, static_cast<std::size_t>(name_length))), Wait::polling);
+    for (const auto& blob : names) {
+      node_names_.emplace_back(reinterpret_cast<const char*>(blob.data()), blob.size());
+    }
+  }
 }
 
 LibraryEnvironment::~LibraryEnvironment() {
@@ -377,7 +403,79 @@ std::span<std::byte> LibraryEnvironment::node_shared_memory(std::size_t bytes) {
 
 void LibraryEnvironment::barrier_leaders() {
   require_leader("barrier_leaders");
-  check(MPI_Barrier(comms_->leaders), "MPI_Barrier");
+  roll_call(false);
+}
+
+bool LibraryEnvironment::any_leader_failed(bool failed) {
+  require_leader("any_leader_failed");
+  return roll_call(failed);
+}
+
+// Each leader sends its flag to leader 0, which receives them one by one
+// (so that it knows who has not answered), ORs them and broadcasts the
+// result. Every message is matched before the call returns, so nothing is
+// left in flight at MPI_Finalize. Waits sleep: the other leaders' cores may
+// still be measuring.
+bool LibraryEnvironment::roll_call(bool failed) {
+  constexpr int kRollCallTag = 0x636e;  // the leaders' communicator has no other messages
+  std::uint8_t flag = failed ? 1 : 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (layout_.node_index == 0) {
+    const int count = layout_.node_count;
+    std::vector<std::uint8_t> flags(static_cast<std::size_t>(count), 0);
+    std::vector<MPI_Request> requests(static_cast<std::size_t>(count), MPI_REQUEST_NULL);
+    for (int i = 1; i < count; ++i) {
+      check(MPI_Irecv(&flags[i], 1, MPI_UINT8_T, i, kRollCallTag, comms_->leaders, &requests[i]),
+            "MPI_Irecv");
+    }
+    {
+      std::lock_guard lock(watchdog_mutex_);
+      roll_call_missing_.clear();
+      for (int i = 1; i < count; ++i) roll_call_missing_.push_back(i);
+    }
+    std::vector<int> arrived(static_cast<std::size_t>(count));
+    for (;;) {
+      int outcount = 0;
+      check(MPI_Testsome(count, requests.data(), &outcount, arrived.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
+      if (outcount == MPI_UNDEFINED) break;  // every request answered
+      if (outcount > 0) {
+        std::lock_guard lock(watchdog_mutex_);
+        for (int k = 0; k < outcount; ++k) std::erase(roll_call_missing_, arrived[k]);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    for (const std::uint8_t f : flags) flag |= f;
+  } else {
+    check(MPI_Isend(&flag, 1, MPI_UINT8_T, 0, kRollCallTag, comms_->leaders, &request),
+          "MPI_Isend");
+    wait_sleeping(request, "MPI_Isend");
+    bytes_sent_ += sizeof flag;
+  }
+  check(MPI_Ibcast(&flag, 1, MPI_UINT8_T, 0, comms_->leaders, &request), "MPI_Ibcast");
+  wait_sleeping(request, "MPI_Ibcast");
+  return flag != 0;
+}
+
+// ", waiting for node 1 (cn-node2), ..." while leader 0 is in a roll call;
+// empty otherwise. Called on the watchdog thread; touches no MPI.
+std::string LibraryEnvironment::roll_call_waiting_for() {
+  constexpr std::size_t kNamed = 8;  // the rest are counted
+  std::lock_guard lock(watchdog_mutex_);
+  if (roll_call_missing_.empty()) return {};
+  std::string text = ", waiting for";
+  for (std::size_t k = 0; k < roll_call_missing_.size() && k < kNamed; ++k) {
+    const int node = roll_call_missing_[k];
+    text += std::string(k == 0 ? " " : ", ") + "node " + std::to_string(node);
+    if (static_cast<std::size_t>(node) < node_names_.size()) {
+      text += " (" + node_names_[node] + ")";
+    }
+  }
+  if (roll_call_missing_.size() > kNamed) {
+    text += " and " + std::to_string(roll_call_missing_.size() - kNamed) + " more nodes";
+  }
+  return text;
 }
 
 double LibraryEnvironment::common_start_time(double margin_seconds) {
@@ -495,16 +593,19 @@ void LibraryEnvironment::cancel_watchdog() {
 }
 
 void LibraryEnvironment::watchdog_main(double seconds, std::string what) {
+  // Leader 0 knows whom a roll call waits for: it speaks first.
+  const double grace = layout_.world_rank == 0 ? 0 : 1;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(seconds));
+                            std::chrono::duration<double>(seconds + grace));
   {
     std::unique_lock lock(watchdog_mutex_);
     if (watchdog_cv_.wait_until(lock, deadline, [this] { return watchdog_cancelled_; })) return;
   }
   std::ostringstream message;
   message << "corenoise: " << what << " did not finish within " << seconds << " s on rank "
-          << layout_.world_rank << " (node " << layout_.node_index << "); aborting the job\n";
+          << layout_.world_rank << " (node " << layout_.node_index << ")" << roll_call_waiting_for()
+          << "; aborting the job\n";
   const std::string text = message.str();
   // One write(2): the line must not interleave with other ranks' output, and
   // stdio may be mid-use by the (stuck) main thread.

@@ -114,7 +114,16 @@ class [[gnu::visibility("default")]] MpiEnvironment {
   // --- Leader collectives: every leader must call them, in the same order,
   // with the same sizes; a non-leader calling one gets std::logic_error. ---
 
+  // A roll call: each leader reports to leader 0 by a message of its own and
+  // leader 0 answers them all. Unlike an MPI_Barrier, leader 0 knows which
+  // leaders it is still waiting for, and so does its watchdog's message
+  // ("waiting for node 1 (cn-node2)"): a node cut off from the job is named,
+  // not just the rank that timed out.
   virtual void barrier_leaders() = 0;
+
+  // True on every leader if `failed` is true on any; a roll call as
+  // barrier_leaders, so that the node that never answers is the one named.
+  virtual bool any_leader_failed(bool failed) = 0;
 
   // A wall-clock instant, in unix seconds, common to all leaders: leader 0
   // takes now + margin_seconds and broadcasts it. The margin must cover the
@@ -151,9 +160,12 @@ class [[gnu::visibility("default")]] MpiEnvironment {
 
   // Starts (or restarts) a deadline: unless cancel_watchdog() is called
   // within `seconds`, a background thread prints
-  //   corenoise: <what> did not finish within N s on rank R (node I); aborting the job
+  //   corenoise: <what> did not finish within N s on rank R (node I)[, waiting
+  //   for node J (HOST), ...]; aborting the job
   // to stderr and calls MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank
-  // of the job. seconds <= 0 disables it.
+  // of the job. Leader 0 names the leaders a roll call is still waiting for,
+  // by their MPI_Get_processor_name; the other ranks' deadlines are a
+  // second later, so that leader 0 speaks first. seconds <= 0 disables it.
   virtual void start_watchdog(double seconds, const std::string& what) = 0;
   virtual void cancel_watchdog() = 0;
 

@@ -548,10 +548,10 @@ case_job_killed_rank_report_from_shared_spill() {
 }
 
 # Node 2 cut off (its link down) 1.5 s into a sweep: the sweep ends at its
-# watchdog (--timeout 15) with exit status 1, and node 2's rank, which can
-# reach nobody, ends itself too (its own watchdog, then the last resort
-# after MPI_Abort) while the link is still down. Not yet: naming node 2
-# (the message names rank 0, which timed out waiting for it).
+# watchdog (--timeout 15) with exit status 1, rank 0's message naming node 2
+# (the leaders' roll call after the round waits for it), and node 2's rank,
+# which can reach nobody, ends itself too (its own watchdog, then the last
+# resort after MPI_Abort) while the link is still down.
 case_node_cut_off_during_a_sweep() {
   load_cluster
   local rc=0 started ended
@@ -564,6 +564,11 @@ case_node_cut_off_during_a_sweep() {
   echo "the sweep ended after $ended s, exit status $rc: $(grep 'did not finish' "$tmp/launcher.out" || true)"
   ((rc == 1)) || { ip -n cn-node2 link set eth0 up; fail "exit status $rc, expected 1: $(tail -n 5 "$tmp/launcher.out")"; }
   ((ended <= 15 + 10)) || { ip -n cn-node2 link set eth0 up; fail "the sweep took $ended s with a 15 s watchdog"; }
+  # Leader 0 speaks first, and names the node its roll call still waits for.
+  grep -q 'did not finish within 15 s on rank 0 (node 0), waiting for node 1 (cn-node2)' "$tmp/launcher.out" || {
+    ip -n cn-node2 link set eth0 up
+    fail "the watchdog did not name node 2: $(grep 'did not finish' "$tmp/launcher.out" || tail -n 5 "$tmp/launcher.out")"
+  }
   local k left
   for ((k = 0; k < 30; k++)); do
     left=$(ranks_running_on 1 "corenoise sweep")$(ranks_running_on 2 "corenoise sweep")

@@ -6,6 +6,7 @@
 // why no test keys anything on the hostname). No timing assertions: the machine may be
 // small and loaded; `timeout` only stops a hung job from hanging the suite.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -226,6 +227,24 @@ TEST_P(MpiEnvFakeNodes, WatchdogAbortsAJobWithAHungRankOnAnotherNode) {
   EXPECT_NE(r.exit_code, 124) << r.err;
   EXPECT_NE(r.exit_code, 137) << r.err;
   EXPECT_NE(r.err.find("did not finish within 2 s on rank "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << "no rank should have finished: " << r.out;
+}
+
+// A leader that never reaches the leaders' roll call is named by node and
+// host (MPI_Get_processor_name) in leader 0's watchdog message, which comes
+// before the other ranks' (theirs are a second later).
+TEST_P(MpiEnvFakeNodes, WatchdogNamesTheNodeTheLeadersWaitFor) {
+  const auto r = run_command(kTimeout + launcher().two_node_job(2) + kCheck +
+                             " --hang-rank 1 --hang-at leaders --timeout 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << r.err;
+  EXPECT_NE(r.exit_code, 137) << r.err;
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_NE(r.err.find("did not finish within 2 s on rank 0 (node 0), waiting for node 1 (" +
+                       std::string(host) + "); aborting the job"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.out.find('{'), std::string::npos) << "no rank should have finished: " << r.out;
 }
 

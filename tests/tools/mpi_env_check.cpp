@@ -2,10 +2,12 @@
 // JSON line per rank on stdout; tests/integration/mpi_env_test.cpp runs it
 // under mpiexec (and as a singleton) and checks the lines.
 //
-//   mpi_env_check [--timeout SECONDS] [--hang-rank R]
+//   mpi_env_check [--timeout SECONDS] [--hang-rank R [--hang-at leaders]]
 //
 // --hang-rank R: rank R sleeps forever before a world barrier, so the
-// watchdog (armed with --timeout, default 60 s) must abort the job.
+// watchdog (armed with --timeout, default 60 s) must abort the job; with
+// --hang-at leaders, after that barrier, so that leader 0 waits for R's
+// node in the leaders' roll call and must name it.
 #include <unistd.h>
 
 #include <cstdint>
@@ -177,12 +179,16 @@ json exercise_node(MpiEnvironment& env) {
 int run(int argc, char** argv) {
   double timeout = 60;
   int hang_rank = -1;
+  bool hang_at_leaders = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--timeout" && i + 1 < argc) {
       timeout = std::stod(argv[++i]);
     } else if (arg == "--hang-rank" && i + 1 < argc) {
       hang_rank = std::stoi(argv[++i]);
+    } else if (arg == "--hang-at" && i + 1 < argc && std::string(argv[i + 1]) == "leaders") {
+      hang_at_leaders = true;
+      ++i;
     } else {
       std::fprintf(stderr, "mpi_env_check: unknown argument '%s'\n", arg.c_str());
       return 1;
@@ -201,10 +207,12 @@ int run(int argc, char** argv) {
                {"is_leader", env.is_leader()},
                {"thread_level", env.thread_level()},
                {"library_version", env.library_version()}};
-  if (env.world_rank() == hang_rank) {
+  const auto hang = [] {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
+  };
+  if (env.world_rank() == hang_rank && !hang_at_leaders) hang();
   env.barrier_world();
+  if (env.world_rank() == hang_rank) hang();
   if (env.is_leader()) {
     line["leader"] = exercise_leaders(env);
   } else {
