@@ -31,13 +31,15 @@ trap 'trap - ERR; stop_background; restore_cluster; rm -rf -- "$tmp"' EXIT
 
 # restore_cluster: what a case changes, put back whether it passed or not,
 # so that one failure does not fail every case after it: node 2's link, the
-# health check's report-only setting, node 2's corenoised, the test's own
-# drains (reasons beginning "admin:").
+# health check's report-only setting, node 2's corenoised and slurmd, the
+# test's own drains (reasons beginning "admin:").
 restore_cluster() {
   [[ -n $CLUSTER_DIR && -d $CLUSTER_DIR && $case_name != stop ]] || return 0
   ip -n cn-node2 link set eth0 up 2>/dev/null || true
   [[ -f $CLUSTER_DIR/corenoise-slurm ]] && sed -i '/^CORENOISE_HEALTHCHECK_REPORT_ONLY=/d' "$CLUSTER_DIR/corenoise-slurm"
   if [[ ! -S $CLUSTER_DIR/cn-node2/run/corenoise/ctl.sock ]]; then cluster_start_corenoised 2 || true; fi
+  # (ReturnToService=2: a slurmd that registers again brings its node back.)
+  if ! kill -0 "$(<"$CLUSTER_DIR/cn-node2/slurmd.bgpid")" 2>/dev/null; then cluster_start_slurmd 2 || true; fi
   local name
   for name in "${CLUSTER_NODES[@]}"; do
     [[ $(node_reason "$name" 2>/dev/null) == admin:* ]] && scontrol update nodename="$name" state=resume 2>/dev/null
@@ -515,7 +517,7 @@ case_collect_with_a_daemon_down() {
 ranks_running_on() {
   local pid
   while read -r pid; do
-    [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$2"* ]] || continue
+    [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *"$2"* ]] || continue
     [[ $(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) == Z ]] || echo "$pid"
   done <"$cluster_cgroup/${CLUSTER_NODES[$1]}/cgroup.procs"
 }
@@ -580,6 +582,58 @@ case_node_cut_off_during_a_sweep() {
   echo "every rank gone $((SECONDS - started)) s after the start, with node 2 still cut off"
   wait_until 30 "node 2 did not come back" cluster_targets_up
   report_only no
+}
+
+# Node 2's slurmd SIGKILLed once the sweep's rank runs there (`srun
+# --mpi=pmi2`). A step's
+# ranks outlive their slurmd (slurmstepd is a process of its own), as on a
+# real node, so node 2 is not lost: the sweep reports both nodes. Only the
+# PMI-2 exchange in MPI_Finalize goes through slurmd, and the finalize
+# deadline (5 s) ends node 2's rank with the sweep's status; no rank is left
+# on either node. srun then waits 60 s for node 2's output streams (Slurm's
+# own timeout), so the case does not wait for srun. Node 2 is then set down,
+# as slurmctld does after SlurmdTimeout (30 s here), so that the job ends
+# without node 2; its epilog never runs there (the job is gone when slurmd
+# is back), so node 2's health check must resume the corenoised that the
+# job's prolog paused.
+sweep_rank_on_node2() { [[ -n $(ranks_running_on 2 "corenoise sweep") ]]; }
+no_job() { [[ -z $(squeue -h -o %A) ]]; }
+
+case_slurmd_killed_during_a_sweep() {
+  load_cluster
+  local started k left json=$tmp/sweep.json slurmd
+  report_only yes
+  slurmd=$(<"$CLUSTER_DIR/cn-node2/slurmd.bgpid")
+  started=$SECONDS
+  srun_ranks --mpi=pmi2 "$corenoise" sweep --stream-bytes 8388608 --timeout 30 --quiet --json "$json" \
+    </dev/null >"$tmp/launcher.out" 2>&1 &
+  background+=($!)
+  for ((k = 0; k < 200; k++)); do   # 20 s, polled every 0.1 s: the sweep is short
+    sweep_rank_on_node2 && break
+    sleep 0.1
+  done
+  sweep_rank_on_node2 || fail "no sweep rank ran on node 2 within 20 s: $(tail -n 5 "$tmp/launcher.out")"
+  kill -9 "$slurmd"
+  wait_until 40 "the sweep wrote no report: $(tail -n 5 "$tmp/launcher.out")" test -s "$json"
+  jq -e '.node_count == 2 and ([.nodes[].name] | sort) == ["cn-node1", "cn-node2"]' "$json" >/dev/null ||
+    fail "not both nodes in the report: $(jq -c '[.node_count, [.nodes[].name]]' "$json")"
+  for ((k = 0; k < 30; k++)); do
+    left=$(ranks_running_on 1 "corenoise sweep")$(ranks_running_on 2 "corenoise sweep")
+    [[ -z $left ]] && break
+    sleep 1
+  done
+  [[ -z $left ]] || fail "a sweep rank still runs $((SECONDS - started)) s after the start: $left"
+  echo "report of both nodes; every rank gone $((SECONDS - started)) s after the start;" \
+    "srun: $(grep -m1 -o 'Node failure on cn-node2' "$tmp/launcher.out" || echo 'no node failure')"
+  stop_background
+  scontrol update nodename=cn-node2 state=down reason="admin: slurmd killed"
+  wait_until 30 "the job did not end with node 2 down" no_job
+  cluster_start_slurmd 2
+  wait_until 60 "node 2 did not come back after its slurmd restarted" node_is idle cn-node2
+  report_only no
+  wait_until 30 "node 2's corenoised stayed paused for a job whose epilog never ran" paused_is 2 false
+  grep -m1 -o 'job(s) [0-9 ]* ended here without an epilog.*' "$CLUSTER_DIR/cn-node2/syslog" ||
+    fail "node 2's health check logged no job without an epilog"
 }
 
 declare -F "case_$case_name" >/dev/null || { echo "no such case: $case_name" >&2; exit 1; }

@@ -20,6 +20,7 @@ set(CORENOISE_SLURM_TESTS
   TwoJobsResumeAfterTheLast
   PrologEpilogWithoutDaemon
   PrologPauseExpiry
+  HealthCheckResumesAPauseWhoseEpilogNeverRan
   ScriptsPassShellcheck)
 foreach(name IN LISTS CORENOISE_SLURM_TESTS)
   add_test(NAME Slurm.${name}

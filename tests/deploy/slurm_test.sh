@@ -508,6 +508,37 @@ case_PrologEpilogWithoutDaemon() {
 }
 
 # With CORENOISE_SLURM_PAUSE_SECONDS, the pause also ends by itself.
+# Jobs whose epilog never ran (slurmd down when they ended): the health
+# check removes their markers and resumes corenoised once no job it paused
+# for still runs here (squeue), keeps it paused for one that does, and
+# leaves a pause alone when squeue cannot answer or no marker explains it.
+case_HealthCheckResumesAPauseWhoseEpilogNeverRan() {
+  start_daemon
+  export SLURM_JOB_ID=701
+  run corenoise-prolog
+  export SLURM_JOB_ID=702
+  run corenoise-prolog
+  [[ $(paused) == true ]] || fail "corenoised not paused by the prologs"
+  unset SLURM_JOB_ID
+  FAKE_SQUEUE_RC=1 run corenoise-healthcheck
+  expect_logged "corenoised is paused for job(s) 701 702; squeue could not say whether they still run here"
+  [[ $(paused) == true && $(markers | xargs) == "701 702" ]] || fail "changed with no answer from squeue: $(markers | xargs)"
+  FAKE_SQUEUE_JOBS="702 900" run corenoise-healthcheck
+  grep -q -- '-w testnode' "$FAKE_SQUEUE_LOG" || fail "squeue not asked about this node: $(cat "$FAKE_SQUEUE_LOG")"
+  expect_logged "job(s) 701 ended here without an epilog; corenoised stays paused for job(s) 702"
+  [[ $(paused) == true && $(markers | xargs) == 702 ]] || fail "701's marker kept or 702's pause lifted: $(markers | xargs)"
+  FAKE_SQUEUE_JOBS="900" run corenoise-healthcheck
+  expect_logged "job(s) 702 ended here without an epilog (slurmd down when they ended?): corenoise: probing resumed"
+  [[ $(paused) == false && -z $(markers) ]] || fail "not resumed, or markers left: $(markers | xargs)"
+  # A pause no marker explains is someone else's: squeue is not even asked.
+  "$real_corenoise" pause >/dev/null
+  : >"$FAKE_SQUEUE_LOG"
+  run corenoise-healthcheck
+  [[ $(paused) == true ]] || fail "an admin's pause was lifted"
+  [[ ! -s $FAKE_SQUEUE_LOG ]] || fail "squeue asked about a pause with no marker"
+  "$real_corenoise" resume >/dev/null
+}
+
 case_PrologPauseExpiry() {
   start_daemon
   export SLURM_JOB_ID=601 CORENOISE_SLURM_PAUSE_SECONDS=3600

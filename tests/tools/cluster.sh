@@ -327,11 +327,16 @@ cluster_start_corenoised() {
   echo "$cluster_spawned" >"$dir/corenoised.bgpid"
 }
 
+cluster_start_slurmd() {
+  local dir=$CLUSTER_DIR/${CLUSTER_NODES[$1]}
+  cluster_spawn "$1" slurmd -D -f "$SLURM_CONF" </dev/null >>"$dir/slurmd.out" 2>&1
+  echo "$cluster_spawned" >"$dir/slurmd.bgpid"
+}
+
 cluster_start_node_daemons() {
   local i=$1 name=${CLUSTER_NODES[$1]}
   local dir=$CLUSTER_DIR/$name
-  cluster_spawn "$i" slurmd -D -f "$SLURM_CONF" </dev/null >>"$dir/slurmd.out" 2>&1
-  echo "$cluster_spawned" >"$dir/slurmd.bgpid"
+  cluster_start_slurmd "$i"
   cluster_start_corenoised "$i"
   # (No systemd collector: a node's /run has no systemd to ask.)
   cluster_spawn "$i" prometheus-node-exporter --web.listen-address=:9100 --log.level=warn --no-collector.systemd \

@@ -16,8 +16,9 @@ setup_environment() {
   local name
   for name in $(compgen -v CORENOISE_) $(compgen -v SLURM); do unset "$name"; done
   export PATH="$fixtures/bin:$PATH"
-  export FAKE_SCONTROL_LOG=$tmp/scontrol.log FAKE_LOGGER_LOG=$tmp/logger.log
+  export FAKE_SCONTROL_LOG=$tmp/scontrol.log FAKE_LOGGER_LOG=$tmp/logger.log FAKE_SQUEUE_LOG=$tmp/squeue.log
   : >"$FAKE_SCONTROL_LOG"
+  : >"$FAKE_SQUEUE_LOG"
   : >"$FAKE_LOGGER_LOG"
   : >"$tmp/corenoise-slurm"
   export CORENOISE_SLURM_CONFIG=$tmp/corenoise-slurm
