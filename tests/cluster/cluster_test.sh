@@ -625,6 +625,9 @@ case_slurmd_killed_during_a_sweep() {
   [[ -z $left ]] || fail "a sweep rank still runs $((SECONDS - started)) s after the start: $left"
   echo "report of both nodes; every rank gone $((SECONDS - started)) s after the start;" \
     "srun: $(grep -m1 -o 'Node failure on cn-node2' "$tmp/launcher.out" || echo 'no node failure')"
+  # srun (under `timeout`, in the background subshell) still waits for node
+  # 2's output: ended by its command line, which names this case's report.
+  pkill -TERM -f -- "--json $json" || true
   stop_background
   scontrol update nodename=cn-node2 state=down reason="admin: slurmd killed"
   wait_until 30 "the job did not end with node 2 down" no_job
