@@ -410,7 +410,9 @@ collect_case() {
   jq -e '.node_count == 2 and ([.nodes[].name] | sort) == ["cn-node1", "cn-node2"] and all(.nodes[]; .error == null and .probed_cores == 1)' \
     "$json" >/dev/null || fail "not both daemons' results: $(jq -c '[.nodes[] | {name, probed_cores, error}]' "$json")"
   published_since 1 "$since" || fail "no cluster reference published to node 1's daemon"
-  published_since 2 "$since" || fail "no cluster reference published to node 2's daemon"
+  published_since 2 "$since" || fail "no cluster reference published to node 2's daemon since $since:" \
+    "$(curl -sf "http://${CLUSTER_ADDRS[2]}:19847/metrics" | grep '^corenoise_cluster_' || true);" \
+    "the report: $(jq -c '[.nodes[] | {name, probed_cores, error, published}]' "$json")"
 }
 case_collect_mpich_hosts() { collect_case mpich_hosts; }
 case_collect_openmpi_hosts() { collect_case openmpi_hosts; }
@@ -441,7 +443,8 @@ job_case() {
   reports1=$(metric 1 corenoise_job_reports_total)
   report_only yes
   noise_on_node2 0.3
-  launch_timeout=60 "$launcher" "$corenoise" job --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
+  # 30 s: the job takes 3-4 s; past that it is MPICH's finalize hang (below).
+  launch_timeout=30 "$launcher" "$corenoise" job --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
   stop_background
   report_only no
   [[ -s $json ]] || fail "the job wrote no report (exit status $rc): $(tail -n 20 "$tmp/launcher.out")"
@@ -598,6 +601,7 @@ case_node_cut_off_during_a_sweep() {
 # job's prolog paused.
 sweep_rank_on_node2() { [[ -n $(ranks_running_on 2 "corenoise sweep") ]]; }
 no_job() { [[ -z $(squeue -h -o %A) ]]; }
+no_srun() { ! pgrep -f -- "--json $json" >/dev/null; }
 
 case_slurmd_killed_during_a_sweep() {
   load_cluster
@@ -626,15 +630,19 @@ case_slurmd_killed_during_a_sweep() {
   echo "report of both nodes; every rank gone $((SECONDS - started)) s after the start;" \
     "srun: $(grep -m1 -o 'Node failure on cn-node2' "$tmp/launcher.out" || echo 'no node failure')"
   # srun (under `timeout`, in the background subshell) still waits for node
-  # 2's output: ended by its command line, which names this case's report.
-  pkill -TERM -f -- "--json $json" || true
+  # 2's output: ended by its command line, which names this case's report
+  # (SIGKILL: srun outlives one SIGTERM, and `timeout` waits for srun).
+  pkill -KILL -f -- "--json $json" || true
   stop_background
+  wait_until 10 "srun did not end" no_srun
   scontrol update nodename=cn-node2 state=down reason="admin: slurmd killed"
   wait_until 30 "the job did not end with node 2 down" no_job
   cluster_start_slurmd 2
+  echo "the job ended with node 2 down $((SECONDS - started)) s after the start"
   wait_until 60 "node 2 did not come back after its slurmd restarted" node_is idle cn-node2
   report_only no
   wait_until 30 "node 2's corenoised stayed paused for a job whose epilog never ran" paused_is 2 false
+  echo "node 2 back, its corenoised resumed, $((SECONDS - started)) s after the start"
   grep -m1 -o 'job(s) [0-9 ]* ended here without an epilog.*' "$CLUSTER_DIR/cn-node2/syslog" ||
     fail "node 2's health check logged no job without an epilog"
 }
