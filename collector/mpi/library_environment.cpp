@@ -212,9 +212,13 @@ class LibraryEnvironment final : public MpiEnvironment {
   std::condition_variable watchdog_cv_;
   bool watchdog_cancelled_ = false;
   std::thread watchdog_;
-  // Leader 0's roll call in progress: the node indices it has not heard
-  // from (empty when it is in none), for the watchdog thread to name.
-  std::vector<int> roll_call_missing_;
+  // Leader 0's roll call: whether one is in progress, and 1 for each node
+  // index it has not heard from yet, for the watchdog thread to name.
+  bool roll_call_active_ = false;
+  std::vector<char> roll_call_waiting_;
+  // Leader 0's receives of the roll call (see roll_call).
+  std::vector<std::uint8_t> roll_call_flags_;
+  std::vector<MPI_Request> roll_call_requests_;
 };
 
 }  // namespace
@@ -414,47 +418,61 @@ bool LibraryEnvironment::any_leader_failed(bool failed) {
 // Each leader sends its flag to leader 0, which receives them one by one
 // (so that it knows who has not answered), ORs them and broadcasts the
 // result. Every message is matched before the call returns, so nothing is
-// left in flight at MPI_Finalize. Waits sleep: the other leaders' cores may
-// still be measuring.
+// left in flight at MPI_Finalize. The waits poll without sleeping, as the
+// MPI_Barrier and MPI_Allreduce this replaced did: a leader is here once its
+// own node's round is over, and the start of the next round must not wait
+// for a sleeping poll. The receive buffers are members, so that a receive
+// still posted when an MPI error throws out of here never writes into freed
+// memory (the watchdog then ends the job).
 bool LibraryEnvironment::roll_call(bool failed) {
   constexpr int kRollCallTag = 0x636e;  // the leaders' communicator has no other messages
   std::uint8_t flag = failed ? 1 : 0;
   MPI_Request request = MPI_REQUEST_NULL;
   if (layout_.node_index == 0) {
-    const int count = layout_.node_count;
-    std::vector<std::uint8_t> flags(static_cast<std::size_t>(count), 0);
-    std::vector<MPI_Request> requests(static_cast<std::size_t>(count), MPI_REQUEST_NULL);
-    for (int i = 1; i < count; ++i) {
-      check(MPI_Irecv(&flags[i], 1, MPI_UINT8_T, i, kRollCallTag, comms_->leaders, &requests[i]),
-            "MPI_Irecv");
-    }
+    const auto count = static_cast<std::size_t>(layout_.node_count);
+    roll_call_flags_.assign(count, 0);
+    roll_call_requests_.assign(count, MPI_REQUEST_NULL);
     {
       std::lock_guard lock(watchdog_mutex_);
-      roll_call_missing_.clear();
-      for (int i = 1; i < count; ++i) roll_call_missing_.push_back(i);
+      roll_call_waiting_.assign(count, 1);
+      roll_call_waiting_[0] = 0;
+      roll_call_active_ = true;
     }
-    std::vector<int> arrived(static_cast<std::size_t>(count));
+    // Cleared however this ends, so that a later watchdog never names the
+    // nodes of a roll call that is over.
+    struct Done {
+      LibraryEnvironment& env;
+      ~Done() {
+        std::lock_guard lock(env.watchdog_mutex_);
+        env.roll_call_active_ = false;
+      }
+    } done{*this};
+    for (std::size_t i = 1; i < count; ++i) {
+      check(MPI_Irecv(&roll_call_flags_[i], 1, MPI_UINT8_T, static_cast<int>(i), kRollCallTag,
+                      comms_->leaders, &roll_call_requests_[i]),
+            "MPI_Irecv");
+    }
+    std::vector<int> arrived(count);
     for (;;) {
       int outcount = 0;
-      check(MPI_Testsome(count, requests.data(), &outcount, arrived.data(), MPI_STATUSES_IGNORE),
+      check(MPI_Testsome(static_cast<int>(count), roll_call_requests_.data(), &outcount,
+                         arrived.data(), MPI_STATUSES_IGNORE),
             "MPI_Testsome");
       if (outcount == MPI_UNDEFINED) break;  // every request answered
       if (outcount > 0) {
         std::lock_guard lock(watchdog_mutex_);
-        for (int k = 0; k < outcount; ++k) std::erase(roll_call_missing_, arrived[k]);
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        for (int k = 0; k < outcount; ++k) roll_call_waiting_[arrived[k]] = 0;
       }
     }
-    for (const std::uint8_t f : flags) flag |= f;
+    for (const std::uint8_t f : roll_call_flags_) flag |= f;
   } else {
     check(MPI_Isend(&flag, 1, MPI_UINT8_T, 0, kRollCallTag, comms_->leaders, &request),
           "MPI_Isend");
-    wait_sleeping(request, "MPI_Isend");
+    check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait (MPI_Isend)");
     bytes_sent_ += sizeof flag;
   }
   check(MPI_Ibcast(&flag, 1, MPI_UINT8_T, 0, comms_->leaders, &request), "MPI_Ibcast");
-  wait_sleeping(request, "MPI_Ibcast");
+  check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait (MPI_Ibcast)");
   return flag != 0;
 }
 
@@ -463,18 +481,15 @@ bool LibraryEnvironment::roll_call(bool failed) {
 std::string LibraryEnvironment::roll_call_waiting_for() {
   constexpr std::size_t kNamed = 8;  // the rest are counted
   std::lock_guard lock(watchdog_mutex_);
-  if (roll_call_missing_.empty()) return {};
-  std::string text = ", waiting for";
-  for (std::size_t k = 0; k < roll_call_missing_.size() && k < kNamed; ++k) {
-    const int node = roll_call_missing_[k];
-    text += std::string(k == 0 ? " " : ", ") + "node " + std::to_string(node);
-    if (static_cast<std::size_t>(node) < node_names_.size()) {
-      text += " (" + node_names_[node] + ")";
-    }
+  if (!roll_call_active_) return {};
+  std::string text;
+  std::size_t waiting = 0;
+  for (std::size_t node = 0; node < roll_call_waiting_.size(); ++node) {
+    if (roll_call_waiting_[node] == 0 || ++waiting > kNamed) continue;
+    text += std::string(waiting == 1 ? ", waiting for " : ", ") + "node " + std::to_string(node);
+    if (node < node_names_.size()) text += " (" + node_names_[node] + ")";
   }
-  if (roll_call_missing_.size() > kNamed) {
-    text += " and " + std::to_string(roll_call_missing_.size() - kNamed) + " more nodes";
-  }
+  if (waiting > kNamed) text += " and " + std::to_string(waiting - kNamed) + " more nodes";
   return text;
 }
 

@@ -507,38 +507,63 @@ case_PrologEpilogWithoutDaemon() {
   expect_logged "cannot create /proc/corenoise-cannot-be-here"
 }
 
-# With CORENOISE_SLURM_PAUSE_SECONDS, the pause also ends by itself.
-# Jobs whose epilog never ran (slurmd down when they ended): the health
-# check removes their markers and resumes corenoised once no job it paused
-# for still runs here (squeue), keeps it paused for one that does, and
-# leaves a pause alone when squeue cannot answer or no marker explains it.
+# run_by_slurmd SCRIPT: as run, with a process named slurmd above it (bash
+# under that name), as slurmd runs its HealthCheckProgram.
+run_by_slurmd() {
+  rc=0
+  ln -sf "$(command -v bash)" "$tmp/slurmd"
+  # shellcheck disable=SC2016 # the inner shell's own $0; two commands, so it forks
+  "$tmp/slurmd" -c '"$0"; exit $?' "$slurm/$1" 2>"$tmp/script.err" || rc=$?
+}
+
+# Jobs whose epilog never ran (they ended while slurmd was down): for the
+# markers older than the slurmd that runs the check, the health check asks
+# squeue which jobs still run here, removes the others' markers and resumes
+# corenoised once none is left; keeps it paused for a job that still runs;
+# only logs in report-only mode; and changes nothing, asking nothing, when
+# slurmd did not run it, the markers are newer than slurmd, no marker
+# explains the pause, or squeue cannot answer.
 case_HealthCheckResumesAPauseWhoseEpilogNeverRan() {
   start_daemon
   export SLURM_JOB_ID=701
   run corenoise-prolog
   export SLURM_JOB_ID=702
   run corenoise-prolog
-  [[ $(paused) == true ]] || fail "corenoised not paused by the prologs"
   unset SLURM_JOB_ID
-  FAKE_SQUEUE_RC=1 run corenoise-healthcheck
-  expect_logged "corenoised is paused for job(s) 701 702; squeue could not say whether they still run here"
-  [[ $(paused) == true && $(markers | xargs) == "701 702" ]] || fail "changed with no answer from squeue: $(markers | xargs)"
-  FAKE_SQUEUE_JOBS="702 900" run corenoise-healthcheck
+  [[ $(paused) == true ]] || fail "corenoised not paused by the prologs"
+  run corenoise-healthcheck
+  expect_rc 0 "the check run by hand"
+  [[ ! -s $FAKE_SQUEUE_LOG ]] || fail "squeue asked by a check that slurmd did not run"
+  touch -d '+1 minute' "$CORENOISE_SLURM_JOBS_DIR"/70[12]
+  run_by_slurmd corenoise-healthcheck
+  expect_rc 0 "the check beside markers newer than slurmd"
+  [[ ! -s $FAKE_SQUEUE_LOG ]] || fail "squeue asked about markers newer than slurmd (their epilogs will come)"
+  touch -d '1 minute ago' "$CORENOISE_SLURM_JOBS_DIR"/70[12]
+  FAKE_SQUEUE_RC=1 run_by_slurmd corenoise-healthcheck
+  expect_rc 0 "the check with squeue failing"
+  expect_logged "corenoised is paused for job(s) 701 702, older than slurmd; squeue could not say whether they still run here"
+  [[ $(paused) == true && $(markers) == "701 702" ]] || fail "changed with no answer from squeue: $(markers)"
+  FAKE_SQUEUE_JOBS="702 900" CORENOISE_HEALTHCHECK_REPORT_ONLY=yes run_by_slurmd corenoise-healthcheck
+  expect_logged "job(s) 701 ended here without an epilog; would resume corenoised (report only)"
+  [[ $(paused) == true && $(markers) == "701 702" ]] || fail "changed in report-only mode: $(markers)"
+  FAKE_SQUEUE_JOBS="702 900" run_by_slurmd corenoise-healthcheck
   grep -q -- '-w testnode' "$FAKE_SQUEUE_LOG" || fail "squeue not asked about this node: $(cat "$FAKE_SQUEUE_LOG")"
   expect_logged "job(s) 701 ended here without an epilog; corenoised stays paused for job(s) 702"
-  [[ $(paused) == true && $(markers | xargs) == 702 ]] || fail "701's marker kept or 702's pause lifted: $(markers | xargs)"
-  FAKE_SQUEUE_JOBS="900" run corenoise-healthcheck
+  [[ $(paused) == true && $(markers) == 702 ]] || fail "701's marker kept or 702's pause lifted: $(markers)"
+  FAKE_SQUEUE_JOBS="900" run_by_slurmd corenoise-healthcheck
+  expect_rc 0 "the check that resumes"
   expect_logged "job(s) 702 ended here without an epilog (slurmd down when they ended?): corenoise: probing resumed"
-  [[ $(paused) == false && -z $(markers) ]] || fail "not resumed, or markers left: $(markers | xargs)"
+  [[ $(paused) == false && -z $(markers) ]] || fail "not resumed, or markers left: $(markers)"
   # A pause no marker explains is someone else's: squeue is not even asked.
   "$real_corenoise" pause >/dev/null
   : >"$FAKE_SQUEUE_LOG"
-  run corenoise-healthcheck
+  run_by_slurmd corenoise-healthcheck
   [[ $(paused) == true ]] || fail "an admin's pause was lifted"
   [[ ! -s $FAKE_SQUEUE_LOG ]] || fail "squeue asked about a pause with no marker"
   "$real_corenoise" resume >/dev/null
 }
 
+# With CORENOISE_SLURM_PAUSE_SECONDS, the pause also ends by itself.
 case_PrologPauseExpiry() {
   start_daemon
   export SLURM_JOB_ID=601 CORENOISE_SLURM_PAUSE_SECONDS=3600

@@ -4,7 +4,9 @@
 // makes MPICH's MPI_Comm_split_type(SHARED) see two "nodes" on this one
 // host, which is how multi-node grouping is tested without a cluster (and
 // why no test keys anything on the hostname). No timing assertions: the machine may be
-// small and loaded; `timeout` only stops a hung job from hanging the suite.
+// small and loaded; `timeout` only stops a hung job from hanging the suite. (One test
+// relies on the second by which leader 0's watchdog precedes the others': that is
+// the product's ordering, not a measurement.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
