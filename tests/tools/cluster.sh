@@ -65,6 +65,8 @@
 #   --corenoised BIN          the daemon (default: build/daemon/corenoised)
 #   --daemon-arg ARG          an option for every node's corenoised (repeatable;
 #                             default --interval 2 --stream-bytes 8388608)
+#   --node-daemon-arg I:ARG   an option for node I's corenoised alone, after
+#                             the others (repeatable)
 #   --healthcheck-interval S  slurmd's HealthCheckInterval (default 5)
 #   --slurm-conf LINE         a line added to slurm.conf (repeatable)
 # Exit status: 1 when the cluster did not start, 2 (before anything ran)
@@ -322,8 +324,13 @@ EOF
 # start_corenoised I: node I's corenoised (again, after a test stopped it).
 cluster_start_corenoised() {
   local dir=$CLUSTER_DIR/${CLUSTER_NODES[$1]}
+  local -a args=("${cluster_daemon_args[@]}")
+  local node_arg
+  for node_arg in "${cluster_node_daemon_args[@]}"; do
+    [[ ${node_arg%%:*} == "$1" ]] && args+=("${node_arg#*:}")
+  done
   cluster_spawn "$1" "$cluster_corenoised" --config /dev/null --state-dir "$dir/state" \
-    "${cluster_daemon_args[@]}" </dev/null >>"$dir/corenoised.log" 2>&1
+    "${args[@]}" </dev/null >>"$dir/corenoised.log" 2>&1
   echo "$cluster_spawned" >"$dir/corenoised.bgpid"
 }
 
@@ -400,7 +407,8 @@ cluster_targets_up() {
 cluster_save() {
   {
     declare -p CLUSTER_DIR CLUSTER_NODES CLUSTER_ADDRS CLUSTER_CPUS CLUSTER_PROMETHEUS
-    declare -p cluster_cgroup cluster_corenoise cluster_corenoised cluster_daemon_args
+    declare -p cluster_cgroup cluster_corenoise cluster_corenoised cluster_daemon_args \
+      cluster_node_daemon_args
   } | sed -E 's/^declare -[-a-zA-Z]* /declare -g /' >"$CLUSTER_DIR/cluster.env"
 }
 
@@ -421,6 +429,7 @@ cluster_start() {
   cluster_corenoise=$cluster_here/../../build/collector/corenoise
   cluster_corenoised=$cluster_here/../../build/daemon/corenoised
   cluster_daemon_args=()
+  cluster_node_daemon_args=()
   cluster_healthcheck_interval=5
   while (($#)); do
     case $1 in
@@ -428,6 +437,13 @@ cluster_start() {
       --corenoise) cluster_corenoise=$2 ;;
       --corenoised) cluster_corenoised=$2 ;;
       --daemon-arg) cluster_daemon_args+=("$2") ;;
+      --node-daemon-arg)
+        [[ $2 =~ ^[1-9][0-9]?:. ]] || {
+          cluster_say "--node-daemon-arg: expected NODE:ARGUMENT (a node number, 1..N), got '$2'"
+          return 1
+        }
+        cluster_node_daemon_args+=("$2")
+        ;;
       --healthcheck-interval) cluster_healthcheck_interval=$2 ;;
       --slurm-conf) conf_lines+=("$2") ;;
       *) cluster_say "unknown option '$1'" && return 1 ;;
@@ -641,7 +657,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     case $1 in
       --keep) keep=yes && shift ;;
       -h | --help) sed -n '2,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
-      --nodes | --corenoise | --corenoised | --daemon-arg | --healthcheck-interval | --slurm-conf)
+      --nodes | --corenoise | --corenoised | --daemon-arg | --node-daemon-arg | --healthcheck-interval | --slurm-conf)
         options+=("$1" "$2") && shift 2 ;;
       --*) echo "cluster: unknown option '$1' (see --help)" >&2 && exit 1 ;;
       *) break ;;

@@ -16,8 +16,9 @@
 # The commands are read from README.md's "Quick start" (its first two sh
 # blocks), so they cannot drift from what the README tells users. Prints
 # each command's exit status and time and, for the test command, the tests
-# that failed. Exit: 0 both passed, 1 one failed, 2 cannot run here (not
-# root, no debootstrap and none installable).
+# that failed. Exit: 0 both passed (the first may end in the sweep's exit
+# 2, unhealthy cores, when it wrote its report), 1 one failed, 2 cannot run
+# here (not root, no debootstrap and none installable).
 set -euo pipefail
 
 KEEP=0 WORK='' REPO=''
@@ -25,7 +26,7 @@ while (($#)); do
   case $1 in
     --keep) KEEP=1 ;;
     --work) WORK=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) REPO=$1 ;;
   esac
   shift
@@ -125,6 +126,13 @@ for i in 0 1; do
   t0=$SECONDS rc=0
   in_root "${commands[i]}" >"$log" 2>&1 || rc=$?
   say "command $((i + 1)) exited $rc after $((SECONDS - t0)) s (log: $log)"
+  # The quick start ends in a sweep of this machine, whose exit 2 is its
+  # verdict (unhealthy cores: a VM's host can make one vCPU slow for
+  # minutes), not a failed set-up -- when it wrote its report.
+  if ((i == 0 && rc == 2)) && [[ -s $ROOT/src/corenoise-report.html ]]; then
+    say "command 1: exit 2 is the sweep's verdict on this machine (unhealthy cores); its report was written"
+    rc=0
+  fi
   if ((rc != 0)); then
     status=1
     tail -n 40 "$log"
