@@ -359,6 +359,13 @@ std::size_t add_cluster_slowdowns(ClusterHistograms& histograms, const NodeRepor
 // ------------------------------------------------------------------------ TopK
 
 bool worse(const WorstCore& a, const WorstCore& b) {
+  // A core the round and its confirmation both found unhealthy ranks above
+  // one that looked worse once and was not borne out (transient): seen
+  // across nodes, a one-CPU node's own sweep rank took 56 % of its CPU in
+  // a concurrent round, ranking a healthy core above the noisy one.
+  const bool a_bad = is_unhealthy(static_cast<CoreState>(a.state));
+  const bool b_bad = is_unhealthy(static_cast<CoreState>(b.state));
+  if (a_bad != b_bad) return a_bad;
   if (a.expected_slowdown != b.expected_slowdown) return a.expected_slowdown > b.expected_slowdown;
   // A total order on every field but matmul_slowdown, so that the merge's
   // result does not depend on which list an equal-slowdown core came from.

@@ -233,8 +233,9 @@ std::size_t add_cluster_slowdowns(ClusterHistograms& histograms, const NodeRepor
 
 // ---------------------------------------------------------------------------
 // Top-K worst cores. A WorstCore is 32 bytes, trivially copyable. Order:
-// larger expected_slowdown first; ties by (node, cpu) ascending — a strict
-// total order on distinct cores, so the merge is deterministic.
+// unhealthy cores (overall state) before the others, then larger
+// expected_slowdown first; ties by (node, cpu) ascending — a strict total
+// order on distinct cores, so the merge is deterministic.
 // ---------------------------------------------------------------------------
 struct WorstCore {
   std::uint32_t node = 0;  // the node's index in the job (its rank)

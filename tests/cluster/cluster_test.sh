@@ -440,18 +440,32 @@ metric() {
 # with other-processes and node 1's has no cause; node 2's daemon exports
 # the loss, node 1's takes its rank's report and exports none.
 job_case() {
-  local launcher=$1 json=$tmp/job.json rc=0 lost1 lost2 reports1 lost_metric
+  local launcher=$1 json=$tmp/job.json rc=0 lost1 lost2 reports1 lost_metric draw unequal
   shift
   lost_metric="corenoise_job_lost_seconds_total{cpu=\"${CLUSTER_CPUS[2]}\",cause=\"other-processes\"}"
   lost2=$(metric 2 "$lost_metric")
   lost1=$(metric 1 "corenoise_job_lost_seconds_total{cpu=\"${CLUSTER_CPUS[1]}\",cause=\"other-processes\"}")
   reports1=$(metric 1 corenoise_job_reports_total)
-  report_only yes
-  noise_on_node2 0.3
-  # 30 s: the job takes 3-4 s; past that it is MPICH's finalize hang (below).
-  launch_timeout=30 "$launcher" "$corenoise" job --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
-  stop_background
-  report_only no
+  # A draw where the host ran the two vCPUs unequally says nothing of
+  # node 1's rank: the ranks do equal work, and on this VM the host runs a
+  # vCPU's matmul at one of two speeds 1.55x apart for seconds at a time
+  # (tests/integration/host_draw.h), which `corenoise job` can only call
+  # more work (seen in 3 of 10 runs). Up to five draws, each rejected one
+  # printed with its figures; the assertions read the last.
+  for draw in 1 2 3 4 5; do
+    rc=0
+    report_only yes
+    noise_on_node2 0.3
+    # 30 s: the job takes 3-4 s; past that it is MPICH's finalize hang (below).
+    launch_timeout=30 "$launcher" "$corenoise" job --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
+    stop_background
+    report_only no
+    [[ -s $json ]] || break
+    unequal=$(jq -r '[.ranks[] | .compute_cpu_seconds] | select(length == 2 and min > 0 and max / min > 1.10)
+      | "compute CPU seconds \(.[0]) and \(.[1]) for equal work"' "$json" 2>/dev/null) || unequal=''
+    [[ -n $unequal && $(jq -r '.ranks[0].cause' "$json") != none ]] || break
+    echo "NOTE: draw $draw: the host ran the vCPUs unequally ($unequal); measuring again"
+  done
   [[ -s $json ]] || fail "the job wrote no report (exit status $rc): $(tail -n 20 "$tmp/launcher.out")"
   # Debian's MPICH 4.0 can deadlock in its own MPI_Finalize on UCX between
   # hosts (pmodels/mpich#6596; collector/mpi/mpich_ucx_finalize.h), with or
@@ -477,7 +491,7 @@ job_case() {
     fail "node 2's daemon exports no more other-processes loss than before ($lost2)"
   [[ $(metric 1 "corenoise_job_lost_seconds_total{cpu=\"${CLUSTER_CPUS[1]}\",cause=\"other-processes\"}") == "$lost1" ]] ||
     fail "node 1's daemon exports other-processes loss"
-  (($(metric 1 corenoise_job_reports_total) == reports1 + 1)) || fail "node 1's daemon did not take its rank's report"
+  (($(metric 1 corenoise_job_reports_total) == reports1 + draw)) || fail "node 1's daemon did not take its rank's report"
 }
 
 # The story's script (mpi4py over Open MPI) under srun's PMIx, and a Fortran
