@@ -215,8 +215,15 @@ std::vector<DaemonOptionSpec> make_specs() {
        }},
   };
   for (const auto& probe : probe_option_specs()) {
+    const std::string help =
+        probe.name == "trace"
+            ? "name what took each detour's time from the kernel's tracer (exported as "
+              "corenoise_culprit_ratio): auto (when root and tracefs is mounted or can "
+              "be), on (the daemon does not start where it cannot), off (default: off; "
+              "docs/daemon.md)"
+            : probe.help;
     specs.push_back(
-        {probe.name, probe.value_name, probe.help,
+        {probe.name, probe.value_name, help,
          [apply = probe.apply](DaemonConfig& c, std::string_view v) { apply(c.probe, v); }});
   }
   return specs;

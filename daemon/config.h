@@ -48,7 +48,13 @@ struct DaemonConfig {
   // persist-rounds N and persist-bad K: a core is unhealthy when K of its
   // last N measured rounds were (daemon/persistence.h); 1 <= K <= N <= 64.
   PersistenceRule persistence;
-  ProbeSettings probe;
+  // The probe's settings, but untraced unless the config says `trace`: a
+  // daemon's rounds run on every node all the time, so tracing is opted into.
+  ProbeSettings probe = [] {
+    ProbeSettings s;
+    s.trace = trace::TraceMode::off;
+    return s;
+  }();
 };
 
 // Bad configuration; what() names where it came from.

@@ -64,7 +64,7 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
     }
   }
   topology_.attach_top_perf(config_.sys_root);  // favoured cores are not faults
-  rebuild_runner();
+  rebuild_runner(true);
   for (const auto& pu : topology_.pus()) {
     if (!pu.usable())
       log_warning("cpu " + std::to_string(pu.cpu) + " cannot be probed: " + pu.skip_reason);
@@ -83,8 +83,23 @@ Daemon::~Daemon() {
   if (round_thread_.joinable()) round_thread_.join();
 }
 
-void Daemon::rebuild_runner() {
+void Daemon::rebuild_runner(bool starting) {
   runner_ = std::make_unique<Runner>(config_.probe, topology_);
+  if (trace_mode_ != config_.probe.trace) {
+    trace_.reset();  // one instance at a time
+    trace_mode_ = config_.probe.trace;
+    std::string why_not;
+    try {
+      trace_ =
+          trace::open_trace_source(config_.probe.trace, watched_cpus(config_, topology_), &why_not);
+    } catch (const std::exception& e) {
+      if (starting) throw ConfigError(std::string("option 'trace': ") + e.what());
+      log_error(std::string("option 'trace': ") + e.what() + "; the rounds go on untraced");
+    }
+    if (trace_) log_info("tracing the detour windows: culprits are named (docs/verdicts.md)");
+    if (!why_not.empty()) log_info("not tracing the detour windows: " + why_not);
+  }
+  runner_->set_trace(trace_);
   if (calibration_ &&
       calibration_->fingerprint != calibration_fingerprint(config_.probe, runner_->isa())) {
     log_notice("probe settings changed: the calibration no longer applies and is redone");

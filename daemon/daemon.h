@@ -80,7 +80,9 @@ class Daemon : public ControlHandler {
   void shut_down();
   void set_paused(bool paused, std::optional<double> seconds);
   void arm_watchdog();
-  void rebuild_runner();
+  // `starting`: a trace that `trace = on` asks for and cannot have stops
+  // the start; on a reload it is logged and the rounds go on untraced.
+  void rebuild_runner(bool starting = false);
   // Adds each PU's overall verdict over `reports` (one round's modes) to
   // its history.
   void record_round(const std::vector<ModeReport>& reports);
@@ -106,6 +108,8 @@ class Daemon : public ControlHandler {
   std::vector<std::string> args_;
   Topology topology_;
   std::unique_ptr<Runner> runner_;
+  std::shared_ptr<trace::TraceSource> trace_;   // kept across reloads of the same mode
+  std::optional<trace::TraceMode> trace_mode_;  // what trace_ was opened for
   SnapshotStore store_;
   CalibrationStore calibration_store_;
   std::optional<Calibration> calibration_;

@@ -31,6 +31,7 @@
 
 #include "daemon/log.h"
 #include "probe/stream_probe.h"
+#include "probe/trace/culprit_names.h"
 
 namespace corenoise {
 namespace {
@@ -64,6 +65,7 @@ enum Family : std::size_t {
   kNoiseRatio,
   kExcessNoiseRatio,
   kDetourMax,
+  kCulpritRatio,
   kDetoursTotal,
   kDetourSecondsTotal,
   kThermalThrottleTotal,
@@ -135,6 +137,9 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
      "for this CPU kind, as a ratio."},
     {"corenoise_detour_max_seconds", MetricType::Gauge,
      "From the last isolated round (else concurrent): longest detour, in seconds."},
+    {"corenoise_culprit_ratio", MetricType::Gauge,
+     "From the last isolated round (else concurrent), where traced: share of the detour windows "
+     "that this culprit took, as a ratio 0-1 (the largest few per CPU)."},
     {"corenoise_detours_total", MetricType::Counter,
      "Detours seen on this CPU over all rounds since corenoised started."},
     {"corenoise_detour_seconds_total", MetricType::Counter,
@@ -252,6 +257,26 @@ void add_ratio_map(Builder& b, Family family, const std::map<ProbeKey, double>& 
   }
 }
 
+// The culprits of a traced CPU: the largest few by kind and normalised
+// name (two kworkers are one series), so that a CPU has at most
+// kCulpritsPerCpu series whatever ran on it.
+constexpr std::size_t kCulpritsPerCpu = 3;
+void add_culprits(Builder& b, const std::string& cpu, const CoreFigures& c) {
+  if (c.detour->window_seconds <= 0) return;
+  std::map<std::pair<std::string, std::string>, double> seconds;  // (kind, name)
+  for (const trace::Culprit& x : c.culprits->culprits)
+    seconds[{trace::kind_name(x.kind), trace::label_name(x)}] += x.seconds;
+  std::vector<std::pair<std::pair<std::string, std::string>, double>> largest(seconds.begin(),
+                                                                              seconds.end());
+  std::sort(largest.begin(), largest.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (largest.size() > kCulpritsPerCpu) largest.resize(kCulpritsPerCpu);
+  for (const auto& [key, total] : largest) {
+    b.add(kCulpritRatio, {{"cpu", cpu}, {"kind", key.first}, {"name", key.second}},
+          total / c.detour->window_seconds);
+  }
+}
+
 // /sys facts. Thermal throttle counters are per core and per package in the
 // kernel but repeated on every CPU of it: summing them over CPUs would count
 // each event several times, so each core (package) is reported once, on its
@@ -363,6 +388,7 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
        {kNoiseRatio, kExcessNoiseRatio, kDetourMax, kDetoursTotal, kDetourSecondsTotal}) {
     b.reserve(f, n);
   }
+  b.reserve(kCulpritRatio, kCulpritsPerCpu * n);
 
   for (std::size_t i = 0; i < n; ++i) {
     const ProcessingUnit& pu = pus[i];
@@ -420,6 +446,7 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
       b.add(kNoiseRatio, {{"cpu", cpu_labels[i]}}, c.detour->noise_ratio());
       b.add(kExcessNoiseRatio, {{"cpu", cpu_labels[i]}}, c.excess_noise);
       b.add(kDetourMax, {{"cpu", cpu_labels[i]}}, c.detour->max_seconds);
+      if (c.culprits) add_culprits(b, cpu_labels[i], c);
       break;
     }
   }

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 # the tests run every MPI suite under both launchers.
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev openmpi-bin libopenmpi-dev nlohmann-json3-dev
-  libgtest-dev)
+  libgtest-dev libtracefs-dev libtraceevent-dev)
 # prometheus-node-exporter: a real Prometheus joins its CPU metrics with the
 # daemon's (docs/metrics.md);
 # chromium: the HTML report test opens the page in a headless browser;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "probe/stats.h"
+#include "probe/trace/culprit_names.h"
 
 namespace corenoise {
 namespace {
@@ -78,6 +79,36 @@ std::string attribute(const DetourResult& d) {
                             : "below the kernel (hypervisor or SMI)");
   }
   if (irqs > 0) text += format(" [%llu interrupts and softirqs]", irqs);
+  return text;
+}
+
+// The same from the tracer: each culprit by name, its share of the lost
+// time, the largest first. The time the trace did not match (more detours
+// in a window than the runner kept) is said, not spread over the others.
+std::string attribute(const DetourResult& d, const trace::Attribution& culprits) {
+  const double lost = std::max(d.total_seconds, 1e-12);
+  constexpr std::size_t kNamed = 3;
+  std::string text;
+  double named = 0;
+  for (std::size_t i = 0; i < culprits.culprits.size() && i < kNamed; ++i) {
+    const trace::Culprit& c = culprits.culprits[i];
+    const double share = c.seconds / lost;
+    if (share < 0.005) break;
+    named += c.seconds;
+    const char* verb = c.kind == trace::CulpritKind::task ? "preempted by "
+                       : c.kind == trace::CulpritKind::irq ||
+                               c.kind == trace::CulpritKind::softirq ||
+                               c.kind == trace::CulpritKind::work
+                           ? "in "
+                           : "";
+    text += format("%s%.0f%% %s%s (%llu times)", text.empty() ? "" : ", ", 100 * share, verb,
+                   trace::describe(c).c_str(), static_cast<unsigned long long>(c.detours));
+  }
+  const double others = culprits.detour_seconds - named;
+  if (others > 0.005 * lost) text += format(", %.0f%% others", 100 * others / lost);
+  const double unmatched = lost - culprits.detour_seconds;
+  if (unmatched > 0.005 * lost) text += format(", %.0f%% not matched", 100 * unmatched / lost);
+  if (culprits.overran) text += " (the tracer lost events)";
   return text;
 }
 
@@ -318,7 +349,7 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
                     noise * 100, static_cast<unsigned long long>(c.detour->count),
                     c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
                 interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
-                attribute(*c.detour);
+                (c.culprits ? attribute(*c.detour, *c.culprits) : attribute(*c.detour));
       if (clock_read_low) {
         c.cause += format("; its clock reads %.1f%% low, as detours this large make it",
                           (1 - 1 / *c.clock_ratio) * 100);
@@ -397,6 +428,7 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
     }
     c.detour = merged;
     c.noise_error = pooled_share_uncertainty(lost, windows);
+    c.culprits = samples.culprits;
   }
   // The median triad: a pass takes milliseconds, longer than most detours,
   // and with seven samples a fast decile would be the fastest pass, whose

@@ -58,7 +58,10 @@ struct CoreFigures {
   std::optional<double> matmul_sample_seconds;    // median measured sample, noise included
   std::optional<double> clock_hertz;  // median of samples (each the fastest of its chunks)
   std::optional<double> clock_spread;
-  std::optional<DetourResult> detour;             // all windows merged
+  std::optional<DetourResult> detour;  // all windows merged
+  // Where the CPU was traced: what the detours' time was charged to
+  // (probe/trace/culprit_matcher.h), in seconds.
+  std::optional<trace::Attribution> culprits;
   std::optional<double> stream_bytes_per_second;  // from the fast-decile sample time
   // How sure each figure is, from the round's own samples (uncertainty.h):
   // the spread of the per-sample figures (each sample's fast-decile

@@ -88,7 +88,8 @@ DetourProbe::DetourProbe(unsigned cpu, double window_seconds, double threshold_s
 
 double DetourProbe::threshold_seconds() const { return tsc_to_seconds(threshold_ticks_); }
 
-DetourResult DetourProbe::run(std::uint64_t start_lag, std::uint64_t window_ticks) const {
+DetourResult DetourProbe::run(std::uint64_t start_lag, std::uint64_t window_ticks,
+                              std::vector<trace::Detour>* spans, std::uint64_t lag_end) const {
   DetourResult result;
   result.threshold_seconds = threshold_seconds();
   const std::uint64_t first_upper =
@@ -98,10 +99,14 @@ DetourResult DetourProbe::run(std::uint64_t start_lag, std::uint64_t window_tick
 
   // The measured loop: nothing but TSC reads unless a gap is a detour.
   std::uint64_t count = 0, total = 0, longest = 0;
+  const auto keep_span = [spans](std::uint64_t from, std::uint64_t to) {
+    if (spans != nullptr && spans->size() < spans->capacity()) spans->push_back({from, to});
+  };
   if (start_lag > threshold_ticks_) {
     count = 1;
     total = longest = start_lag;
     ++result.histogram[bucket_of(start_lag, first_upper)];
+    keep_span(lag_end - start_lag, lag_end);
   }
   const std::uint64_t start = read_tsc();
   const std::uint64_t end = start + (window_ticks > 0 ? window_ticks : window_ticks_);
@@ -114,6 +119,7 @@ DetourResult DetourProbe::run(std::uint64_t start_lag, std::uint64_t window_tick
       total += gap;
       longest = std::max(longest, gap);
       ++result.histogram[bucket_of(gap, first_upper)];
+      keep_span(prev, now);
     }
     prev = now;
     if (now >= end) break;

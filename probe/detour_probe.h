@@ -10,8 +10,10 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "probe/proc_counters.h"
+#include "probe/trace/culprit_matcher.h"
 
 namespace corenoise {
 
@@ -57,7 +59,13 @@ class DetourProbe {
   // `window_ticks`: this window's length; 0 is the nominal (the
   // constructor's window_seconds). Isolated rounds vary it around the
   // nominal (probe/detour_windows.h).
-  DetourResult run(std::uint64_t start_lag = 0, std::uint64_t window_ticks = 0) const;
+  //
+  // `spans`, where the CPU is traced (probe/trace/): each detour's [start,
+  // end) in TSC ticks is appended while its capacity lasts (the loop never
+  // allocates); the start lag's ends at `lag_end`, the TSC at which tracing
+  // began, for it came before.
+  DetourResult run(std::uint64_t start_lag = 0, std::uint64_t window_ticks = 0,
+                   std::vector<trace::Detour>* spans = nullptr, std::uint64_t lag_end = 0) const;
   double threshold_seconds() const;
   std::uint64_t nominal_window_ticks() const { return window_ticks_; }
 

@@ -48,6 +48,9 @@ struct NodeReport {
   Isa isa = Isa::baseline;
   std::vector<ProcessingUnit> pus;
   std::vector<ModeReport> modes;  // in the order they ran
+  // Whether the rounds were traced (probe/trace/): "on", "off" (not asked
+  // for), or "unavailable: WHY" (asked for by auto, and not possible here).
+  std::string trace = "off";
 
   // The state of PU `index` over all modes: the first unhealthy verdict in
   // mode order, else the first transient, else ok if measured in any mode,

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "probe/trace/culprit_names.h"
+
 namespace corenoise {
 namespace {
 
@@ -50,6 +52,25 @@ json detour_json(const DetourResult& d) {
   return j;
 }
 
+// What the tracer charged the detours to (docs/verdicts.md, "Named culprits").
+json trace_json(const trace::Attribution& a) {
+  json culprits = json::array();
+  for (const trace::Culprit& c : a.culprits) {
+    json x = {{"kind", trace::kind_name(c.kind)},
+              {"seconds", c.seconds},
+              {"detours", c.detours},
+              {"text", trace::describe(c)}};
+    if (!c.name.empty()) x["name"] = c.name;
+    if (c.id >= 0) x["id"] = c.id;
+    if (!c.scheduling.empty()) x["scheduling"] = c.scheduling;
+    culprits.push_back(std::move(x));
+  }
+  return {{"matched_seconds", a.detour_seconds},
+          {"lost_events", a.lost_events},
+          {"overran", a.overran},
+          {"culprits", std::move(culprits)}};
+}
+
 // The figures of one mode for one CPU: the probe objects and the verdict.
 void put_figures(json& j, const CoreFigures& c) {
   j["state"] = to_string(c.state);
@@ -85,6 +106,7 @@ void put_figures(json& j, const CoreFigures& c) {
   if (c.detour) {
     j["detour"] = detour_json(*c.detour);
     put_interval(j["detour"], "noise_ratio_interval", c.detour->noise_ratio(), c.noise_error);
+    if (c.culprits) j["detour"]["trace"] = trace_json(*c.culprits);
   }
   if (c.stream_bytes_per_second) {
     json m = {{"bytes_per_second", *c.stream_bytes_per_second}};
@@ -207,6 +229,7 @@ json to_json(const NodeReport& r) {
           {"topology",
            {{"source", r.topology_source}, {"this_system", r.this_system}, {"pus", r.pus.size()}}},
           {"settings", settings_json(r)},
+          {"trace", r.trace},
           {"rounds", rounds},
           {"summary", {{"pus", r.pus.size()}, {"states", states}, {"healthy", r.healthy()}}},
           {"cpus", cpus}};
@@ -282,6 +305,7 @@ NodeReport node_report_from_json(const json& doc) {
   NodeReport r;
   r.version = doc.value("version", "");
   r.hostname = doc.value("hostname", "");
+  r.trace = doc.value("trace", "off");
   for (const json& round : doc.at("rounds")) {
     ModeReport m;
     m.mode = mode_of(round.at("mode").get<std::string>());

@@ -1,6 +1,7 @@
 #include "probe/runner.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "probe/pinning.h"
 #include "probe/spin_barrier.h"
 #include "probe/stream_probe.h"
+#include "probe/trace/culprit_names.h"
 #include "probe/tsc.h"
 #include "probe/turn_taking.h"
 #include "probe/wall_clock.h"
@@ -63,13 +65,18 @@ class Pacing {
 // the settings and PUs. The caller's objects (ProcessOffCpus, the progress
 // callback) are reached only under `mutex` while !over.
 struct RoundState {
-  RoundState(ProbeSettings probe_settings, Isa round_isa)
-      : settings(std::move(probe_settings)), isa(round_isa), counters(settings.proc_root) {}
+  RoundState(ProbeSettings probe_settings, Isa round_isa,
+             std::shared_ptr<trace::TraceSource> trace_source)
+      : settings(std::move(probe_settings)),
+        isa(round_isa),
+        counters(settings.proc_root),
+        trace(std::move(trace_source)) {}
 
   const ProbeSettings settings;
   const Isa isa;
   const ProcCounterReader counters;
-  std::vector<ProcessingUnit> pus;  // one per worker
+  const std::shared_ptr<trace::TraceSource> trace;  // nullptr: untraced
+  std::vector<ProcessingUnit> pus;                  // one per worker
   std::vector<CpuSamples> samples;  // one per worker, read by run() once that worker is done
   std::unique_ptr<Pacing> pacing;
   std::atomic<bool> stop{false};    // cancelled or past the deadline: stop at the next check
@@ -252,6 +259,10 @@ class CpuWorker {
           std::make_unique<DetourProbe>(pu_.cpu, settings_.detour_window_seconds,
                                         settings_.detour_threshold_seconds, state_->counters);
       out_.detours.reserve(samples);
+      if (state_->trace) {
+        out_.detour_spans.reserve(samples * kSpansPerWindow);
+        out_.probe_tid = static_cast<int>(gettid());
+      }
       // Isolated: random lengths, so that the windows' phase against
       // periodic noise is random (probe/detour_windows.h). Concurrent
       // windows stay nominal: they run back to back behind the barrier
@@ -284,17 +295,28 @@ class CpuWorker {
       case ProbeKind::clock:
         out_.clock_hertz.push_back(kernels_.clock->run());
         break;
-      case ProbeKind::detour:
-        out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag(),
-                                                    out_.detours.size() < detour_windows_.size()
-                                                        ? detour_windows_[out_.detours.size()]
-                                                        : 0));
+      case ProbeKind::detour: {
+        const std::uint64_t window =
+            out_.detours.size() < detour_windows_.size() ? detour_windows_[out_.detours.size()] : 0;
+        if (!state_->trace) {
+          out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag(), window));
+          break;
+        }
+        const std::uint64_t traced_from = state_->trace->window_begins(pu_.cpu);
+        out_.detours.push_back(kernels_.detour->run(state_->pacing->start_lag(), window,
+                                                    &out_.detour_spans, traced_from));
+        state_->trace->window_ends(pu_.cpu);
         break;
+      }
       case ProbeKind::stream:
         out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
         break;
     }
   }
+
+  // Detours kept per window for the matcher: a window of 25 ms with one
+  // every 25 us; past that the rest go unmatched (CoreFigures says how much).
+  static constexpr std::size_t kSpansPerWindow = 1024;
 
   // A real random source per thread and round; the TSC where there is none.
   static std::uint64_t seed() {
@@ -331,6 +353,22 @@ std::vector<unsigned> cpus_still_abandoned() {
     return state->running == 0;
   });
   return cpus;
+}
+
+// What the CPU's tracer saw during its windows, matched to its detours.
+// After the round, on the caller's thread: nothing runs beside a window.
+void attribute_detours(trace::TraceSource& source, CpuSamples& out) {
+  try {
+    const std::vector<trace::Event> events = source.take(out.cpu);
+    if (out.detours.empty()) return;  // (the take still empties the buffer)
+    trace::Attribution culprits = trace::match_detours(out.detour_spans, events, out.probe_tid);
+    trace::resolve_scheduling(culprits);
+    trace::convert_to_seconds(culprits, tsc_hertz());
+    out.culprits = std::move(culprits);
+  } catch (const std::exception&) {
+    // Without the trace the cause stays /proc's, as on an untraced node.
+  }
+  std::vector<trace::Detour>().swap(out.detour_spans);
 }
 
 bool no_samples(const CpuSamples& s) {
@@ -404,7 +442,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   // A CPU whose thread of an earlier round is still stuck gets no second one.
   const std::vector<unsigned> stuck =
       shared != nullptr ? std::vector<unsigned>{} : cpus_still_abandoned();
-  auto state = std::make_shared<RoundState>(settings_, isa_);
+  auto state = std::make_shared<RoundState>(settings_, isa_, trace_);
   std::vector<std::size_t> measured;  // round.cpus index of each worker
   std::vector<unsigned> measured_cpus;
   for (std::size_t i = 0; i < pus.size(); ++i) {
@@ -489,6 +527,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     }
     threads[w].join();
     out = std::move(state->samples[w]);
+    if (trace_) attribute_detours(*trace_, out);
     if (round.overran && out.error.empty() && no_samples(out)) {
       out.error = "the round overran its deadline of " + seconds_text(deadline_seconds) +
                   " before this CPU's first sample";

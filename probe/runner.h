@@ -11,12 +11,16 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "probe/detour_probe.h"
 #include "probe/settings.h"
 #include "probe/topology.h"
+#include "probe/trace/culprit_matcher.h"
+#include "probe/trace/trace_source.h"
 #include "probe/work.h"
 
 namespace corenoise {
@@ -29,6 +33,12 @@ struct CpuSamples {
   std::vector<double> clock_hertz;
   std::vector<double> stream_seconds;
   std::vector<DetourResult> detours;  // one per sample window
+  // Where the runner traces (Runner::set_trace): what each detour's time
+  // was charged to, over all windows; empty where untraced. The spans and
+  // the probe thread's id are the matcher's input, freed once matched.
+  std::optional<trace::Attribution> culprits;
+  std::vector<trace::Detour> detour_spans;
+  int probe_tid = 0;
   KernelWork matmul_work;
   KernelWork stream_work;
   std::string error;  // why this CPU could not be measured; empty on success
@@ -106,10 +116,16 @@ class Runner {
   const ProbeSettings& settings() const { return settings_; }
   Isa isa() const { return isa_; }
 
+  // Traces the detour windows of later rounds (and of their confirmations)
+  // through `source`, which must cover their CPUs; nullptr stops tracing.
+  void set_trace(std::shared_ptr<trace::TraceSource> source) { trace_ = std::move(source); }
+  bool traced() const { return trace_ != nullptr; }
+
  private:
   ProbeSettings settings_;
   Topology topology_;
   Isa isa_;
+  std::shared_ptr<trace::TraceSource> trace_;
 };
 
 }  // namespace corenoise

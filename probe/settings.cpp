@@ -126,6 +126,14 @@ std::vector<OptionSpec> make_specs() {
                      if (v.empty()) throw std::invalid_argument("got '', expected a directory");
                      s.proc_root = std::string(v);
                    }});
+  specs.push_back({"trace", "MODE",
+                   "name what took each detour's time (a task, an IRQ, a softirq, a work item, "
+                   "or below the kernel) from the kernel's tracer: auto (when root and tracefs "
+                   "is mounted or can be), on (an error where it cannot), off (default: auto; "
+                   "docs/verdicts.md)",
+                   [](ProbeSettings& s, std::string_view v) {
+                     s.trace = trace::parse_trace_mode(std::string(v));
+                   }});
   specs.push_back({"suspect-alpha", "P",
                    "a core is unhealthy in a round when its figure's one-sided lower "
                    "confidence bound at this level reaches the threshold; 0.5 judges the "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "probe/matmul.h"
+#include "probe/trace/trace_source.h"
 
 namespace corenoise {
 
@@ -70,6 +71,9 @@ struct ProbeSettings {
   double detour_threshold_seconds = 0;  // 0: derived per core, at least 1 µs
   std::uint64_t stream_bytes = 0;       // 0: from the core's LLC share
   std::string proc_root = "/proc";
+  // Named culprits (probe/trace/): whether the detour windows are traced.
+  // The runner does not read it; whoever opens the trace source does.
+  trace::TraceMode trace = trace::TraceMode::automatic;
   Thresholds thresholds;
   // Confirmation of suspects (confirmation.h): `corenoise probe` and
   // `sweep` only; the daemon judges persistence over its rounds instead.

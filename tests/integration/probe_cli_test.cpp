@@ -133,6 +133,7 @@ TEST(ProbeCli, BadInputExitsOneNamingTheInput) {
       {"--matmul-size -3", "--matmul-size"},
       {"--reps 0", "--reps"},
       {"--mode sideways", "expected isolated, concurrent or both"},
+      {"--trace sideways", "--trace: got 'sideways', expected auto, on or off"},
       {"--topology /nonexistent/topo.xml", "/nonexistent/topo.xml"},
       {"--topology " + kFixtures + "/proc/garbage/stat", "stat"},
       {"--json /nonexistent/dir/out.json", "cannot write '/nonexistent/dir/out.json'"},
@@ -152,7 +153,7 @@ TEST(ProbeCli, HelpExplainsEveryOption) {
   ASSERT_EQ(r.exit_code, 0);
   for (const char* option :
        {"--cpus", "--probes", "--mode", "--samples", "--matmul-size", "--dtype", "--reps",
-        "--topology", "--json", "--quiet", "Exit status"}) {
+        "--topology", "--json", "--quiet", "--trace", "Exit status"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
   }
   EXPECT_EQ(run_command(kCorenoise + " --help").exit_code, 0);

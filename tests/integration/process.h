@@ -81,6 +81,7 @@ class BackgroundProcess {
     return line;
   }
   void signal(int number) const { kill(pid_, number); }
+  pid_t pid() const { return pid_; }
   // The exit status (128 + signal if killed), or -1 if it still runs after
   // `seconds`.
   int wait_exit(double seconds) {

@@ -28,6 +28,7 @@
 # exists is ignored by ctest: keep the list in step with the tests.
 foreach(test IN ITEMS
     ProbeCli.InjectedNoiseOnCpu1IsFoundOnCpu1Only
+    ProbeTrace.AFifoInjectorIsNamedByCommandAndThreadWithTheShareInjected
     Daemon.InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds
     Daemon.SigtermStopsWithinASecondEvenMidRound
     Inject.SigtermAndSigintStopItPromptly

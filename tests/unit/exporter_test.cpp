@@ -204,8 +204,30 @@ CpuSamples samples(unsigned cpu, double matmul, double hertz, std::optional<Deto
   return s;
 }
 
-// cpu 0 ok, cpu 1 noisy, cpu 2 slow, cpu 3 not measured. The concurrent
-// round ran matmul and clock only.
+trace::Culprit culprit(trace::CulpritKind kind, const char* name, int id, double seconds) {
+  trace::Culprit c;
+  c.kind = kind;
+  c.name = name;
+  c.id = id;
+  c.seconds = seconds;
+  return c;
+}
+
+// What the tracer charged cpu 1's 11 ms of detours to: two kworkers, which
+// are one series, and more culprits than a CPU exports.
+trace::Attribution cpu1_culprits() {
+  trace::Attribution a;
+  a.detour_seconds = 0.011;
+  a.culprits = {culprit(trace::CulpritKind::task, "inj", 1234, 0.006),
+                culprit(trace::CulpritKind::task, "kworker/1:2", 77, 0.002),
+                culprit(trace::CulpritKind::irq, "local_timer", -1, 0.0015),
+                culprit(trace::CulpritKind::task, "kworker/u4:0", 78, 0.001),
+                culprit(trace::CulpritKind::below_kernel, "", -1, 0.0005)};
+  return a;
+}
+
+// cpu 0 ok, cpu 1 noisy (traced), cpu 2 slow, cpu 3 not measured. The
+// concurrent round ran matmul and clock only.
 Snapshot full_snapshot() {
   Snapshot s;
   s.version = "9.8.7-test";
@@ -222,6 +244,7 @@ Snapshot full_snapshot() {
   isolated.cpus = {samples(0, 0.002, 3e9, detour(0.1, 0.001, 10, 0.0005), 0.001),
                    samples(1, 0.002, 3e9, detour(0.1, 0.011, 40, 0.002), 0.001),
                    samples(2, 0.003, 3e9, detour(0.1, 0.001, 10, 0.0005), 0.001)};
+  isolated.cpus[1].culprits = cpu1_culprits();
   s.report.modes.push_back(make_mode_report(isolated, s.report.pus, thresholds));
 
   RoundSamples concurrent;
@@ -329,6 +352,22 @@ TEST(ExporterTest, ServesKnownValuesWithTheirLabels) {
   EXPECT_DOUBLE_EQ(*e.value("corenoise_detour_max_seconds", {{"cpu", "1"}}), 0.002);
   EXPECT_EQ(e.value("corenoise_detours_total", {{"cpu", "1"}}), 400.0);
   EXPECT_EQ(e.value("corenoise_detour_seconds_total", {{"cpu", "1"}}), 0.11);
+
+  // The traced CPU's largest three culprits, kworkers as one, pids left out.
+  EXPECT_DOUBLE_EQ(
+      *e.value("corenoise_culprit_ratio", {{"cpu", "1"}, {"kind", "task"}, {"name", "inj"}}), 0.06);
+  EXPECT_DOUBLE_EQ(
+      *e.value("corenoise_culprit_ratio", {{"cpu", "1"}, {"kind", "task"}, {"name", "kworker"}}),
+      0.03);
+  EXPECT_DOUBLE_EQ(
+      *e.value("corenoise_culprit_ratio", {{"cpu", "1"}, {"kind", "irq"}, {"name", "local_timer"}}),
+      0.015);
+  EXPECT_FALSE(e.value("corenoise_culprit_ratio",
+                       {{"cpu", "1"}, {"kind", "below_kernel"}, {"name", "below_kernel"}}))
+      << "a fourth culprit is not exported";
+  EXPECT_FALSE(e.value("corenoise_culprit_ratio",
+                       {{"cpu", "0"}, {"kind", "below_kernel"}, {"name", "below_kernel"}}))
+      << "an untraced CPU exports no culprit";
 
   EXPECT_EQ(e.value("corenoise_baseline_slowdown_ratio",
                     {{"cpu", "0"}, {"probe", "matmul"}, {"mode", "isolated"}}),

@@ -1,0 +1,57 @@
+// Where the kernel says who had a probed CPU during its detour windows:
+// one interface, a backend chosen at run time. Today the one backend is a
+// tracefs instance of corenoise's own (probe/trace/tracefs_source.cpp);
+// without tracefs or privileges there is none, and rounds attribute from
+// /proc alone as before.
+//
+// Lifecycle: opened once per process (a probe, a sweep rank, the daemon)
+// for the CPUs it may probe; each probe thread marks its windows from its
+// own CPU; after a round, the runner takes each CPU's events. Threads: the
+// window marks may come from every probe thread at once; take() from one
+// thread, between rounds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "probe/trace/trace_events.h"
+
+namespace corenoise::trace {
+
+class TraceSource {
+ public:
+  virtual ~TraceSource() = default;
+  // On the probe thread, on `cpu`, just before its window and just after
+  // it: the CPU's events are recorded between the two. Cheap (a write to
+  // an open file), outside the window, and never throws. window_begins
+  // returns the TSC of its mark: tracing was on from then.
+  virtual std::uint64_t window_begins(unsigned cpu) noexcept = 0;
+  virtual void window_ends(unsigned cpu) noexcept = 0;
+  // What was recorded on `cpu` since the last take, in time order, with
+  // the marks of its windows (tracing_on, tracing_off) among them.
+  virtual std::vector<Event> take(unsigned cpu) = 0;
+};
+
+enum class TraceMode { off, on, automatic };
+
+// The source for `cpus`, or nullptr: for `off`, and for `automatic` where
+// tracing is not available (not root, no tracefs, no x86-tsc trace clock,
+// a kernel without the events), with the reason in *why_not. For `on`
+// where it is not available, throws std::runtime_error with that reason.
+// `buffer_kib`: each traced CPU's ring buffer.
+std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const unsigned> cpus,
+                                               std::string* why_not, unsigned buffer_kib = 512);
+
+// "auto", "on", "off" (what --trace takes); throws std::invalid_argument.
+inline TraceMode parse_trace_mode(const std::string& text) {
+  if (text == "auto") return TraceMode::automatic;
+  if (text == "on") return TraceMode::on;
+  if (text == "off") return TraceMode::off;
+  throw std::invalid_argument("got '" + text + "', expected auto, on or off");
+}
+
+}  // namespace corenoise::trace

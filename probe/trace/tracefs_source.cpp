@@ -1,0 +1,314 @@
+// The tracefs backend of TraceSource, through rtla's libraries: libtracefs
+// owns the instance and reads its ring buffers, libtraceevent decodes the
+// records by the kernel's own format files.
+//
+// An instance of our own (instances/corenoise-PID), never the top-level
+// buffer: rtla, trace-cmd or perf running beside us keep theirs. Its
+// cpumask is the probed CPUs, its clock x86-tsc (the records' timestamps
+// are the probe's own TSC ticks), and it records only while some window
+// runs: tracing_on is written from the probe thread just before its window
+// and after it. An instance a crashed run left behind (its PID gone) is
+// removed when the next one opens.
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+// libtracefs 1.6's header is C's alone: no extern "C", and its inline
+// functions pass an int where they take an enum (valid C, an error in C++
+// that -fpermissive, this file only, probe/CMakeLists.txt, makes a warning).
+extern "C" {
+#include <tracefs.h>
+}
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+#include "probe/trace/tracefs_source.h"
+#include "probe/tsc.h"
+
+namespace corenoise::trace {
+namespace {
+
+constexpr const char* kInstancePrefix = "corenoise-";
+constexpr const char* kTracefsPath = "/sys/kernel/tracing";
+
+// The events that say who had the CPU (trace_events.h); irq_vectors is
+// x86's, and its absence elsewhere is no loss of anything else.
+struct Wanted {
+  const char* system;
+  const char* event;
+  bool required;
+};
+constexpr Wanted kWanted[] = {
+    {"sched", "sched_switch", true},
+    {"irq", "irq_handler_entry", true},
+    {"irq", "irq_handler_exit", true},
+    {"irq", "softirq_entry", true},
+    {"irq", "softirq_exit", true},
+    {"workqueue", "workqueue_execute_start", false},
+    {"workqueue", "workqueue_execute_end", false},
+    {"irq_vectors", nullptr, false},  // every system vector's entry and exit
+};
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// tracefs mounted where libtracefs looks for it, mounting it if need be
+// (as root; systemd mounts it at boot on most machines, and it stays).
+std::string mounted_tracefs() {
+  if (access((std::string(kTracefsPath) + "/trace").c_str(), F_OK) == 0) return kTracefsPath;
+  if (mount("nodev", kTracefsPath, "tracefs", 0, nullptr) != 0)
+    throw std::runtime_error(std::string("tracefs is not mounted and cannot be mounted on ") +
+                             kTracefsPath + ": " + std::strerror(errno));
+  return kTracefsPath;
+}
+
+// Instances of runs whose process is gone. (rmdir is how an instance is
+// removed; the kernel refuses, EBUSY, one whose files a live run -- of
+// another PID namespace, say -- holds open.)
+void remove_stale_instances(const std::string& tracing_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(tracing_dir + "/instances", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.rfind(kInstancePrefix, 0) != 0) continue;
+    const std::string digits = name.substr(std::strlen(kInstancePrefix));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long long pid = std::atoll(digits.c_str());
+    const bool alive = pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
+                       (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (alive) continue;
+    rmdir(entry.path().c_str());
+  }
+}
+
+std::string cpu_list_text(std::span<const unsigned> cpus) {
+  std::string text;
+  for (unsigned cpu : cpus) text += (text.empty() ? "" : ",") + std::to_string(cpu);
+  return text;
+}
+
+// The kernel's symbols, to name a work item by its function.
+class Symbols {
+ public:
+  std::string name_of(std::uint64_t address) {
+    if (!loaded_) load();
+    auto it = std::upper_bound(symbols_.begin(), symbols_.end(), address,
+                               [](std::uint64_t a, const auto& s) { return a < s.first; });
+    if (it == symbols_.begin() || address == 0) return hex(address);
+    return std::prev(it)->second;
+  }
+
+ private:
+  static std::string hex(std::uint64_t address) {
+    std::ostringstream out;
+    out << "0x" << std::hex << address;
+    return out.str();
+  }
+  void load() {
+    loaded_ = true;
+    std::ifstream in("/proc/kallsyms");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string address, type, name;
+      if (!(fields >> address >> type >> name) || (type != "t" && type != "T")) continue;
+      const std::uint64_t a = std::stoull(address, nullptr, 16);
+      if (a != 0) symbols_.emplace_back(a, name);  // zeros: kptr_restrict hides them
+    }
+    std::sort(symbols_.begin(), symbols_.end());
+  }
+  bool loaded_ = false;
+  std::vector<std::pair<std::uint64_t, std::string>> symbols_;
+};
+
+class TracefsSource final : public TraceSource {
+ public:
+  TracefsSource(std::span<const unsigned> cpus, unsigned buffer_kib) {
+    // The libraries' own warnings (an event system this kernel lacks) would
+    // go to our stderr; what matters comes back as an error here.
+    tracefs_set_loglevel(TEP_LOG_NONE);
+    tep_set_loglevel(TEP_LOG_NONE);
+    remove_stale_instances(mounted_tracefs());
+    const std::string name = kInstancePrefix + std::to_string(getpid());
+    instance_ = tracefs_instance_create(name.c_str());
+    if (instance_ == nullptr)
+      throw std::runtime_error("cannot create the tracefs instance '" + name +
+                               "': " + std::strerror(errno));
+    try {
+      configure(cpus, buffer_kib);
+    } catch (...) {
+      destroy();
+      throw;
+    }
+    for (std::size_t i = 0; i < cpus.size(); ++i) marks_[cpus[i]];
+  }
+
+  ~TracefsSource() override { destroy(); }
+
+  std::uint64_t window_begins(unsigned cpu) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (windows_open_++ == 0) tracefs_trace_on_fd(tracing_on_);
+    return mark(cpu, EventKind::tracing_on);
+  }
+
+  void window_ends(unsigned cpu) noexcept override {
+    std::lock_guard lock(mutex_);
+    mark(cpu, EventKind::tracing_off);
+    if (--windows_open_ == 0) tracefs_trace_off_fd(tracing_on_);
+  }
+
+  std::vector<Event> take(unsigned cpu) override {
+    std::vector<Event> events;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    Reading reading{this, &events};
+    tracefs_iterate_raw_events(tep_, instance_, &set, sizeof set, &TracefsSource::on_record,
+                               &reading);
+    {
+      std::lock_guard lock(mutex_);
+      auto& marks = marks_[cpu];
+      events.insert(events.end(), marks.begin(), marks.end());
+      marks.clear();
+    }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
+    return events;
+  }
+
+ private:
+  struct Reading {
+    TracefsSource* self;
+    std::vector<Event>* events;
+  };
+
+  void configure(std::span<const unsigned> cpus, unsigned buffer_kib) {
+    if (tracefs_instance_file_write(instance_, "trace_clock", "x86-tsc") < 0)
+      throw std::runtime_error("the kernel has no x86-tsc trace clock to match the probe's TSC");
+    tracefs_trace_off(instance_);
+    tracefs_instance_file_write(instance_, "buffer_size_kb", std::to_string(buffer_kib).c_str());
+    const std::string list = cpu_list_text(cpus);
+    if (tracefs_instance_set_affinity(instance_, list.c_str()) < 0)
+      throw std::runtime_error("cannot limit tracing to CPUs " + list);
+    static const char* const systems[] = {"sched", "irq", "irq_vectors", "workqueue", nullptr};
+    tep_ = tracefs_local_events_system(nullptr, systems);
+    if (tep_ == nullptr) throw std::runtime_error("cannot read the kernel's event formats");
+    for (const Wanted& w : kWanted) {
+      if (tracefs_event_enable(instance_, w.system, w.event) < 0 && w.required)
+        throw std::runtime_error(std::string("the kernel has no ") + w.system + ":" + w.event +
+                                 " event");
+    }
+    tracing_on_ = tracefs_trace_on_get_fd(instance_);
+    if (tracing_on_ < 0) throw std::runtime_error("cannot open the instance's tracing_on");
+  }
+
+  void destroy() noexcept {
+    if (tracing_on_ >= 0) close(tracing_on_);
+    tracing_on_ = -1;
+    if (tep_ != nullptr) tep_free(tep_);
+    tep_ = nullptr;
+    if (instance_ != nullptr) {
+      tracefs_instance_destroy(instance_);
+      tracefs_instance_free(instance_);
+    }
+    instance_ = nullptr;
+  }
+
+  std::uint64_t mark(unsigned cpu, EventKind kind) noexcept {
+    const std::uint64_t now = read_tsc();
+    auto it = marks_.find(cpu);
+    if (it == marks_.end()) return now;
+    try {
+      it->second.push_back({now, kind, 0, 0, 0, {}});
+    } catch (...) {
+      // Out of memory before a window: the window is then matched as if
+      // traced throughout, which the events' own order still bounds.
+    }
+    return now;
+  }
+
+  static long long number(tep_event* event, tep_record* record, const char* field) {
+    unsigned long long value = 0;
+    tep_get_field_val(nullptr, event, field, record, &value, 0);
+    return static_cast<long long>(value);
+  }
+
+  static std::string text(tep_event* event, tep_record* record, const char* field) {
+    int length = 0;
+    const auto* raw =
+        static_cast<const char*>(tep_get_field_raw(nullptr, event, field, record, &length, 0));
+    if (raw == nullptr || length <= 0) return {};
+    return std::string(raw, strnlen(raw, static_cast<std::size_t>(length)));
+  }
+
+  static int on_record(tep_event* event, tep_record* record, int, void* context) {
+    auto& [self, events] = *static_cast<Reading*>(context);
+    if (record->missed_events != 0)
+      events->push_back({record->ts,
+                         EventKind::lost,
+                         0,
+                         0,
+                         record->missed_events > 0 ? static_cast<int>(record->missed_events) : 0,
+                         {}});
+    const std::string system = event->system, name = event->name;
+    Event e{record->ts, EventKind::lost, 0, 0, 0, {}};
+    if (name == "sched_switch") {
+      e.kind = EventKind::task_switch;
+      e.pid = static_cast<int>(number(event, record, "next_pid"));
+      e.prio = static_cast<int>(number(event, record, "next_prio"));
+      e.name = text(event, record, "next_comm");
+    } else if (name == "irq_handler_entry") {
+      e.kind = EventKind::irq_entry;
+      e.number = static_cast<int>(number(event, record, "irq"));
+      e.name = text(event, record, "name");
+    } else if (name == "irq_handler_exit") {
+      e.kind = EventKind::irq_exit;
+      e.number = static_cast<int>(number(event, record, "irq"));
+    } else if (name == "softirq_entry" || name == "softirq_exit") {
+      e.kind = name == "softirq_entry" ? EventKind::softirq_entry : EventKind::softirq_exit;
+      e.number = static_cast<int>(number(event, record, "vec"));
+    } else if (name == "workqueue_execute_start") {
+      e.kind = EventKind::work_start;
+      e.name =
+          self->symbols_.name_of(static_cast<std::uint64_t>(number(event, record, "function")));
+    } else if (name == "workqueue_execute_end") {
+      e.kind = EventKind::work_end;
+    } else if (system == "irq_vectors" && ends_with(name, "_entry")) {
+      e.kind = EventKind::irq_entry;
+      e.number = -1;
+      e.name = name.substr(0, name.size() - 6);
+    } else if (system == "irq_vectors" && ends_with(name, "_exit")) {
+      e.kind = EventKind::irq_exit;
+      e.number = -1;
+    } else {
+      return 0;
+    }
+    events->push_back(std::move(e));
+    return 0;
+  }
+
+  tracefs_instance* instance_ = nullptr;
+  tep_handle* tep_ = nullptr;
+  int tracing_on_ = -1;
+  std::mutex mutex_;
+  int windows_open_ = 0;                          // tracing is on while any CPU's window runs
+  std::map<unsigned, std::vector<Event>> marks_;  // per CPU; keys fixed at construction
+  Symbols symbols_;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceSource> open_tracefs_source(std::span<const unsigned> cpus,
+                                                 unsigned buffer_kib) {
+  return std::make_unique<TracefsSource>(cpus, buffer_kib);
+}
+
+}  // namespace corenoise::trace
