@@ -235,7 +235,10 @@ int run(const SelftestOptions& options) {
     throw UsageError("--cpu: CPU " + std::to_string(cpu) +
                      " is not usable here (usable: " + format_cpu_list(usable) + ")");
   }
-  const Runner runner(options.settings, topology);
+  Runner runner(options.settings, topology);
+  // Traced as a probe is (--trace, default auto): the checks read /proc's
+  // figures, and the causes it prints name the injector where it can.
+  runner.set_trace(trace::open_trace_source(options.settings.trace, usable, nullptr));
   const Thresholds& thresholds = options.settings.thresholds;
   const double tolerance = std::max(0.03, 0.3 * options.duty);
   const double excess_tolerance = tolerance + thresholds.noisy_excess_noise;

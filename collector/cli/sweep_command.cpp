@@ -328,6 +328,7 @@ struct LeaderSetup {
   std::optional<Topology> topology;
   NodeProbes probes;
   std::optional<ReportOutputs> outputs;  // leader 0 only
+  std::string trace = "off";             // NodeReport::trace
 };
 
 // Without a rank per core, one rank per node probes: say so (on leader 0)
@@ -359,9 +360,20 @@ bool set_up(MpiEnvironment& env, const SweepOptions& options, NodeRanks* ranks,
     if (ranks != nullptr) {
       if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
       setup.probes.cpus = ranks->cpus();
+      // Each core's rank runs its own rounds: one trace per rank is not
+      // built yet, and auto says so in the report.
+      if (options.settings.trace == trace::TraceMode::on)
+        throw std::runtime_error("--trace on: not with --rank-per-core (yet)");
+      if (options.settings.trace == trace::TraceMode::automatic)
+        setup.trace = "unavailable: not with --rank-per-core";
     } else {
       setup.probes.cpus = select_cpus(options, *setup.topology);
       setup.probes.runner = std::make_unique<Runner>(options.settings, *setup.topology);
+      std::string why_not;
+      setup.probes.runner->set_trace(
+          trace::open_trace_source(options.settings.trace, setup.probes.cpus, &why_not));
+      if (setup.probes.runner->traced()) setup.trace = "on";
+      if (!why_not.empty()) setup.trace = "unavailable: " + why_not;
     }
     if (root) setup.outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {
@@ -489,6 +501,7 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
   const DaemonPause pause(options.socket, options.timeout_seconds, static_cast<int>(node));
 
   NodeReport report = empty_node_report(options, *setup.topology);
+  report.trace = setup.trace;
   const std::map<unsigned, std::string> skip_reasons =
       ranks ? cpus_without_rank(report.pus, setup.probes.cpus) : std::map<unsigned, std::string>{};
   for (Mode mode : options.settings.modes) {
