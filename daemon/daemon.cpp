@@ -12,6 +12,7 @@
 #include "probe/cpu_list.h"
 #include "probe/pinning.h"
 #include "probe/report_json.h"
+#include "probe/trace/culprit_names.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -85,19 +86,25 @@ Daemon::~Daemon() {
 
 void Daemon::rebuild_runner(bool starting) {
   runner_ = std::make_unique<Runner>(config_.probe, topology_);
-  if (trace_mode_ != config_.probe.trace) {
-    trace_.reset();  // one instance at a time
+  const std::vector<unsigned> cpus = watched_cpus(config_, topology_);
+  if (trace_mode_ != config_.probe.trace || traced_cpus_ != cpus) {
+    if (trace_) trace_->release();  // an abandoned round may hold it on
+    trace_.reset();
     trace_mode_ = config_.probe.trace;
+    traced_cpus_ = cpus;
     std::string why_not;
     try {
-      trace_ =
-          trace::open_trace_source(config_.probe.trace, watched_cpus(config_, topology_), &why_not);
+      trace_ = trace::open_trace_source(config_.probe.trace, cpus, &why_not, "trace = on");
     } catch (const std::exception& e) {
-      if (starting) throw ConfigError(std::string("option 'trace': ") + e.what());
-      log_error(std::string("option 'trace': ") + e.what() + "; the rounds go on untraced");
+      if (starting) throw ConfigError(e.what());
+      log_error(std::string(e.what()) + "; the rounds go on untraced");
+      why_not = e.what();
     }
     if (trace_) log_info("tracing the detour windows: culprits are named (docs/verdicts.md)");
     if (!why_not.empty()) log_info("not tracing the detour windows: " + why_not);
+    trace_status_ = trace_                                         ? "on"
+                    : config_.probe.trace == trace::TraceMode::off ? "off"
+                                                                   : "unavailable: " + why_not;
   }
   runner_->set_trace(trace_);
   if (calibration_ &&
@@ -535,6 +542,34 @@ void Daemon::set_paused(bool paused, std::optional<double> seconds) {
   publish_snapshot();
 }
 
+namespace {
+
+// Each traced CPU's largest culprits in the last round that measured it
+// (isolated first), as shares of its detour windows.
+json last_culprits(const NodeReport& report) {
+  constexpr std::size_t kShown = 3;
+  json cpus = json::array();
+  for (std::size_t i = 0; i < report.pus.size(); ++i) {
+    for (const ModeReport& m : report.modes) {
+      if (i >= m.verdicts.cores.size()) continue;
+      const CoreFigures& c = m.verdicts.cores[i];
+      if (!c.culprits || !c.detour || c.detour->window_seconds <= 0) continue;
+      json top = json::array();
+      for (std::size_t k = 0; k < c.culprits->culprits.size() && k < kShown; ++k) {
+        const trace::Culprit& x = c.culprits->culprits[k];
+        top.push_back({{"text", trace::describe(x)},
+                       {"kind", trace::kind_name(x.kind)},
+                       {"share", x.seconds / c.detour->window_seconds}});
+      }
+      cpus.push_back({{"cpu", report.pus[i].cpu}, {"mode", to_string(m.mode)}, {"top", top}});
+      break;
+    }
+  }
+  return cpus;
+}
+
+}  // namespace
+
 json Daemon::status() {
   const SnapshotPtr snapshot = store_.get();
   json rounds = json::object();
@@ -569,6 +604,8 @@ json Daemon::status() {
     reply["cluster"] = {{"published_unix_seconds", *cluster_published_},
                         {"reference", cluster_reference_}};
   }
+  reply["trace"] = trace_status_;
+  if (trace_) reply["culprits"] = last_culprits(snapshot->report);
   return reply;
 }
 
@@ -750,6 +787,8 @@ void Daemon::shut_down() {
     for (auto& r : request.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
   }
   queue_.clear();
+  // main() ends with _exit: the trace's destructor would not run.
+  if (trace_) trace_->release();
   // The exporter is not torn down: civetweb's mg_stop() waits out its 2 s
   // poll quantum, and SIGTERM must take under a second. main() leaves with
   // _exit() once the loop returns; everything that must outlive us (the

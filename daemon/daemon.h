@@ -110,6 +110,8 @@ class Daemon : public ControlHandler {
   std::unique_ptr<Runner> runner_;
   std::shared_ptr<trace::TraceSource> trace_;   // kept across reloads of the same mode
   std::optional<trace::TraceMode> trace_mode_;  // what trace_ was opened for
+  std::string trace_status_ = "off";            // NodeReport::trace's words, for status
+  std::vector<unsigned> traced_cpus_;           // what trace_ was opened for
   SnapshotStore store_;
   CalibrationStore calibration_store_;
   std::optional<Calibration> calibration_;

@@ -45,6 +45,9 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # story's Python script (mpi4py under Open MPI, numpy in place of JAX);
 # patchelf: the MPICH-ABI test makes a copy of MPICH into another
 # library (libmpi.so.12, as Intel MPI's) and a program of it;
+# iputils-ping: the tracing tests flood a namespace with pings to make
+# NET_RX softirqs on a known CPU (libtracefs-dev and libtraceevent-dev,
+# rtla's libraries, are build packages: corenoise names culprits with them);
 # ccache: CI builds everything from a clean clone at every change, and the
 # cache (root's ~/.cache/ccache) turns the files that did not change into
 # lookups: see the compiler launcher below.
@@ -52,7 +55,7 @@ test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium ipro
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev clang-format wrk faketime strace
   slurmctld slurmd slurm-client munge curl
-  python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache)
+  python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache iputils-ping)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

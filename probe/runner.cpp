@@ -518,6 +518,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     if (!finished[w]) {
       threads[w].detach();  // it owns its share of `state`
       out.abandoned = true;
+      if (trace_) trace_->window_abandoned(out.cpu);
       out.error = round.overran ? "overran its deadline of " + seconds_text(deadline_seconds) +
                                       " (still in a sample " + seconds_text(kAbandonGraceSeconds) +
                                       " later; abandoned)"

@@ -300,6 +300,31 @@ int execute(const std::string& command, const Options& options) {
 
 bool is_daemon_command(std::string_view command) { return find_help(command) != nullptr; }
 
+// "named culprits (last round, share of each CPU's detour windows):" and a
+// line per traced CPU; where the daemon's trace setting asked for tracing
+// and it was not possible, why.
+void print_culprits(std::ostream& out, const json& reply) {
+  const auto trace = text(reply, "trace");
+  if (trace && trace->rfind("unavailable", 0) == 0) out << "named culprits: " << *trace << '\n';
+  if (!reply.contains("culprits") || !reply["culprits"].is_array() || reply["culprits"].empty())
+    return;
+  out << "named culprits (last round, share of each CPU's detour windows):\n";
+  for (const json& cpu : reply["culprits"]) {
+    const auto index = number(cpu, "cpu");
+    out << "  cpu " << (index ? std::to_string(static_cast<long>(*index)) : "?") << ":";
+    const char* separator = " ";
+    if (cpu.contains("top") && cpu["top"].is_array()) {
+      for (const json& c : cpu["top"]) {
+        char share[16];
+        std::snprintf(share, sizeof share, "%.1f%%", 100 * number(c, "share").value_or(0));
+        out << separator << share << ' ' << text(c, "text").value_or("?");
+        separator = ", ";
+      }
+    }
+    out << '\n';
+  }
+}
+
 void print_status(std::ostream& out, const json& reply, double now) {
   out << "corenoised";
   if (const auto version = text(reply, "version")) out << ' ' << *version;
@@ -345,6 +370,7 @@ void print_status(std::ostream& out, const json& reply, double now) {
   }
   out << "cores: " << states_text(reply) << '\n';
   print_unhealthy(out, reply);
+  print_culprits(out, reply);
   const auto ok = healthy(reply);
   out << "corenoise: "
       << (ok == std::nullopt ? "health unknown"

@@ -71,26 +71,47 @@ void sort_culprits(std::vector<Culprit>& culprits) {
 class Replay {
  public:
   Replay(std::span<const Detour> detours, std::span<const Event> events, int probe_pid)
-      : detours_(detours), probe_pid_(probe_pid) {
+      : detours_(detours),
+        probe_pid_(probe_pid),
+        probe_pending_(detours.size(), 0),
+        kernel_seen_(detours.size(), 0) {
     task_ = {CulpritKind::task, "", probe_pid, -1};
     untraced_ = std::any_of(events.begin(), events.end(),
                             [](const Event& e) { return e.kind == EventKind::tracing_on; });
   }
 
-  // Charges [from, to) to whoever has the CPU now.
+  // Charges [from, to) to whoever has the CPU now. Time the probe thread
+  // itself had waits (probe_pending_) until its detour is known to hold a
+  // kernel event or not.
   void advance(std::uint64_t from, std::uint64_t to) {
     while (next_ < detours_.size() && detours_[next_].end <= from) ++next_;
     const Context& who = current();
     for (std::size_t d = next_; d < detours_.size() && detours_[d].start < to; ++d) {
       const std::uint64_t lo = std::max(from, detours_[d].start);
       const std::uint64_t hi = std::min(to, detours_[d].end);
-      if (hi > lo) ledger_.charge(who, hi - lo, d);
+      if (hi <= lo) continue;
+      if (&who == &kProbeRuns) {
+        probe_pending_[d] += hi - lo;
+      } else {
+        ledger_.charge(who, hi - lo, d);
+      }
     }
   }
 
   void apply(const Event& e, Attribution& out) {
+    const bool from_kernel = e.kind != EventKind::tracing_on && e.kind != EventKind::tracing_off &&
+                             e.kind != EventKind::lost;
+    if (from_kernel) {
+      in_gap_ = false;  // the first record after an overrun ends its gap
+      mark_kernel_event(e.time);
+    }
     switch (e.kind) {
       case EventKind::task_switch:
+        // The task running at a window's mark is the probe thread: its first
+        // switch away gives the probe's pid as the tracer sees it (another
+        // PID namespace's than gettid's, in a container).
+        if (probe_at_mark_ && e.prev_pid > 0) probe_pid_ = e.prev_pid;
+        probe_at_mark_ = false;
         // A switch happens in task context: whatever was open above the
         // old task closed unseen, and who runs is known again.
         task_ = {CulpritKind::task, e.name, e.pid, e.prio};
@@ -117,16 +138,22 @@ class Replay {
         work_.erase(task_.id);
         break;
       case EventKind::tracing_on:
+        untraced_ = false;
+        // The probe thread wrote this mark, so it had the CPU then -- unless
+        // the mark lies in an overrun's gap, whose events are gone.
+        if (in_gap_) break;
         task_ = {CulpritKind::task, "", probe_pid_, -1};
         nested_.clear();
         work_.clear();
-        unknown_ = untraced_ = false;
+        unknown_ = false;
+        probe_at_mark_ = true;
         break;
       case EventKind::tracing_off:
         untraced_ = true;
         break;
       case EventKind::lost:
-        unknown_ = true;
+        unknown_ = in_gap_ = true;
+        probe_at_mark_ = false;
         nested_.clear();
         work_.clear();
         out.overran = true;
@@ -135,18 +162,37 @@ class Replay {
     }
   }
 
-  std::vector<Culprit> culprits() { return ledger_.take(); }
+  // The probe thread's own time in each detour: the kernel's entry and exit
+  // around the events it holds, or, in a detour with no kernel event at
+  // all, time the kernel never saw leave the probe.
+  std::vector<Culprit> culprits() {
+    static const Context kernel{CulpritKind::kernel, "", -1, -1};
+    static const Context below{CulpritKind::below_kernel, "", -1, -1};
+    for (std::size_t d = 0; d < detours_.size(); ++d)
+      ledger_.charge(kernel_seen_[d] ? kernel : below, probe_pending_[d], d);
+    return ledger_.take();
+  }
 
  private:
+  static inline const Context kProbeRuns{CulpritKind::below_kernel, "", -1, -1};
+
   const Context& current() const {
     static const Context lost{CulpritKind::events_lost, "", -1, -1};
-    static const Context below{CulpritKind::below_kernel, "", -1, -1};
     static const Context untraced{CulpritKind::untraced, "", -1, -1};
     if (untraced_) return untraced;
     if (unknown_) return lost;
     if (!nested_.empty()) return nested_.back();
     if (auto it = work_.find(task_.id); it != work_.end()) return it->second;
-    return task_.id == probe_pid_ ? below : task_;
+    return task_.id == probe_pid_ ? kProbeRuns : task_;
+  }
+
+  // The detour holding `time`, if any, holds a kernel event.
+  void mark_kernel_event(std::uint64_t time) {
+    auto it = std::upper_bound(detours_.begin(), detours_.end(), time,
+                               [](std::uint64_t t, const Detour& d) { return t < d.start; });
+    if (it == detours_.begin()) return;
+    --it;
+    if (time < it->end) kernel_seen_[static_cast<std::size_t>(it - detours_.begin())] = 1;
   }
 
   // The innermost open context of `kind`, and any left open above it
@@ -165,10 +211,14 @@ class Replay {
   int probe_pid_;
   std::size_t next_ = 0;  // the first detour not yet wholly behind the replay
   Context task_;
-  std::vector<Context> nested_;  // IRQs and softirqs, innermost last
-  std::map<int, Context> work_;  // the work item each kworker is executing
-  bool unknown_ = false;         // after an overrun, until the next task switch
-  bool untraced_ = false;        // tracing was off
+  std::vector<Context> nested_;               // IRQs and softirqs, innermost last
+  std::map<int, Context> work_;               // the work item each kworker is executing
+  bool unknown_ = false;                      // after an overrun, until the next task switch
+  bool in_gap_ = false;                       // in an overrun's gap, until the next kernel record
+  bool untraced_ = false;                     // tracing was off
+  bool probe_at_mark_ = false;                // the probe has run since a window's mark
+  std::vector<std::uint64_t> probe_pending_;  // per detour: the probe's own ticks
+  std::vector<char> kernel_seen_;             // per detour: a kernel event inside it
   Ledger ledger_;
 };
 

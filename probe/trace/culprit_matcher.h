@@ -6,11 +6,15 @@
 // timeline of who had the CPU: the running task, and above it the work
 // item a kworker executes, a softirq and an IRQ, innermost first. Each
 // detour [start, end) is cut along that timeline and each piece charged to
-// the innermost context of its time; a piece where the probe's own thread
-// ran with nothing above it is time the kernel never saw leave the probe.
-// After a buffer overrun (a `lost` event) who had the CPU is unknown until
-// the next task switch: that time is charged to `events_lost`, never
-// guessed. Detour time while tracing was off -- a window's first detour is
+// the innermost context of its time. A piece where the probe's own thread
+// ran with nothing above it is, in a detour that holds a kernel event, the
+// kernel's entry and exit around it (`kernel`: no tracepoint covers them,
+// nor NMIs), and in a detour with none, time the kernel never saw leave the
+// probe (`below_kernel`: the hypervisor, an SMI).
+// After a buffer overrun (a `lost` event, at the last record before the
+// gap) who had the CPU is unknown until the next task switch, however many
+// window marks the gap holds: that time is charged to `events_lost`,
+// never guessed. Detour time while tracing was off -- a window's first detour is
 // the wait for the CPU before the probe thread could switch tracing on --
 // is `untraced`.
 //
@@ -33,6 +37,7 @@ enum class CulpritKind : std::uint8_t {
   softirq,
   work,
   below_kernel,
+  kernel,  // the kernel's entry and exit around the events of a detour
   events_lost,
   untraced
 };
@@ -60,7 +65,9 @@ struct Attribution {
   bool overran = false;            // overran: some were, of an unknown count)
 };
 
-// `probe_pid`: the probe thread's id, which had the CPU when tracing began.
+// `probe_pid`: the probe thread's id, which had the CPU when tracing began;
+// where the tracer's pids are another namespace's, the first switch away
+// from the probe after a window's mark corrects it.
 Attribution match_detours(std::span<const Detour> detours, std::span<const Event> events,
                           int probe_pid);
 

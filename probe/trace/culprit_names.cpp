@@ -39,6 +39,8 @@ std::string describe(const Culprit& c) {
       return "work " + c.name;
     case CulpritKind::below_kernel:
       return "below the kernel (hypervisor or SMI)";
+    case CulpritKind::kernel:
+      return "the kernel's entry and exit";
     case CulpritKind::events_lost:
       return "events the tracer lost";
     case CulpritKind::untraced:
@@ -59,6 +61,8 @@ const char* kind_name(CulpritKind kind) {
       return "work";
     case CulpritKind::below_kernel:
       return "below_kernel";
+    case CulpritKind::kernel:
+      return "kernel";
     case CulpritKind::events_lost:
       return "events_lost";
     case CulpritKind::untraced:

@@ -20,7 +20,8 @@ enum class EventKind : std::uint8_t {
   work_start,  // workqueue:workqueue_execute_start: `name` the function
   work_end,
   lost,  // the ring buffer overran: `number` events (0: an unknown count)
-         // were dropped before this point
+         // were dropped after this point (the last record before the gap)
+         // and before the next kernel record
   // The probe thread switched its CPU's tracing on just before a window,
   // or off after it (the source's own marks, not the kernel's). A stream
   // with neither is traced throughout.
@@ -35,6 +36,7 @@ struct Event {
   int prio = 0;    // task_switch: the next task's kernel priority (0-99 real time)
   int number = 0;  // IRQ number, softirq vector, events lost
   std::string name;
+  int prev_pid = 0;  // task_switch: the task that ran until then
 };
 
 }  // namespace corenoise::trace

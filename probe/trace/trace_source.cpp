@@ -9,7 +9,8 @@
 namespace corenoise::trace {
 
 std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const unsigned> cpus,
-                                               std::string* why_not, unsigned buffer_kib) {
+                                               std::string* why_not, const std::string& asked_as,
+                                               unsigned buffer_kib) {
   if (mode == TraceMode::off) return nullptr;
   std::string why;
   if (geteuid() != 0) {
@@ -21,7 +22,7 @@ std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const u
       why = e.what();
     }
   }
-  if (mode == TraceMode::on) throw std::runtime_error("--trace on: " + why);
+  if (mode == TraceMode::on) throw std::runtime_error(asked_as + ": " + why);
   if (why_not != nullptr) *why_not = why;
   return nullptr;
 }

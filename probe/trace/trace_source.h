@@ -31,9 +31,17 @@ class TraceSource {
   // returns the TSC of its mark: tracing was on from then.
   virtual std::uint64_t window_begins(unsigned cpu) noexcept = 0;
   virtual void window_ends(unsigned cpu) noexcept = 0;
+  // The round gave up on `cpu`'s probe thread (past its deadline) inside a
+  // window: stop recording for it, as if the window had ended.
+  virtual void window_abandoned(unsigned cpu) noexcept = 0;
   // What was recorded on `cpu` since the last take, in time order, with
-  // the marks of its windows (tracing_on, tracing_off) among them.
+  // the marks of its windows (tracing_on, tracing_off) among them. Throws
+  // std::runtime_error for a CPU not traced or a trace it cannot read.
   virtual std::vector<Event> take(unsigned cpu) = 0;
+  // Stops recording and removes what the kernel holds for us, now (a
+  // process about to exit, whose destructors will not run): later marks
+  // do nothing and take() throws.
+  virtual void release() noexcept = 0;
 };
 
 enum class TraceMode { off, on, automatic };
@@ -41,10 +49,13 @@ enum class TraceMode { off, on, automatic };
 // The source for `cpus`, or nullptr: for `off`, and for `automatic` where
 // tracing is not available (not root, no tracefs, no x86-tsc trace clock,
 // a kernel without the events), with the reason in *why_not. For `on`
-// where it is not available, throws std::runtime_error with that reason.
+// where it is not available, throws std::runtime_error with that reason
+// after `asked_as` (how the user said on: "--trace on", "trace = on").
 // `buffer_kib`: each traced CPU's ring buffer.
 std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const unsigned> cpus,
-                                               std::string* why_not, unsigned buffer_kib = 512);
+                                               std::string* why_not,
+                                               const std::string& asked_as = "--trace on",
+                                               unsigned buffer_kib = 512);
 
 // "auto", "on", "off" (what --trace takes); throws std::invalid_argument.
 inline TraceMode parse_trace_mode(const std::string& text) {

@@ -19,14 +19,20 @@ extern "C" {
 #include <tracefs.h>
 }
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -79,7 +85,8 @@ void remove_stale_instances(const std::string& tracing_dir) {
   for (const auto& entry : std::filesystem::directory_iterator(tracing_dir + "/instances", ec)) {
     const std::string name = entry.path().filename();
     if (name.rfind(kInstancePrefix, 0) != 0) continue;
-    const std::string digits = name.substr(std::strlen(kInstancePrefix));
+    std::string digits = name.substr(std::strlen(kInstancePrefix));
+    digits = digits.substr(0, digits.find('-'));  // corenoise-PID-K
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const long long pid = std::atoll(digits.c_str());
     const bool alive = pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
@@ -89,7 +96,8 @@ void remove_stale_instances(const std::string& tracing_dir) {
   }
 }
 
-std::string cpu_list_text(std::span<const unsigned> cpus) {
+template <typename Cpus>
+std::string cpu_list_text(const Cpus& cpus) {
   std::string text;
   for (unsigned cpu : cpus) text += (text.empty() ? "" : ",") + std::to_string(cpu);
   return text;
@@ -137,47 +145,99 @@ class TracefsSource final : public TraceSource {
     tracefs_set_loglevel(TEP_LOG_NONE);
     tep_set_loglevel(TEP_LOG_NONE);
     remove_stale_instances(mounted_tracefs());
-    const std::string name = kInstancePrefix + std::to_string(getpid());
+    // PID and a count: a daemon reopening its source (a reload) while an
+    // abandoned round still holds the old one gets a new instance.
+    static std::atomic<unsigned> opened{0};
+    const std::string name =
+        kInstancePrefix + std::to_string(getpid()) + "-" + std::to_string(opened++);
     instance_ = tracefs_instance_create(name.c_str());
     if (instance_ == nullptr)
       throw std::runtime_error("cannot create the tracefs instance '" + name +
                                "': " + std::strerror(errno));
+    if (!tracefs_instance_is_new(instance_)) {
+      // Someone else's (another PID namespace's run of the same PID): not ours to use.
+      tracefs_instance_free(instance_);
+      instance_ = nullptr;
+      throw std::runtime_error("the tracefs instance '" + name + "' exists already");
+    }
     try {
       configure(cpus, buffer_kib);
     } catch (...) {
       destroy();
       throw;
     }
-    for (std::size_t i = 0; i < cpus.size(); ++i) marks_[cpus[i]];
+    for (unsigned cpu : cpus) cpus_[cpu].marks.reserve(kMarksReserved);
   }
 
   ~TracefsSource() override { destroy(); }
 
+  // Records `cpu` alone while one window runs (isolated rounds); every CPU
+  // with a window open while several run at once (concurrent rounds).
   std::uint64_t window_begins(unsigned cpu) noexcept override {
     std::lock_guard lock(mutex_);
-    if (windows_open_++ == 0) tracefs_trace_on_fd(tracing_on_);
-    return mark(cpu, EventKind::tracing_on);
+    auto it = cpus_.find(cpu);
+    if (it == cpus_.end() || instance_ == nullptr) return read_tsc();
+    if (!it->second.open) {
+      it->second.open = true;
+      traced_.insert(cpu);
+      tracefs_instance_set_affinity(instance_, cpu_list_text(traced_).c_str());
+      if (windows_open_++ == 0) tracefs_trace_on_fd(tracing_on_);
+    }
+    return mark(it->second, EventKind::tracing_on);
   }
 
   void window_ends(unsigned cpu) noexcept override {
     std::lock_guard lock(mutex_);
-    mark(cpu, EventKind::tracing_off);
-    if (--windows_open_ == 0) tracefs_trace_off_fd(tracing_on_);
+    auto it = cpus_.find(cpu);
+    if (it == cpus_.end() || !it->second.open) return;
+    mark(it->second, EventKind::tracing_off);
+    close_window(cpu, it->second);
+  }
+
+  void window_abandoned(unsigned cpu) noexcept override {
+    std::lock_guard lock(mutex_);
+    auto it = cpus_.find(cpu);
+    if (it != cpus_.end() && it->second.open) close_window(cpu, it->second);
+  }
+
+  void release() noexcept override {
+    std::lock_guard lock(mutex_);
+    destroy();
   }
 
   std::vector<Event> take(unsigned cpu) override {
     std::vector<Event> events;
+    auto it = cpus_.find(cpu);
+    if (it == cpus_.end())
+      throw std::runtime_error("CPU " + std::to_string(cpu) + " is not traced");
+    if (instance_ == nullptr) throw std::runtime_error("the trace was released");
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     Reading reading{this, &events};
-    tracefs_iterate_raw_events(tep_, instance_, &set, sizeof set, &TracefsSource::on_record,
-                               &reading);
+    const int read = tracefs_iterate_raw_events(tep_, instance_, &set, sizeof set,
+                                                &TracefsSource::on_record, &reading);
+    if (read < 0 || reading.failed)
+      throw std::runtime_error("cannot read CPU " + std::to_string(cpu) + "'s trace");
+    // Events the kernel could not store (the buffer was full) and never
+    // told a record about: a gap from the last record on.
+    const std::uint64_t dropped = dropped_events(cpu);
+    CpuState& state = it->second;
+    if (dropped > state.dropped && !reading.lost_seen) {
+      events.push_back(
+          {reading.last_time,
+           EventKind::lost,
+           0,
+           0,
+           static_cast<int>(std::min<std::uint64_t>(dropped - state.dropped, INT32_MAX)),
+           {},
+           0});
+    }
+    state.dropped = dropped;
     {
       std::lock_guard lock(mutex_);
-      auto& marks = marks_[cpu];
-      events.insert(events.end(), marks.begin(), marks.end());
-      marks.clear();
+      events.insert(events.end(), state.marks.begin(), state.marks.end());
+      state.marks.clear();
     }
     std::stable_sort(events.begin(), events.end(),
                      [](const Event& a, const Event& b) { return a.time < b.time; });
@@ -185,15 +245,31 @@ class TracefsSource final : public TraceSource {
   }
 
  private:
+  // A CPU's windows: whether one is open, its marks, and what the kernel
+  // reported dropped so far.
+  struct CpuState {
+    bool open = false;
+    std::vector<Event> marks;
+    std::uint64_t dropped = 0;
+  };
+  // Two marks a window: a round's windows without a reallocation under the lock.
+  static constexpr std::size_t kMarksReserved = 256;
+
   struct Reading {
     TracefsSource* self;
     std::vector<Event>* events;
+    std::uint64_t last_time = 0;  // the last record read
+    bool lost_seen = false;
+    bool failed = false;
   };
 
   void configure(std::span<const unsigned> cpus, unsigned buffer_kib) {
     if (tracefs_instance_file_write(instance_, "trace_clock", "x86-tsc") < 0)
       throw std::runtime_error("the kernel has no x86-tsc trace clock to match the probe's TSC");
     tracefs_trace_off(instance_);
+    // A full buffer drops the newest events, which the next record or the
+    // CPU's stats then report: overwriting would lose the oldest silently.
+    tracefs_option_disable(instance_, TRACEFS_OPTION_OVERWRITE);
     tracefs_instance_file_write(instance_, "buffer_size_kb", std::to_string(buffer_kib).c_str());
     const std::string list = cpu_list_text(cpus);
     if (tracefs_instance_set_affinity(instance_, list.c_str()) < 0)
@@ -208,6 +284,26 @@ class TracefsSource final : public TraceSource {
     }
     tracing_on_ = tracefs_trace_on_get_fd(instance_);
     if (tracing_on_ < 0) throw std::runtime_error("cannot open the instance's tracing_on");
+    fcntl(tracing_on_, F_SETFD, FD_CLOEXEC);  // not for the programs we start
+  }
+
+  // Under mutex_.
+  void close_window(unsigned cpu, CpuState& state) noexcept {
+    state.open = false;
+    traced_.erase(cpu);
+    if (--windows_open_ == 0 && tracing_on_ >= 0) tracefs_trace_off_fd(tracing_on_);
+  }
+
+  // The kernel's count of events it could not store on `cpu`.
+  std::uint64_t dropped_events(unsigned cpu) {
+    char* text = tracefs_instance_file_read(
+        instance_, ("per_cpu/cpu" + std::to_string(cpu) + "/stats").c_str(), nullptr);
+    if (text == nullptr) return 0;
+    std::uint64_t dropped = 0;
+    if (const char* at = std::strstr(text, "dropped events: "))
+      dropped = std::strtoull(at + std::strlen("dropped events: "), nullptr, 10);
+    std::free(text);
+    return dropped;
   }
 
   void destroy() noexcept {
@@ -222,12 +318,10 @@ class TracefsSource final : public TraceSource {
     instance_ = nullptr;
   }
 
-  std::uint64_t mark(unsigned cpu, EventKind kind) noexcept {
+  std::uint64_t mark(CpuState& state, EventKind kind) noexcept {
     const std::uint64_t now = read_tsc();
-    auto it = marks_.find(cpu);
-    if (it == marks_.end()) return now;
     try {
-      it->second.push_back({now, kind, 0, 0, 0, {}});
+      state.marks.push_back({now, kind, 0, 0, 0, {}, 0});
     } catch (...) {
       // Out of memory before a window: the window is then matched as if
       // traced throughout, which the events' own order still bounds.
@@ -249,19 +343,40 @@ class TracefsSource final : public TraceSource {
     return std::string(raw, strnlen(raw, static_cast<std::size_t>(length)));
   }
 
-  static int on_record(tep_event* event, tep_record* record, int, void* context) {
-    auto& [self, events] = *static_cast<Reading*>(context);
-    if (record->missed_events != 0)
-      events->push_back({record->ts,
-                         EventKind::lost,
-                         0,
-                         0,
-                         record->missed_events > 0 ? static_cast<int>(record->missed_events) : 0,
-                         {}});
+  // Called by libtracefs for each record: nothing may throw through its C
+  // frames (its buffers and file descriptors would leak, and an open
+  // trace_pipe_raw keeps the instance from being removed).
+  static int on_record(tep_event* event, tep_record* record, int, void* context) noexcept {
+    auto& reading = *static_cast<Reading*>(context);
+    try {
+      reading.self->add(event, record, reading);
+      return 0;
+    } catch (...) {
+      reading.failed = true;
+      return 1;  // stops the iteration
+    }
+  }
+
+  void add(tep_event* event, tep_record* record, Reading& reading) {
+    std::vector<Event>& events = *reading.events;
+    if (record->missed_events != 0) {
+      // Dropped between the last record read and this one: the gap starts there.
+      const long long missed = record->missed_events;
+      events.push_back({reading.last_time,
+                        EventKind::lost,
+                        0,
+                        0,
+                        missed > 0 ? static_cast<int>(std::min<long long>(missed, INT32_MAX)) : 0,
+                        {},
+                        0});
+      reading.lost_seen = true;
+    }
+    reading.last_time = record->ts;
     const std::string system = event->system, name = event->name;
-    Event e{record->ts, EventKind::lost, 0, 0, 0, {}};
+    Event e{record->ts, EventKind::lost, 0, 0, 0, {}, 0};
     if (name == "sched_switch") {
       e.kind = EventKind::task_switch;
+      e.prev_pid = static_cast<int>(number(event, record, "prev_pid"));
       e.pid = static_cast<int>(number(event, record, "next_pid"));
       e.prio = static_cast<int>(number(event, record, "next_prio"));
       e.name = text(event, record, "next_comm");
@@ -277,8 +392,7 @@ class TracefsSource final : public TraceSource {
       e.number = static_cast<int>(number(event, record, "vec"));
     } else if (name == "workqueue_execute_start") {
       e.kind = EventKind::work_start;
-      e.name =
-          self->symbols_.name_of(static_cast<std::uint64_t>(number(event, record, "function")));
+      e.name = symbols_.name_of(static_cast<std::uint64_t>(number(event, record, "function")));
     } else if (name == "workqueue_execute_end") {
       e.kind = EventKind::work_end;
     } else if (system == "irq_vectors" && ends_with(name, "_entry")) {
@@ -289,18 +403,18 @@ class TracefsSource final : public TraceSource {
       e.kind = EventKind::irq_exit;
       e.number = -1;
     } else {
-      return 0;
+      return;
     }
-    events->push_back(std::move(e));
-    return 0;
+    events.push_back(std::move(e));
   }
 
   tracefs_instance* instance_ = nullptr;
   tep_handle* tep_ = nullptr;
   int tracing_on_ = -1;
   std::mutex mutex_;
-  int windows_open_ = 0;                          // tracing is on while any CPU's window runs
-  std::map<unsigned, std::vector<Event>> marks_;  // per CPU; keys fixed at construction
+  int windows_open_ = 0;               // tracing is on while any CPU's window runs
+  std::set<unsigned> traced_;          // the CPUs with a window open: the instance's cpumask
+  std::map<unsigned, CpuState> cpus_;  // keys fixed at construction
   Symbols symbols_;
 };
 

@@ -117,7 +117,7 @@ for script in postinst prerm postrm; do
 done
 # dpkg-shlibdeps ran (library packages) and the fixed fields are there.
 depends="$(dpkg-deb -f "$deb" Depends)"
-for dependency in libc6 libhwloc adduser procps; do
+for dependency in libc6 libhwloc libtracefs libtraceevent adduser procps; do
   [[ "$depends" == *"$dependency"* ]] || fail "Depends lacks $dependency: $depends"
 done
 # Either MPI family will do, or none: no libmpi among the dependencies.

@@ -6,12 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
+#include "daemon_process.h"
 #include "probe/topology.h"
 #include "process.h"
+#include "quick_daemon.h"
 
 namespace corenoise {
 namespace {
@@ -88,6 +92,56 @@ TEST_F(ProbeTrace, AFifoInjectorIsNamedByCommandAndThreadWithTheShareInjected) {
   }
 }
 
+// The culprit of `kind` and `name` among a CPU's, or null.
+const json* culprit_named(const json& trace, const std::string& kind, const std::string& name) {
+  for (const json& c : trace.at("culprits"))
+    if (c.at("kind") == kind && c.value("name", "") == name) return &c;
+  return nullptr;
+}
+
+// A flood of pings into a network namespace whose receive queue is steered
+// (RPS) to CPU 1: its packets are processed in NET_RX softirqs on CPU 1,
+// while the sender runs on CPU 0.
+TEST_F(ProbeTrace, PacketsSteeredToCpu1AreNamedAsItsNetRxSoftirq) {
+  const std::string setup =
+      "ip netns del cn-trace 2>/dev/null; ip link del cntr0 2>/dev/null; "
+      "ip netns add cn-trace && ip link add cntr0 type veth peer name cntr1 && "
+      "ip link set cntr1 netns cn-trace && ip addr add 10.79.0.1/24 dev cntr0 && "
+      "ip link set cntr0 up && ip netns exec cn-trace sh -c '"
+      "ip addr add 10.79.0.2/24 dev cntr1 && ip link set cntr1 up && ip link set lo up && "
+      "echo 2 > /sys/class/net/cntr1/queues/rx-0/rps_cpus'";
+  const auto made = run_command(setup);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  struct Teardown {
+    ~Teardown() { run_command("ip netns del cn-trace; ip link del cntr0 2>/dev/null"); }
+  } teardown;
+  BackgroundProcess flood({"/usr/bin/taskset", "-c", "0", "/usr/bin/ping", "-f", "-q", "-s", "1200",
+                           "-w", "30", "10.79.0.2"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto r = run_command(kCorenoise + " probe --cpus 1 --trace on --confirm no --json -");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  const json trace = trace_of(json::parse(r.out), 1);
+  const json* net_rx = culprit_named(trace, "softirq", "NET_RX");
+  ASSERT_NE(net_rx, nullptr) << trace.dump(1);
+  EXPECT_EQ((*net_rx)["id"], 3);
+  EXPECT_GT((*net_rx)["detours"].get<int>(), 0);
+}
+
+// Work the kernel queues on every CPU: each write to vm.stat_refresh runs
+// refresh_vm_stats in a kworker of each CPU, CPU 1 among them.
+TEST_F(ProbeTrace, AKernelWorkItemOnCpu1IsNamedByItsFunction) {
+  BackgroundProcess refresh({"/usr/bin/taskset", "-c", "0", "/bin/sh", "-c",
+                             "end=$(($(date +%s) + 30)); while [ $(date +%s) -lt $end ]; do "
+                             "echo 1 > /proc/sys/vm/stat_refresh; done"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto r = run_command(kCorenoise + " probe --cpus 1 --trace on --confirm no --json -");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
+  const json trace = trace_of(json::parse(r.out), 1);
+  const json* work = culprit_named(trace, "work", "refresh_vm_stats");
+  ASSERT_NE(work, nullptr) << trace.dump(1);
+  EXPECT_GT((*work)["seconds"].get<double>(), 0);
+}
+
 TEST_F(ProbeTrace, EveryDetourSecondIsChargedAndTheRestSaidToBeBelowTheKernel) {
   const auto r = run_command(kCorenoise + " probe --cpus 0 --trace on --confirm no --json -");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
@@ -107,6 +161,38 @@ TEST_F(ProbeTrace, EveryDetourSecondIsChargedAndTheRestSaidToBeBelowTheKernel) {
   EXPECT_TRUE(below || cpu0["detour"]["count"] == 0) << trace.dump(1);
 }
 
+// corenoised with `trace = on`: the injector named in its status and its
+// metrics, and the instance gone when it stops.
+TEST_F(ProbeTrace, TheDaemonNamesTheInjectorInItsStatusAndMetrics) {
+  BackgroundProcess injector(
+      {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "1", "--period-ms", "10", "--seconds", "60"});
+  ASSERT_EQ(injector.wait_line().rfind("ready", 0), 0u);
+  testing::TempDir dir;
+  std::string text, status;
+  {
+    testing::DaemonProcess daemon(testing::daemon_args(dir, {"--trace", "on", "--cpus", "0,1"}));
+    const int port = daemon.port();
+    ASSERT_GT(port, 0) << daemon.log();
+    const std::string series =
+        "corenoise_culprit_ratio{cpu=\"1\",kind=\"task\",name=\"noise_injector\"}";
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < end) {
+      text = testing::http_get(port, "/metrics").second;
+      if (testing::metric_value(text, series)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    const auto share = testing::metric_value(text, series);
+    ASSERT_TRUE(share) << text << daemon.log();
+    EXPECT_NEAR(*share, 0.10, 0.03) << text;
+    EXPECT_FALSE(testing::metric_value(
+        text, "corenoise_culprit_ratio{cpu=\"0\",kind=\"task\",name=\"noise_injector\"}"));
+    status = run_command(kCorenoise + " status --socket " + testing::socket_path(dir)).out;
+  }
+  EXPECT_NE(status.find("named culprits (last round"), std::string::npos) << status;
+  EXPECT_NE(status.find("noise_injector["), std::string::npos) << status;
+  EXPECT_TRUE(corenoise_instances().empty()) << "left: " << corenoise_instances().front();
+}
+
 TEST_F(ProbeTrace, ItsInstanceIsGoneAfterTheRunAndAStaleOneIsRemoved) {
   // What a crashed run leaves: an instance whose process is gone.
   const std::string stale = kInstances + "/corenoise-999999999";
@@ -115,12 +201,15 @@ TEST_F(ProbeTrace, ItsInstanceIsGoneAfterTheRunAndAStaleOneIsRemoved) {
                         stale)
                 .exit_code,
             0);
+  // The top-level buffer is anyone else's: ours never changes it.
+  const std::string top =
+      "cat /sys/kernel/tracing/tracing_on "
+      "/sys/kernel/tracing/events/sched/sched_switch/enable";
+  const std::string top_before = run_command(top).out;
   const auto r = run_command(kCorenoise + " probe --cpus 0 --trace on --quiet --confirm no");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
   EXPECT_TRUE(corenoise_instances().empty()) << "left: " << corenoise_instances().front();
-  // The top-level buffer, anyone else's, was never switched on by us.
-  const auto top = run_command("cat /sys/kernel/tracing/events/sched/sched_switch/enable");
-  EXPECT_EQ(top.out, "0\n");
+  EXPECT_EQ(run_command(top).out, top_before);
 }
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {

@@ -29,6 +29,7 @@
 foreach(test IN ITEMS
     ProbeCli.InjectedNoiseOnCpu1IsFoundOnCpu1Only
     ProbeTrace.AFifoInjectorIsNamedByCommandAndThreadWithTheShareInjected
+    ProbeTrace.TheDaemonNamesTheInjectorInItsStatusAndMetrics
     Daemon.InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds
     Daemon.SigtermStopsWithinASecondEvenMidRound
     Inject.SigtermAndSigintStopItPromptly

@@ -32,7 +32,7 @@ std::uint64_t charged(const Attribution& a) {
                          [](std::uint64_t sum, const Culprit& c) { return sum + c.ticks; });
 }
 
-TEST(CulpritMatcher, APreemptionIsChargedToTheTaskThatRanAndTheRestIsBelowTheKernel) {
+TEST(CulpritMatcher, APreemptionIsChargedToTheTaskThatRanAndTheRestToTheKernelAroundIt) {
   const std::vector<Detour> detours = {{100, 200}};
   const std::vector<Event> events = {to_task(110, 77, "inj", 49), back_to_probe(190)};
   const Attribution a = match_detours(detours, events, kProbe);
@@ -42,7 +42,8 @@ TEST(CulpritMatcher, APreemptionIsChargedToTheTaskThatRanAndTheRestIsBelowTheKer
   EXPECT_EQ(a.culprits[0].id, 77);
   EXPECT_EQ(a.culprits[0].prio, 49);
   EXPECT_EQ(a.culprits[0].ticks, 80u);
-  EXPECT_EQ(a.culprits[1].kind, CulpritKind::below_kernel);
+  // The switches' own cost, which no tracepoint spans.
+  EXPECT_EQ(a.culprits[1].kind, CulpritKind::kernel);
   EXPECT_EQ(a.culprits[1].ticks, 20u);
   EXPECT_EQ(a.detour_ticks, 100u);
   EXPECT_FALSE(a.overran);
@@ -74,7 +75,20 @@ TEST(CulpritMatcher, ASoftirqUnderAnIrqIsChargedBothInTurn) {
   EXPECT_EQ(find(a, CulpritKind::softirq, "NET_RX")->id, 3);
   ASSERT_NE(find(a, CulpritKind::irq, "local_timer"), nullptr);
   EXPECT_EQ(find(a, CulpritKind::irq, "local_timer")->ticks, 5u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 10u);
+  EXPECT_EQ(find(a, CulpritKind::below_kernel), nullptr);
+}
+
+TEST(CulpritMatcher, OnlyADetourWithNoKernelEventIsBelowTheKernel) {
+  const std::vector<Detour> detours = {{0, 10}, {20, 30}};
+  const std::vector<Event> events = {event(2, EventKind::irq_entry, -1, "local_timer"),
+                                     event(6, EventKind::irq_exit, -1)};
+  const Attribution a = match_detours(detours, events, kProbe);
+  EXPECT_EQ(find(a, CulpritKind::irq, "local_timer")->ticks, 4u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 6u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->detours, 1u);
   EXPECT_EQ(find(a, CulpritKind::below_kernel)->ticks, 10u);
+  EXPECT_EQ(find(a, CulpritKind::below_kernel)->detours, 1u);
 }
 
 TEST(CulpritMatcher, AWorkItemIsNamedByItsFunctionAndItsKworkerKeepsTheRest) {
@@ -110,7 +124,43 @@ TEST(CulpritMatcher, AfterABufferOverrunTheTimeIsLostUntilTheNextSwitchNeverGues
   EXPECT_EQ(find(a, CulpritKind::task, "inj")->ticks, 10u);
   EXPECT_EQ(find(a, CulpritKind::events_lost)->ticks, 80u);
   EXPECT_EQ(find(a, CulpritKind::irq, "ata"), nullptr);
-  EXPECT_EQ(find(a, CulpritKind::below_kernel)->ticks, 20u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 20u);
+}
+
+TEST(CulpritMatcher, AWindowMarkInsideAnOverrunsGapIsNoEvidenceOfWhoRan) {
+  // The gap's events are gone: the probe's own mark in it does not say
+  // that nothing ran after it. Known again only at the next task switch.
+  const std::vector<Detour> detours = {{0, 100}};
+  const std::vector<Event> events = {event(0, EventKind::tracing_on),
+                                     to_task(1, 77, "inj"),
+                                     event(10, EventKind::lost, 3),
+                                     event(20, EventKind::tracing_on),
+                                     event(50, EventKind::irq_entry, 5, "ata"),
+                                     event(55, EventKind::irq_exit, 5),
+                                     back_to_probe(60)};
+  const Attribution a = match_detours(detours, events, kProbe);
+  ASSERT_NE(find(a, CulpritKind::task, "inj"), nullptr);
+  ASSERT_NE(find(a, CulpritKind::events_lost), nullptr);
+  ASSERT_NE(find(a, CulpritKind::kernel), nullptr);
+  EXPECT_EQ(find(a, CulpritKind::task, "inj")->ticks, 9u);
+  EXPECT_EQ(find(a, CulpritKind::events_lost)->ticks, 50u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 1u + 40u);
+  EXPECT_EQ(charged(a), 100u);
+}
+
+TEST(CulpritMatcher, TheProbesPidAsTheTracerSeesItIsLearnedFromItsFirstSwitchAway) {
+  // In a container gettid() says 4242; the tracer's pid namespace says
+  // 9999. The probe thread must not be named as a task that preempted
+  // itself.
+  const std::vector<Detour> detours = {{5, 30}};
+  Event away = to_task(10, 77, "inj");
+  away.prev_pid = 9999;
+  const std::vector<Event> events = {event(0, EventKind::tracing_on), away,
+                                     to_task(20, 9999, "probe-cpu1")};
+  const Attribution a = match_detours(detours, events, kProbe);
+  EXPECT_EQ(find(a, CulpritKind::task, "probe-cpu1"), nullptr);
+  EXPECT_EQ(find(a, CulpritKind::task, "inj")->ticks, 10u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 15u);
 }
 
 TEST(CulpritMatcher, AnOverrunOfUnknownSizeIsStillSaid) {
@@ -158,7 +208,7 @@ TEST(CulpritMatcher, AnExitWithoutItsEntryAndAnEntryWithoutItsExitEndAtTheNextSw
   const Attribution a = match_detours(detours, events, kProbe);
   EXPECT_EQ(find(a, CulpritKind::softirq, "TIMER")->ticks, 20u);
   EXPECT_EQ(find(a, CulpritKind::task, "inj")->ticks, 30u);
-  EXPECT_EQ(find(a, CulpritKind::below_kernel)->ticks, 50u);
+  EXPECT_EQ(find(a, CulpritKind::kernel)->ticks, 50u);
   EXPECT_EQ(charged(a), 100u);
 }
 
