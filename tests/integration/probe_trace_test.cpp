@@ -170,7 +170,10 @@ TEST_F(ProbeTrace, TheDaemonNamesTheInjectorInItsStatusAndMetrics) {
   testing::TempDir dir;
   std::string text, status;
   {
-    testing::DaemonProcess daemon(testing::daemon_args(dir, {"--trace", "on", "--cpus", "0,1"}));
+    // The probe's own window (7 of 25 ms): the quick rounds' 3 of 10 ms
+    // hold three of the injector's periods, its share then 0.07-0.13.
+    testing::DaemonProcess daemon(testing::daemon_args(
+        dir, {"--trace", "on", "--cpus", "0,1", "--samples", "7", "--detour-window", "0.025"}));
     const int port = daemon.port();
     ASSERT_GT(port, 0) << daemon.log();
     const std::string series =
