@@ -120,7 +120,8 @@ class Symbols {
       const std::uint64_t address = std::strtoull(line.c_str(), nullptr, 16);
       if (address == 0) continue;  // kptr_restrict hides them all
       const std::size_t name_at = type_at + 3;
-      symbols_.emplace_back(address, line.substr(name_at, line.find_first_of("\t ", name_at) - name_at));
+      symbols_.emplace_back(address,
+                            line.substr(name_at, line.find_first_of("\t ", name_at) - name_at));
     }
     std::sort(symbols_.begin(), symbols_.end());
   }
