@@ -142,6 +142,49 @@ class Symbols {
   std::vector<std::pair<std::uint64_t, std::string>> symbols_;
 };
 
+// A command killed by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a batch system's
+// kill) would leave its instance behind, tracing on if a window was open.
+// Where the process left those signals at their default, the handler turns
+// tracing off, closes our file and removes the instance -- write, close
+// and rmdir are async-signal-safe -- and then dies of the signal as it
+// would have. Programs with handlers of their own (corenoised, through
+// Asio) release the source themselves. One instance a process: the last
+// opened.
+namespace on_signal {
+std::atomic<int> tracing_on_fd{-1};
+char instance_dir[PATH_MAX];
+
+void clean_up_and_die(int signal_number) {
+  const int fd = tracing_on_fd.exchange(-1);
+  if (fd >= 0) {
+    (void)!write(fd, "0", 1);
+    close(fd);
+    rmdir(instance_dir);
+  }
+  ::signal(signal_number, SIG_DFL);
+  raise(signal_number);
+}
+
+void arm(int fd, const char* dir) {
+  if (std::strlen(dir) >= sizeof instance_dir) return;
+  std::strcpy(instance_dir, dir);
+  tracing_on_fd = fd;
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
+    struct sigaction ours {};
+    ours.sa_handler = clean_up_and_die;
+    sigemptyset(&ours.sa_mask);
+    sigaction(signal_number, &ours, nullptr);
+  }
+}
+
+void disarm(int fd) {
+  int expected = fd;
+  tracing_on_fd.compare_exchange_strong(expected, -1);
+}
+}  // namespace on_signal
+
 class TracefsSource final : public TraceSource {
  public:
   TracefsSource(std::span<const unsigned> cpus, unsigned buffer_kib) {
@@ -173,6 +216,10 @@ class TracefsSource final : public TraceSource {
     }
     for (unsigned cpu : cpus) cpus_[cpu].marks.reserve(kMarksReserved);
     symbols_.load();
+    if (char* dir = tracefs_instance_get_dir(instance_)) {
+      on_signal::arm(tracing_on_, dir);
+      tracefs_put_tracing_file(dir);
+    }
   }
 
   ~TracefsSource() override { destroy(); }
@@ -313,6 +360,7 @@ class TracefsSource final : public TraceSource {
   }
 
   void destroy() noexcept {
+    on_signal::disarm(tracing_on_);
     if (tracing_on_ >= 0) close(tracing_on_);
     tracing_on_ = -1;
     if (tep_ != nullptr) tep_free(tep_);

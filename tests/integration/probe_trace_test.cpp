@@ -3,11 +3,13 @@
 // thread of a known process on CPU 1.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -36,14 +38,28 @@ const json& trace_of(const json& doc, unsigned cpu) {
   throw std::runtime_error("no CPU " + std::to_string(cpu) + " in the report");
 }
 
-std::vector<std::string> corenoise_instances() {
+// The instances of process `pid` (0: of any process), by name.
+std::vector<std::string> corenoise_instances(pid_t pid = 0) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(kInstances, ec)) {
     const std::string name = entry.path().filename();
-    if (name.rfind("corenoise-", 0) == 0) names.push_back(name);
+    const std::string prefix = pid > 0 ? "corenoise-" + std::to_string(pid) + "-" : "corenoise-";
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
   }
   return names;
+}
+
+// Whether process `pid` has a handler for `signal_number` (/proc's SigCgt).
+bool catches(pid_t pid, int signal_number) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+    return (mask >> (signal_number - 1)) & 1;
+  }
+  return false;
 }
 
 class ProbeTrace : public ::testing::Test {
@@ -169,6 +185,7 @@ TEST_F(ProbeTrace, TheDaemonNamesTheInjectorInItsStatusAndMetrics) {
   ASSERT_EQ(injector.wait_line().rfind("ready", 0), 0u);
   testing::TempDir dir;
   std::string text, status;
+  pid_t daemon_pid = 0;
   {
     // The probe's own window (7 of 25 ms): the quick rounds' 3 of 10 ms
     // hold three of the injector's periods, its share then 0.07-0.13.
@@ -176,6 +193,7 @@ TEST_F(ProbeTrace, TheDaemonNamesTheInjectorInItsStatusAndMetrics) {
         dir, {"--trace", "on", "--cpus", "0,1", "--samples", "7", "--detour-window", "0.025"}));
     const int port = daemon.port();
     ASSERT_GT(port, 0) << daemon.log();
+    daemon_pid = daemon.pid();
     const std::string series =
         "corenoise_culprit_ratio{cpu=\"1\",kind=\"task\",name=\"noise_injector\"}";
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -193,7 +211,8 @@ TEST_F(ProbeTrace, TheDaemonNamesTheInjectorInItsStatusAndMetrics) {
   }
   EXPECT_NE(status.find("named culprits (last round"), std::string::npos) << status;
   EXPECT_NE(status.find("noise_injector["), std::string::npos) << status;
-  EXPECT_TRUE(corenoise_instances().empty()) << "left: " << corenoise_instances().front();
+  EXPECT_TRUE(corenoise_instances(daemon_pid).empty())
+      << "left: " << corenoise_instances(daemon_pid).front();
 }
 
 TEST_F(ProbeTrace, ItsInstanceIsGoneAfterTheRunAndAStaleOneIsRemoved) {
@@ -211,8 +230,28 @@ TEST_F(ProbeTrace, ItsInstanceIsGoneAfterTheRunAndAStaleOneIsRemoved) {
   const std::string top_before = run_command(top).out;
   const auto r = run_command(kCorenoise + " probe --cpus 0 --trace on --quiet --confirm no");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
-  EXPECT_TRUE(corenoise_instances().empty()) << "left: " << corenoise_instances().front();
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the stale instance was left";
   EXPECT_EQ(run_command(top).out, top_before);
+}
+
+// Ctrl-C or a batch system's SIGTERM mid-round: the instance goes with the
+// process, which still dies of the signal.
+TEST_F(ProbeTrace, ASignalMidRoundRemovesTheInstance) {
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    BackgroundProcess probe({CORENOISE_BIN, "probe", "--cpus", "0", "--trace", "on", "--samples",
+                             "400", "--confirm", "no", "--quiet"});
+    // Once its instance is made and the signals are caught (SigCgt).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((corenoise_instances(probe.pid()).empty() || !catches(probe.pid(), signal_number)) &&
+           std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_FALSE(corenoise_instances(probe.pid()).empty()) << "no instance appeared";
+    ASSERT_TRUE(catches(probe.pid(), signal_number));
+    const pid_t pid = probe.pid();
+    probe.signal(signal_number);
+    EXPECT_EQ(probe.wait_exit(5), 128 + signal_number);
+    EXPECT_TRUE(corenoise_instances(pid).empty()) << "left: " << corenoise_instances(pid).front();
+  }
 }
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {
