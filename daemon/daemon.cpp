@@ -102,9 +102,7 @@ void Daemon::rebuild_runner(bool starting) {
     }
     if (trace_) log_info("tracing the detour windows: culprits are named (docs/verdicts.md)");
     if (!why_not.empty()) log_info("not tracing the detour windows: " + why_not);
-    trace_status_ = trace_                                         ? "on"
-                    : config_.probe.trace == trace::TraceMode::off ? "off"
-                                                                   : "unavailable: " + why_not;
+    trace_status_ = trace::trace_status(config_.probe.trace, trace_ != nullptr, why_not);
   }
   runner_->set_trace(trace_);
   if (calibration_ &&

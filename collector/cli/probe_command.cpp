@@ -169,9 +169,7 @@ int run(const CommandOptions& options) {
     report.isa = runner.isa();
     std::string why_not;
     runner.set_trace(trace::open_trace_source(options.settings.trace, cpus, &why_not));
-    report.trace = runner.traced()                                   ? "on"
-                   : options.settings.trace == trace::TraceMode::off ? "off"
-                                                                     : "unavailable: " + why_not;
+    report.trace = trace::trace_status(options.settings.trace, runner.traced(), why_not);
     const bool json_to_stdout = options.json_path && *options.json_path == "-";
     ProgressLine progress(!options.quiet && !json_to_stdout && isatty(STDERR_FILENO));
     for (Mode mode : options.settings.modes) {

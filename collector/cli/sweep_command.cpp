@@ -372,8 +372,8 @@ bool set_up(MpiEnvironment& env, const SweepOptions& options, NodeRanks* ranks,
       std::string why_not;
       setup.probes.runner->set_trace(
           trace::open_trace_source(options.settings.trace, setup.probes.cpus, &why_not));
-      if (setup.probes.runner->traced()) setup.trace = "on";
-      if (!why_not.empty()) setup.trace = "unavailable: " + why_not;
+      setup.trace =
+          trace::trace_status(options.settings.trace, setup.probes.runner->traced(), why_not);
     }
     if (root) setup.outputs.emplace(options.json_path, options.html_path);
   } catch (const std::exception& e) {

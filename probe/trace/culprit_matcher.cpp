@@ -17,8 +17,10 @@ struct Context {
   int prio = -1;
 };
 
-bool same_culprit(const Culprit& c, const Context& x) {
-  return c.kind == x.kind && c.id == x.id && c.name == x.name;
+// One culprit: the same kind, id and name (a task's priority may change).
+template <typename A, typename B>
+bool same_culprit(const A& a, const B& b) {
+  return a.kind == b.kind && a.id == b.id && a.name == b.name;
 }
 
 // The culprits met so far, and the detour each last took part in (so that
@@ -247,9 +249,8 @@ void merge(Attribution& into, const Attribution& more) {
   into.lost_events += more.lost_events;
   into.overran = into.overran || more.overran;
   for (const Culprit& c : more.culprits) {
-    auto it = std::find_if(into.culprits.begin(), into.culprits.end(), [&](const Culprit& x) {
-      return x.kind == c.kind && x.id == c.id && x.name == c.name;
-    });
+    auto it = std::find_if(into.culprits.begin(), into.culprits.end(),
+                           [&](const Culprit& x) { return same_culprit(x, c); });
     if (it == into.culprits.end()) {
       into.culprits.push_back(c);
     } else {

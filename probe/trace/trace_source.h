@@ -57,6 +57,13 @@ std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const u
                                                const std::string& asked_as = "--trace on",
                                                unsigned buffer_kib = 512);
 
+// What a report says of its tracing (NodeReport::trace): "on" where a
+// source is open, "off" where none was asked for, else "unavailable: WHY".
+inline std::string trace_status(TraceMode mode, bool traced, const std::string& why_not) {
+  if (traced) return "on";
+  return mode == TraceMode::off ? "off" : "unavailable: " + why_not;
+}
+
 // "auto", "on", "off" (what --trace takes); throws std::invalid_argument.
 inline TraceMode parse_trace_mode(const std::string& text) {
   if (text == "auto") return TraceMode::automatic;
