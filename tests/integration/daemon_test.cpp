@@ -534,7 +534,9 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
   // "A few rounds" counts the rounds in which the host was fair, judged
   // from each round's noise ratios as host_draw.h judges a draw: the
   // fresh-machine check met a spell in which it took 22 rounds (the host
-  // took 15 % of clean CPU 0 beside 6 % of CPU 1 the round before).
+  // took 15 % of clean CPU 0 beside 6 % of CPU 1 the round before), and CI
+  // one of more than a minute. The wait ends at the verdict, after more
+  // than 10 fair rounds, or at 3 minutes.
   double seen_rounds = 0;
   int unfair_rounds = 0;
   const std::string text = scrape_until(
@@ -546,14 +548,13 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
           seen_rounds = rounds;
           const double clean = metric_value(t, "corenoise_noise_ratio{cpu=\"0\"}").value_or(0);
           const double injected = metric_value(t, "corenoise_noise_ratio{cpu=\"1\"}").value_or(0);
-          if (std::min(clean, injected) > testing::kQuietNoiseRatio ||
-              testing::unfair_noise_beside_injection(clean, injected, 0.10))
-            ++unfair_rounds;
+          if (testing::unfair_round(clean, injected, 0.10)) ++unfair_rounds;
         }
-        return metric_value(t, "corenoise_core_state{cpu=\"1\",state=\"noisy\"}") == 1.0 &&
-               metric_value(t, "corenoise_core_state{cpu=\"0\",state=\"ok\"}") == 1.0;
+        return (metric_value(t, "corenoise_core_state{cpu=\"1\",state=\"noisy\"}") == 1.0 &&
+                metric_value(t, "corenoise_core_state{cpu=\"0\",state=\"ok\"}") == 1.0) ||
+               seen_rounds - unfair_rounds > 10;
       },
-      90s);
+      180s);
   EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"1\",state=\"noisy\"}"), 1.0)
       << text << daemon.log();
   EXPECT_EQ(metric_value(text, "corenoise_core_state{cpu=\"0\",state=\"ok\"}"), 1.0) << text;
@@ -604,13 +605,26 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
   };
   bool saw_transient = false;  // a bad round that left it transient
   int noisy_rounds = 0;
-  for (int round = 1; round <= 12 && (bad.empty() || window_bad() < 2); ++round) {
+  // Up to 12 rounds in which the host was fair (judged as the test above
+  // judges them), of at most 40: an unfair round still enters the daemon's
+  // window, and the test's, but is no evidence that 10 % went unseen.
+  int fair_rounds = 0;
+  for (int round = 1; round <= 40 && fair_rounds < 12 && (bad.empty() || window_bad() < 2);
+       ++round) {
     const auto run = run_command(ctl(dir, "run --json"));
     ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 2) << run.out << run.err;
     const json reply = json::parse(run.out);
     const std::string text = http_get(port, "/metrics").second;
     const std::string round_state = state(text, "corenoise_round_core_state");
     if (round_state == "skipped") continue;  // not a measured round: no evidence
+    const auto unfair = testing::unfair_round(
+        metric_value(text, "corenoise_noise_ratio{cpu=\"0\"}").value_or(0),
+        metric_value(text, "corenoise_noise_ratio{cpu=\"1\"}").value_or(0), 0.10);
+    if (unfair) {
+      std::cerr << "round " << round << ": " << *unfair << "\n";
+    } else {
+      ++fair_rounds;
+    }
     bad.push_back(unhealthy(round_state));
     noisy_rounds += round_state == "noisy" ? 1 : 0;
     const int k = window_bad();
@@ -652,8 +666,9 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
   }
   EXPECT_TRUE(saw_transient) << daemon.log();
   EXPECT_GE(noisy_rounds, 1) << "the injected noise never read as noisy\n" << daemon.log();
-  EXPECT_GE(window_bad(), 2) << "the injected noise was not seen in 2 of 3 rounds within 12\n"
-                             << daemon.log();
+  EXPECT_GE(window_bad(), 2)
+      << "the injected noise was not seen in 2 of 3 rounds within 12 fair ones\n"
+      << daemon.log();
 }
 
 }  // namespace

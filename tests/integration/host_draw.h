@@ -78,16 +78,24 @@ inline std::optional<std::string> unfair_host_in_probe(const nlohmann::json& doc
 }
 
 // The noise ratios alone, beside an injection of `share` of a vCPU's time:
-// unfair where the host took more than 5 points (the noisy threshold) more
-// of a clean vCPU (the most of any) than of the injected one, less what was
-// injected. Seen in a full ctest run: clean CPU 0 at 15.0 % beside CPU 1 at
-// 14.8 % with 10 % injected, the injection hidden under the host's share
-// of CPU 0.
+// unfair where the host (or the VM's own services: its agent's threads and
+// kdamond, named by --trace, land on the clean vCPU while the injector
+// holds the other) took more than kHostMargin more of a clean
+// vCPU (the most of any) than of the injected one, less what was injected.
+// The noisy verdict needs the excess's lower bound to clear 5 points, and
+// that bound sits about 3 points under the figure here ("11.0 points above
+// the node's floor (95% interval 7.7-14.2 points)"), so a 10 % injection
+// is only borderline once the clean vCPU lost 2.5 points more than the
+// injected one to anything else. Seen: clean CPU 0 at 15.0 % beside CPU 1
+// at 14.8 % with 10 % injected; and CI's run of 2026-12-02, in which three
+// tests missed 10 % in every round of a spell that a 5-point margin called
+// fair.
+inline constexpr double kHostMargin = 0.025;
 inline std::optional<std::string> unfair_noise_beside_injection(double clean_most,
                                                                 double injected_noise,
                                                                 double share) {
   const double host_on_injected = injected_noise - share;
-  if (host_on_injected < 0 || clean_most - host_on_injected <= 0.05) return std::nullopt;
+  if (host_on_injected < 0 || clean_most - host_on_injected <= kHostMargin) return std::nullopt;
   char text[200];
   std::snprintf(text, sizeof text,
                 "the host took %.1f %% of a clean vCPU and about %.1f %% of the injected one",
@@ -112,6 +120,18 @@ inline std::optional<std::string> unfair_host_beside_injection(const nlohmann::j
   }
   if (injected_noise < 0) return std::nullopt;
   return unfair_noise_beside_injection(clean_most, injected_noise, share);
+}
+
+// One round of a daemon, from its noise ratios of the clean CPU and of the
+// one beside an injection of `share`: as a probe's draw is judged.
+inline std::optional<std::string> unfair_round(double clean, double injected, double share) {
+  if (std::min(clean, injected) > kQuietNoiseRatio) {
+    char text[200];
+    std::snprintf(text, sizeof text, "the host took %.1f %% of the quieter vCPU's time",
+                  std::min(clean, injected) * 100);
+    return text;
+  }
+  return unfair_noise_beside_injection(clean, injected, share);
 }
 
 // A `corenoise sweep --json` report: the cluster's quantiles over its
