@@ -472,6 +472,9 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
   } else {
     state->pacing = std::make_unique<Together>(*state, workers, shared);
   }
+  // Recorded whole where every CPU's windows run at once (TraceSource::round_begins).
+  const bool trace_whole_round = trace_ && mode == Mode::concurrent;
+  if (trace_whole_round) trace_->round_begins(measured_cpus);
   state->done.assign(workers, 0);
   state->running = workers;
   std::vector<std::thread> threads;
@@ -511,6 +514,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     finished = state->done;
   }
   off.reset();  // no worker reaches it any more
+  if (trace_whole_round) trace_->round_ends();
   if (progress && mode == Mode::concurrent) progress(1, 1);
 
   for (std::size_t w = 0; w < workers; ++w) {

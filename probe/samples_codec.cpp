@@ -45,6 +45,41 @@ DetourResult detour_from(const json& j) {
   return d;
 }
 
+// What the rank's own tracer charged its detours to (matched on the rank,
+// which alone has its windows' marks).
+json culprits_json(const std::optional<trace::Attribution>& a) {
+  if (!a) return nullptr;
+  json list = json::array();
+  for (const trace::Culprit& c : a->culprits) {
+    list.push_back({static_cast<int>(c.kind), c.name, c.id, c.prio, c.scheduling, c.ticks,
+                    c.detours, c.seconds});
+  }
+  return {{"ticks", a->detour_ticks},
+          {"seconds", a->detour_seconds},
+          {"culprits", std::move(list)},
+          {"lost", a->lost_events},
+          {"overran", a->overran}};
+}
+
+std::optional<trace::Attribution> culprits_from(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  trace::Attribution a;
+  a.detour_ticks = j.at("ticks").get<std::uint64_t>();
+  a.detour_seconds = j.at("seconds").get<double>();
+  a.lost_events = j.at("lost").get<std::uint64_t>();
+  a.overran = j.at("overran").get<bool>();
+  for (const json& c : j.at("culprits")) {
+    const int kind = c.at(0).get<int>();
+    if (kind < 0 || kind > static_cast<int>(trace::CulpritKind::untraced))
+      throw std::invalid_argument("a culprit of unknown kind " + std::to_string(kind));
+    a.culprits.push_back({static_cast<trace::CulpritKind>(kind), c.at(1).get<std::string>(),
+                          c.at(2).get<int>(), c.at(3).get<int>(), c.at(4).get<std::string>(),
+                          c.at(5).get<std::uint64_t>(), c.at(6).get<std::uint64_t>(),
+                          c.at(7).get<double>()});
+  }
+  return a;
+}
+
 json work_json(const KernelWork& w) { return {w.flops, w.bytes, w.cycles}; }
 
 KernelWork work_from(const json& j) {
@@ -64,6 +99,7 @@ std::vector<std::byte> encode_samples(const CpuSamples& s) {
                   {"detours", std::move(detours)},
                   {"matmul_work", work_json(s.matmul_work)},
                   {"stream_work", work_json(s.stream_work)},
+                  {"culprits", culprits_json(s.culprits)},
                   {"error", s.error}};
   // MessagePack keeps doubles as their 8 bytes, so nothing is rounded.
   const std::vector<std::uint8_t> packed = json::to_msgpack(j);
@@ -84,6 +120,7 @@ CpuSamples decode_samples(std::span<const std::byte> bytes) {
     for (const json& d : j.at("detours")) s.detours.push_back(detour_from(d));
     s.matmul_work = work_from(j.at("matmul_work"));
     s.stream_work = work_from(j.at("stream_work"));
+    s.culprits = culprits_from(j.at("culprits"));
     s.error = j.at("error").get<std::string>();
     return s;
   } catch (const json::exception& e) {

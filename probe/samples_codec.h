@@ -1,6 +1,7 @@
-// One CPU's raw samples as bytes, exactly (every double bit for bit): how a
-// rank that probed its own core hands its samples to its node's leader,
-// which then judges the node's cores together (`sweep --rank-per-core`).
+// One CPU's raw samples as bytes, exactly (every double bit for bit), with
+// the culprits its own tracer matched: how a rank that probed its own core
+// hands its samples to its node's leader, which then judges the node's
+// cores together (`sweep --rank-per-core`).
 #pragma once
 
 #include <cstddef>

@@ -360,12 +360,7 @@ bool set_up(MpiEnvironment& env, const SweepOptions& options, NodeRanks* ranks,
     if (ranks != nullptr) {
       if (!ranks->problem().empty()) throw std::runtime_error(ranks->problem());
       setup.probes.cpus = ranks->cpus();
-      // Each core's rank runs its own rounds: one trace per rank is not
-      // built yet, and auto says so in the report.
-      if (options.settings.trace == trace::TraceMode::on)
-        throw std::runtime_error("--trace on: not with --rank-per-core (yet)");
-      if (options.settings.trace == trace::TraceMode::automatic)
-        setup.trace = "unavailable: not with --rank-per-core";
+      setup.trace = ranks->trace_status();
     } else {
       setup.probes.cpus = select_cpus(options, *setup.topology);
       setup.probes.runner = std::make_unique<Runner>(options.settings, *setup.topology);

@@ -469,6 +469,9 @@ NodeSummary summarize_node(const NodeReport& report, std::uint32_t node) {
   }
   s.median_expected_slowdown = stats::median(slowdowns);
   s.max_expected_slowdown = stats::max(slowdowns);
+  s.trace = report.trace == "on"    ? NodeSummary::Trace::on
+            : report.trace == "off" ? NodeSummary::Trace::off
+                                    : NodeSummary::Trace::unavailable;
   // Clock and noise of the mode a full MPI job resembles: all cores busy.
   const ModeReport* chosen = nullptr;
   for (const auto& m : report.modes) {

@@ -290,6 +290,9 @@ struct NodeSummary {
   double max_expected_slowdown = 0;     // NaN if none
   double median_clock_hertz = 0;        // concurrent mode if it ran, else isolated; NaN if none
   double median_noise_ratio = 0;        // same mode as the clock; NaN if none
+  // Whether its culprits are named (NodeReport::trace): why not is the
+  // node's to print, where its leader says it.
+  enum class Trace : std::uint8_t { off, on, unavailable } trace = Trace::off;
   friend bool operator==(const NodeSummary&, const NodeSummary&) = default;
 };
 static_assert(std::is_trivially_copyable_v<NodeSummary>);

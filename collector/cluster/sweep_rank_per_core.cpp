@@ -63,8 +63,11 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
   }
   const auto all = env.gather_node_blobs(to_bytes(mine));
   segment_ = env.node_shared_memory(shared_round_bytes(static_cast<std::size_t>(env.node_size())));
-  if (!env.is_leader()) return;
+  if (env.is_leader()) find_cpus(all);
+  set_up_trace();
+}
 
+void NodeRanks::find_cpus(const std::vector<std::vector<std::byte>>& all) {
   std::map<unsigned, std::size_t> rank_of_cpu;
   for (std::size_t rank = 0; rank < all.size(); ++rank) {
     const json theirs = from_bytes(all[rank]);
@@ -85,6 +88,48 @@ NodeRanks::NodeRanks(MpiEnvironment& env, const ProbeSettings& settings)
   }
 }
 
+// Collective: the leader opens one trace for the node's CPUs, and each rank
+// attaches to it for its own (trace_source.h, attach_trace_source).
+void NodeRanks::set_up_trace() {
+  std::vector<std::byte> order;
+  if (env_.is_leader()) {
+    std::string instance, why_not;
+    if (problem_.empty()) {
+      try {
+        trace_owner_ = trace::open_trace_source(settings_.trace, cpus_, &why_not);
+        if (trace_owner_) instance = trace_owner_->instance_name();
+      } catch (const std::exception& e) {
+        problem_ = e.what();  // --trace on, and the node cannot trace
+      }
+    }
+    trace_status_ = trace::trace_status(settings_.trace, trace_owner_ != nullptr, why_not);
+    order = to_bytes(json{{"instance", instance}});
+  }
+  env_.broadcast_node(order);
+  const std::string instance = from_bytes(order).at("instance").get<std::string>();
+  json attached = json::object();
+  if (!instance.empty() && runner_ && cpu_) {
+    try {
+      runner_->set_trace(trace::attach_trace_source(instance, *cpu_));
+    } catch (const std::exception& e) {
+      attached["error"] = e.what();
+    }
+  }
+  const auto answers = env_.gather_node_blobs(to_bytes(attached));
+  // A rank that could not attach leaves its core untraced: the node's
+  // trace is then not whole, and says which rank and why.
+  for (std::size_t rank = 0; rank < answers.size(); ++rank) {
+    const json answer = from_bytes(answers[rank]);
+    if (!answer.contains("error")) continue;
+    const std::string why =
+        "rank " + std::to_string(rank) + " of the node: " + answer["error"].get<std::string>();
+    trace_status_ = "unavailable: " + why;
+    if (settings_.trace == trace::TraceMode::on && problem_.empty())
+      problem_ = "--trace on: " + why;
+    break;
+  }
+}
+
 NodeRanks::~NodeRanks() {
   if (!env_.is_leader() || released_) return;
   try {
@@ -98,6 +143,10 @@ void NodeRanks::release() {
   released_ = true;
   std::vector<std::byte> stop = to_bytes(json{{"stop", true}});
   env_.broadcast_node(stop);
+  // The instance goes once no rank holds a file of it.
+  if (runner_) runner_->set_trace(nullptr);
+  env_.gather_node_blobs({});
+  trace_owner_.reset();
 }
 
 RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participants,
@@ -154,6 +203,9 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
   // The segment is set up before anyone hears of the round, and every rank
   // finished the previous one (it sent its samples) before this.
   prepare_shared_round(segment_.data(), participants);
+  // A concurrent round is recorded whole, by the owner of the node's trace.
+  const bool trace_whole_round = trace_owner_ && mode == Mode::concurrent;
+  if (trace_whole_round) trace_owner_->round_begins(only != nullptr ? *only : cpus_);
   std::vector<std::byte> bytes = to_bytes(order);
   env_.broadcast_node(bytes);
   const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
@@ -165,6 +217,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
     round.cpus.emplace_back();  // sits out: an empty record
   }
   const auto all = env_.gather_node_blobs(encode_samples(round.cpus.at(0)));
+  if (trace_whole_round) trace_owner_->round_ends();
   round.cpus.clear();
   for (const auto& blob : all) round.cpus.push_back(decode_samples(blob));
   if (only != nullptr) {
@@ -189,7 +242,11 @@ void NodeRanks::follow() {
     std::vector<std::byte> order;
     env_.broadcast_node(order);
     const json j = from_bytes(order);
-    if (j.value("stop", false)) return;
+    if (j.value("stop", false)) {
+      if (runner_) runner_->set_trace(nullptr);  // before the leader removes the instance
+      env_.gather_node_blobs({});
+      return;
+    }
     const Mode mode =
         j.at("mode").get<std::string>() == "isolated" ? Mode::isolated : Mode::concurrent;
     CpuSamples samples;

@@ -9,12 +9,16 @@
 // them would). The ranks pace one another through a segment of shared
 // memory (SharedRound): in the isolated round they take turns sample by
 // sample, in the concurrent one they meet at one spin barrier per sample.
+// Where the node traces, the leader owns its tracefs instance and each rank
+// attaches to it for its own core (trace_source.h), matching its detours
+// itself; the culprits travel with its samples.
 //
 // Not pure: it runs probe rounds and talks MPI through the MpiEnvironment.
 // Threading: the MpiEnvironment's, each rank's main thread only (the
 // probes' own threads are the Runner's).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,6 +29,7 @@
 #include "probe/runner.h"
 #include "probe/settings.h"
 #include "probe/topology.h"
+#include "probe/trace/trace_source.h"
 
 namespace corenoise {
 
@@ -51,6 +56,9 @@ class NodeRanks {
   const std::string& problem() const { return problem_; }
   // Leader: the node's CPUs, in node-rank order.
   const std::vector<unsigned>& cpus() const { return cpus_; }
+  // Leader: what the node's report says of its tracing (trace_status()):
+  // "on" where every rank traces its core.
+  const std::string& trace_status() const { return trace_status_; }
   // Leader: one round on every rank of the node, starting at `start` (unix
   // seconds); the node's samples in node-rank order. With a confirmation
   // plan, just the ranks on its CPUs take part, in its order, with the
@@ -68,6 +76,9 @@ class NodeRanks {
   // and `confirm_probes`.
   RoundSamples run_own(Mode mode, double start, std::size_t participants, std::size_t index,
                        const std::vector<ProbeKind>* confirm_probes) const;
+  // Leader: the node's CPUs from every rank's answer, or problem_.
+  void find_cpus(const std::vector<std::vector<std::byte>>& all);
+  void set_up_trace();
 
   MpiEnvironment& env_;
   ProbeSettings settings_;
@@ -75,6 +86,8 @@ class NodeRanks {
   std::optional<unsigned> cpu_;
   std::string problem_;
   std::vector<unsigned> cpus_;
+  std::unique_ptr<trace::TraceSource> trace_owner_;  // leader: the node's instance
+  std::string trace_status_ = "off";
   std::span<std::byte> segment_;
   bool released_ = false;
 };

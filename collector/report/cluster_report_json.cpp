@@ -13,6 +13,18 @@ using nlohmann::json;
 json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 json number(const std::optional<double>& value) { return value ? number(*value) : json(nullptr); }
 
+const char* trace_text(NodeSummary::Trace trace) {
+  switch (trace) {
+    case NodeSummary::Trace::on:
+      return "on";
+    case NodeSummary::Trace::unavailable:
+      return "unavailable";
+    case NodeSummary::Trace::off:
+      break;
+  }
+  return "off";
+}
+
 json node_json(const ClusterNode& node) {
   const NodeSummary& s = node.summary;
   json states = json::object();
@@ -28,7 +40,8 @@ json node_json(const ClusterNode& node) {
             {"median_clock_hertz", number(s.median_clock_hertz)},
             {"median_noise_ratio", number(s.median_noise_ratio)},
             {"robust_z", number(node.robust_z)},
-            {"outlier", node.outlier}};
+            {"outlier", node.outlier},
+            {"trace", trace_text(s.trace)}};
   if (!node.error.empty()) j["error"] = node.error;
   return j;
 }

@@ -27,4 +27,8 @@ std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const u
   return nullptr;
 }
 
+std::unique_ptr<TraceSource> attach_trace_source(const std::string& instance, unsigned cpu) {
+  return attach_tracefs_source(instance, cpu);
+}
+
 }  // namespace corenoise::trace

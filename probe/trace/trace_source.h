@@ -34,6 +34,18 @@ class TraceSource {
   // The round gave up on `cpu`'s probe thread (past its deadline) inside a
   // window: stop recording for it, as if the window had ended.
   virtual void window_abandoned(unsigned cpu) noexcept = 0;
+  // A concurrent round: its windows run on every CPU at once, back to back
+  // behind a barrier, so switching per window would cost each CPU two
+  // writes to the instance's cpumask per sample, under one lock (on a large
+  // node the last window would open milliseconds after the first). The
+  // source records `cpus` from round_begins to round_ends instead; windows
+  // are still marked, and only their detours are matched. An attached
+  // source (attach_trace_source) records nothing itself: its owner's
+  // round_begins did.
+  virtual void round_begins(std::span<const unsigned> cpus) noexcept = 0;
+  virtual void round_ends() noexcept = 0;
+  // The instance other processes of the node attach to; "" where none.
+  virtual std::string instance_name() const = 0;
   // What was recorded on `cpu` since the last take, in time order, with
   // the marks of its windows (tracing_on, tracing_off) among them. Throws
   // std::runtime_error for a CPU not traced or a trace it cannot read.
@@ -56,6 +68,17 @@ std::unique_ptr<TraceSource> open_trace_source(TraceMode mode, std::span<const u
                                                std::string* why_not,
                                                const std::string& asked_as = "--trace on",
                                                unsigned buffer_kib = 512);
+
+// The node's ranks of `corenoise sweep --rank-per-core` each probe their
+// own core: the leader opens the source for every rank's CPU, and each rank
+// attaches to it by instance_name() for its `cpu` alone, marks its own
+// windows and takes its own CPU's events. An isolated round's turns keep
+// the ranks' windows apart, so each switches recording for its window as
+// one process would; a concurrent round is recorded whole by the owner.
+// The owner removes the instance; every attached source must be gone
+// first (an open file of the instance keeps the kernel from removing it).
+// Throws std::runtime_error saying why it cannot attach.
+std::unique_ptr<TraceSource> attach_trace_source(const std::string& instance, unsigned cpu);
 
 // What a report says of its tracing (NodeReport::trace): "on" where a
 // source is open, "off" where none was asked for, else "unavailable: WHY".

@@ -185,9 +185,18 @@ void disarm(int fd) {
 }
 }  // namespace on_signal
 
+// The events' formats, as this kernel prints them.
+tep_handle* local_event_formats() {
+  static const char* const systems[] = {"sched", "irq", "irq_vectors", "workqueue", nullptr};
+  tep_handle* tep = tracefs_local_events_system(nullptr, systems);
+  if (tep == nullptr) throw std::runtime_error("cannot read the kernel's event formats");
+  return tep;
+}
+
 class TracefsSource final : public TraceSource {
  public:
-  TracefsSource(std::span<const unsigned> cpus, unsigned buffer_kib) {
+  // The owner: a new instance recording `cpus`.
+  TracefsSource(std::span<const unsigned> cpus, unsigned buffer_kib) : owner_(true) {
     // The libraries' own warnings (an event system this kernel lacks) would
     // go to our stderr; what matters comes back as an error here.
     tracefs_set_loglevel(TEP_LOG_NONE);
@@ -222,21 +231,69 @@ class TracefsSource final : public TraceSource {
     }
   }
 
+  // Attached to another process's instance `name`, for `cpu` alone: it
+  // marks and reads that CPU, switches recording for its own windows, and
+  // leaves the instance to its owner.
+  TracefsSource(const std::string& name, unsigned cpu) : owner_(false) {
+    tracefs_set_loglevel(TEP_LOG_NONE);
+    tep_set_loglevel(TEP_LOG_NONE);
+    if (name.rfind(kInstancePrefix, 0) != 0 || !tracefs_instance_exists(name.c_str()))
+      throw std::runtime_error("no tracefs instance '" + name + "' to attach to");
+    instance_ = tracefs_instance_alloc(nullptr, name.c_str());
+    if (instance_ == nullptr)
+      throw std::runtime_error("cannot attach to the tracefs instance '" + name +
+                               "': " + std::strerror(errno));
+    try {
+      tep_ = local_event_formats();
+      tracing_on_ = tracefs_trace_on_get_fd(instance_);
+      if (tracing_on_ < 0) throw std::runtime_error("cannot open the instance's tracing_on");
+      fcntl(tracing_on_, F_SETFD, FD_CLOEXEC);
+    } catch (...) {
+      destroy();
+      throw;
+    }
+    cpus_[cpu].marks.reserve(kMarksReserved);
+    symbols_.load();
+  }
+
   ~TracefsSource() override { destroy(); }
 
-  // Records `cpu` alone while one window runs (isolated rounds); every CPU
-  // with a window open while several run at once (concurrent rounds).
+  // Records `cpu` alone while one window runs (isolated rounds); in a
+  // round recorded whole, only marks.
   std::uint64_t window_begins(unsigned cpu) noexcept override {
     std::lock_guard lock(mutex_);
     auto it = cpus_.find(cpu);
     if (it == cpus_.end() || instance_ == nullptr) return read_tsc();
-    if (!it->second.open) {
-      it->second.open = true;
-      traced_.insert(cpu);
-      tracefs_instance_set_affinity(instance_, cpu_list_text(traced_).c_str());
-      if (windows_open_++ == 0) tracefs_trace_on_fd(tracing_on_);
+    CpuState& state = it->second;
+    if (!state.open) {
+      state.open = true;
+      state.switched = !whole_round_;
+      if (state.switched) {
+        traced_.insert(cpu);
+        tracefs_instance_set_affinity(instance_, cpu_list_text(traced_).c_str());
+        if (windows_open_++ == 0) tracefs_trace_on_fd(tracing_on_);
+      }
     }
-    return mark(it->second, EventKind::tracing_on);
+    return mark(state, EventKind::tracing_on);
+  }
+
+  void round_begins(std::span<const unsigned> cpus) noexcept override {
+    std::lock_guard lock(mutex_);
+    whole_round_ = true;
+    if (!owner_ || instance_ == nullptr) return;
+    tracefs_instance_set_affinity(instance_, cpu_list_text(cpus).c_str());
+    tracefs_trace_on_fd(tracing_on_);
+  }
+
+  void round_ends() noexcept override {
+    std::lock_guard lock(mutex_);
+    whole_round_ = false;
+    if (owner_ && instance_ != nullptr && windows_open_ == 0) tracefs_trace_off_fd(tracing_on_);
+  }
+
+  std::string instance_name() const override {
+    const char* name = instance_ != nullptr ? tracefs_instance_get_name(instance_) : nullptr;
+    return name != nullptr ? name : "";
   }
 
   void window_ends(unsigned cpu) noexcept override {
@@ -302,6 +359,7 @@ class TracefsSource final : public TraceSource {
   // reported dropped so far.
   struct CpuState {
     bool open = false;
+    bool switched = false;  // its open window switched recording on
     std::vector<Event> marks;
     std::uint64_t dropped = 0;
   };
@@ -327,9 +385,7 @@ class TracefsSource final : public TraceSource {
     const std::string list = cpu_list_text(cpus);
     if (tracefs_instance_set_affinity(instance_, list.c_str()) < 0)
       throw std::runtime_error("cannot limit tracing to CPUs " + list);
-    static const char* const systems[] = {"sched", "irq", "irq_vectors", "workqueue", nullptr};
-    tep_ = tracefs_local_events_system(nullptr, systems);
-    if (tep_ == nullptr) throw std::runtime_error("cannot read the kernel's event formats");
+    tep_ = local_event_formats();
     for (const Wanted& w : kWanted) {
       if (tracefs_event_enable(instance_, w.system, w.event) < 0 && w.required)
         throw std::runtime_error(std::string("the kernel has no ") + w.system + ":" + w.event +
@@ -343,8 +399,11 @@ class TracefsSource final : public TraceSource {
   // Under mutex_.
   void close_window(unsigned cpu, CpuState& state) noexcept {
     state.open = false;
+    if (!state.switched) return;
+    state.switched = false;
     traced_.erase(cpu);
-    if (--windows_open_ == 0 && tracing_on_ >= 0) tracefs_trace_off_fd(tracing_on_);
+    if (--windows_open_ == 0 && !whole_round_ && tracing_on_ >= 0)
+      tracefs_trace_off_fd(tracing_on_);
   }
 
   // The kernel's count of events it could not store on `cpu`.
@@ -360,13 +419,17 @@ class TracefsSource final : public TraceSource {
   }
 
   void destroy() noexcept {
-    on_signal::disarm(tracing_on_);
-    if (tracing_on_ >= 0) close(tracing_on_);
+    if (owner_) on_signal::disarm(tracing_on_);
+    if (tracing_on_ >= 0) {
+      // An attached rank dying mid-window leaves no recording on behind it.
+      if (!owner_ && windows_open_ > 0) tracefs_trace_off_fd(tracing_on_);
+      close(tracing_on_);
+    }
     tracing_on_ = -1;
     if (tep_ != nullptr) tep_free(tep_);
     tep_ = nullptr;
     if (instance_ != nullptr) {
-      tracefs_instance_destroy(instance_);
+      if (owner_) tracefs_instance_destroy(instance_);
       tracefs_instance_free(instance_);
     }
     instance_ = nullptr;
@@ -462,11 +525,13 @@ class TracefsSource final : public TraceSource {
     events.push_back(std::move(e));
   }
 
+  const bool owner_;  // created the instance, and removes it
   tracefs_instance* instance_ = nullptr;
   tep_handle* tep_ = nullptr;
   int tracing_on_ = -1;
   std::mutex mutex_;
   int windows_open_ = 0;               // tracing is on while any CPU's window runs
+  bool whole_round_ = false;           // between round_begins and round_ends
   std::set<unsigned> traced_;          // the CPUs with a window open: the instance's cpumask
   std::map<unsigned, CpuState> cpus_;  // keys fixed at construction
   Symbols symbols_;
@@ -477,6 +542,10 @@ class TracefsSource final : public TraceSource {
 std::unique_ptr<TraceSource> open_tracefs_source(std::span<const unsigned> cpus,
                                                  unsigned buffer_kib) {
   return std::make_unique<TracefsSource>(cpus, buffer_kib);
+}
+
+std::unique_ptr<TraceSource> attach_tracefs_source(const std::string& instance, unsigned cpu) {
+  return std::make_unique<TracefsSource>(instance, cpu);
 }
 
 }  // namespace corenoise::trace

@@ -1,6 +1,6 @@
-// `corenoise probe --trace`: the kernel's tracer names what took a probed
-// CPU's time. Ground truth is noise this test makes itself: a SCHED_FIFO
-// thread of a known process on CPU 1.
+// `corenoise probe --trace` (and the sweep's, the daemon's): the kernel's
+// tracer names what took a probed CPU's time. Ground truth is noise this
+// test makes itself: a SCHED_FIFO thread of a known process on CPU 1.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -252,6 +252,45 @@ TEST_F(ProbeTrace, ASignalMidRoundRemovesTheInstance) {
     EXPECT_EQ(probe.wait_exit(5), 128 + signal_number);
     EXPECT_TRUE(corenoise_instances(pid).empty()) << "left: " << corenoise_instances(pid).front();
   }
+}
+
+// `sweep --rank-per-core`: each rank traces its own core through its node
+// leader's instance (trace_source.h, attach_trace_source), in both kinds of
+// round -- an isolated round switches recording per window, rank by rank; a
+// concurrent one is recorded whole -- and the culprits travel to the leader
+// with the rank's samples. 30 % injected, so that CPU 1 is noisy and its
+// cause printed in every draw on this VM (detection of 10 % is
+// ProbeCli.InjectedNoiseOnCpu1IsFoundOnCpu1Only's). No instance is left.
+TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
+  BackgroundProcess injector(
+      {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "3", "--period-ms", "10", "--seconds", "60"});
+  const std::string ready = injector.wait_line();
+  ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
+  const std::vector<std::string> before = corenoise_instances();
+  const std::string path = "/tmp/corenoise-trace-test-" + std::to_string(getpid()) + ".json";
+  for (const char* mode : {"isolated", "concurrent"}) {
+    SCOPED_TRACE(mode);
+    const auto r = run_command(
+        "timeout -k 10 120 " + std::string(MPIEXEC_MPICH_BIN) + " -n 2 -bind-to core " +
+        kCorenoise + " sweep --rank-per-core --trace on --full --mode " + mode + " --json " + path);
+    ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
+    std::ifstream in(path);
+    const json report = json::parse(in);
+    EXPECT_EQ(report["nodes"][0]["trace"], "on") << report["nodes"].dump();
+    for (const json& cell : report["cells"][0]["cores"]) {
+      const std::string cause = cell["cause"];
+      if (cell["cpu"] == 1) {
+        EXPECT_EQ(cell["state"], "noisy") << cell.dump();
+        // The injector's thread, named by the rank that probed CPU 1.
+        EXPECT_NE(cause.find("preempted by noise_injector["), std::string::npos) << cause;
+        EXPECT_NE(cause.find("(FIFO "), std::string::npos) << cause;
+      } else {
+        EXPECT_EQ(cause.find("noise_injector"), std::string::npos) << cell.dump();
+      }
+    }
+    EXPECT_EQ(corenoise_instances(), before) << "an instance was left";
+  }
+  std::remove(path.c_str());
 }
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {

@@ -30,6 +30,7 @@ foreach(test IN ITEMS
     ProbeCli.InjectedNoiseOnCpu1IsFoundOnCpu1Only
     ProbeTrace.AFifoInjectorIsNamedByCommandAndThreadWithTheShareInjected
     ProbeTrace.TheDaemonNamesTheInjectorInItsStatusAndMetrics
+    ProbeTrace.ARankPerCoreSweepNamesTheInjectorOnItsRanksCore
     Daemon.InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds
     Daemon.SigtermStopsWithinASecondEvenMidRound
     Inject.SigtermAndSigintStopItPromptly

@@ -316,6 +316,13 @@ TEST(NodeSummary, FromASyntheticReport) {
   EXPECT_DOUBLE_EQ(s.max_expected_slowdown, 1.5);
   EXPECT_DOUBLE_EQ(s.median_clock_hertz, 2.5e9);  // the concurrent mode's
   EXPECT_DOUBLE_EQ(s.median_noise_ratio, 0.02);
+  EXPECT_EQ(s.trace, NodeSummary::Trace::off);
+  // Whether its culprits were named travels with it; why not stays on the node.
+  NodeReport traced = r;
+  traced.trace = "on";
+  EXPECT_EQ(summarize_node(traced, 7).trace, NodeSummary::Trace::on);
+  traced.trace = "unavailable: tracing needs root (tracefs)";
+  EXPECT_EQ(summarize_node(traced, 7).trace, NodeSummary::Trace::unavailable);
 
   const TopK t = node_top_k(r, 7);
   ASSERT_EQ(t.size, 3u);

@@ -215,6 +215,44 @@ TEST(SamplesCodec, RoundTripsEveryFieldExactly) {
   EXPECT_FALSE(back.detours[1].interrupts.has_value());
   EXPECT_EQ(back.matmul_work.flops, 4.2e6);
   EXPECT_EQ(back.stream_work.bytes, double{1 << 24});
+  EXPECT_FALSE(back.culprits.has_value());  // untraced stays untraced
+}
+
+// A rank of `sweep --rank-per-core` matches its own detours (it alone has
+// its windows' marks) and hands its leader the culprits.
+TEST(SamplesCodec, CarriesTheRanksCulprits) {
+  CpuSamples s;
+  s.cpu = 3;
+  trace::Attribution a;
+  a.detour_ticks = 3'000'000;
+  a.detour_seconds = 1e-3;
+  a.lost_events = 7;
+  a.overran = true;
+  a.culprits.push_back({trace::CulpritKind::task, "noise_injector", 4242, 49, "FIFO 50", 2'000'000,
+                        17, 2.0 / 3 * 1e-3});
+  a.culprits.push_back({trace::CulpritKind::softirq, "NET_RX", 3, -1, "", 1'000'000, 9, 1e-3 / 3});
+  s.culprits = a;
+  const CpuSamples back = decode_samples(encode_samples(s));
+  ASSERT_TRUE(back.culprits.has_value());
+  EXPECT_EQ(back.culprits->detour_ticks, a.detour_ticks);
+  EXPECT_EQ(back.culprits->detour_seconds, a.detour_seconds);
+  EXPECT_EQ(back.culprits->lost_events, 7u);
+  EXPECT_TRUE(back.culprits->overran);
+  ASSERT_EQ(back.culprits->culprits.size(), 2u);
+  const trace::Culprit& c = back.culprits->culprits[0];
+  EXPECT_EQ(c.kind, trace::CulpritKind::task);
+  EXPECT_EQ(c.name, "noise_injector");
+  EXPECT_EQ(c.id, 4242);
+  EXPECT_EQ(c.prio, 49);
+  EXPECT_EQ(c.scheduling, "FIFO 50");
+  EXPECT_EQ(c.ticks, 2'000'000u);
+  EXPECT_EQ(c.detours, 17u);
+  EXPECT_EQ(c.seconds, a.culprits[0].seconds);
+  EXPECT_EQ(back.culprits->culprits[1].kind, trace::CulpritKind::softirq);
+  EXPECT_EQ(back.culprits->culprits[1].name, "NET_RX");
+  // A kind this build does not know is refused, not misread.
+  s.culprits->culprits[0].kind = static_cast<trace::CulpritKind>(200);
+  EXPECT_THROW(decode_samples(encode_samples(s)), std::invalid_argument);
 }
 
 TEST(SamplesCodec, RejectsForeignBytes) {
