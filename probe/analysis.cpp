@@ -95,7 +95,8 @@ std::string attribute(const DetourResult& d, const trace::Attribution& culprits)
     const double share = c.seconds / lost;
     if (share < 0.005) break;
     named += c.seconds;
-    const char* verb = c.kind == trace::CulpritKind::task ? "preempted by "
+    const bool idle = c.kind == trace::CulpritKind::task && c.id == 0;  // nobody preempted it
+    const char* verb = c.kind == trace::CulpritKind::task && !idle ? "preempted by "
                        : c.kind == trace::CulpritKind::irq ||
                                c.kind == trace::CulpritKind::softirq ||
                                c.kind == trace::CulpritKind::work

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "probe/samples_codec.h"
 #include "probe/wall_clock.h"
@@ -116,18 +117,29 @@ void NodeRanks::set_up_trace() {
     }
   }
   const auto answers = env_.gather_node_blobs(to_bytes(attached));
-  // A rank that could not attach leaves its core untraced: the node's
-  // trace is then not whole, and says which rank and why.
-  for (std::size_t rank = 0; rank < answers.size(); ++rank) {
-    const json answer = from_bytes(answers[rank]);
-    if (!answer.contains("error")) continue;
-    const std::string why =
-        "rank " + std::to_string(rank) + " of the node: " + answer["error"].get<std::string>();
-    trace_status_ = "unavailable: " + why;
-    if (settings_.trace == trace::TraceMode::on && problem_.empty())
-      problem_ = "--trace on: " + why;
-    break;
+  // A rank that could not attach would leave its core untraced beside
+  // traced ones: the node traces whole or not at all, and says which rank
+  // could not and why.
+  std::vector<std::byte> verdict;
+  if (env_.is_leader()) {
+    bool whole = true;
+    for (std::size_t rank = 0; rank < answers.size() && whole; ++rank) {
+      const json answer = from_bytes(answers[rank]);
+      if (!answer.contains("error")) continue;
+      whole = false;
+      const std::string why =
+          "rank " + std::to_string(rank) + " of the node: " + answer["error"].get<std::string>();
+      trace_status_ = "unavailable: " + why;
+      if (settings_.trace == trace::TraceMode::on && problem_.empty())
+        problem_ = "--trace on: " + why;
+    }
+    verdict = to_bytes(json{{"traced", whole}});
   }
+  env_.broadcast_node(verdict);
+  if (from_bytes(verdict).at("traced").get<bool>()) return;
+  if (runner_) runner_->set_trace(nullptr);
+  env_.gather_node_blobs({});  // every rank let go: the instance may go
+  trace_owner_.reset();
 }
 
 NodeRanks::~NodeRanks() {
@@ -203,11 +215,24 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
   // The segment is set up before anyone hears of the round, and every rank
   // finished the previous one (it sent its samples) before this.
   prepare_shared_round(segment_.data(), participants);
-  // A concurrent round is recorded whole, by the owner of the node's trace.
-  const bool trace_whole_round = trace_owner_ && mode == Mode::concurrent;
-  if (trace_whole_round) trace_owner_->round_begins(only != nullptr ? *only : cpus_);
   std::vector<std::byte> bytes = to_bytes(order);
   env_.broadcast_node(bytes);
+  // A concurrent round is recorded whole by the owner of the node's trace,
+  // from its start (not before: a full buffer drops the newest events, and
+  // the wait is nobody's window) until every rank has sent its samples,
+  // or the round failed here. The ranks open their windows after their own
+  // set-up, behind the round's first barrier.
+  struct WholeRound {
+    trace::TraceSource* owner = nullptr;
+    ~WholeRound() {
+      if (owner != nullptr) owner->round_ends();
+    }
+  } whole_round;
+  if (trace_owner_ && mode == Mode::concurrent) {
+    sleep_until_unix_seconds(start);
+    trace_owner_->round_begins(only != nullptr ? *only : cpus_);
+    whole_round.owner = trace_owner_.get();
+  }
   const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
   RoundSamples round;
   if (index) {
@@ -217,7 +242,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
     round.cpus.emplace_back();  // sits out: an empty record
   }
   const auto all = env_.gather_node_blobs(encode_samples(round.cpus.at(0)));
-  if (trace_whole_round) trace_owner_->round_ends();
+  if (whole_round.owner != nullptr) std::exchange(whole_round.owner, nullptr)->round_ends();
   round.cpus.clear();
   for (const auto& blob : all) round.cpus.push_back(decode_samples(blob));
   if (only != nullptr) {

@@ -26,6 +26,10 @@ std::string scheduling_of(int pid, int prio) {
 std::string describe(const Culprit& c) {
   switch (c.kind) {
     case CulpritKind::task: {
+      // The CPU idled: the probe thread was not runnable yet -- the late
+      // wake-up at the start of a window that a recorded-whole concurrent
+      // round sees -- and nothing took its place.
+      if (c.id == 0) return "the idle task (the probe thread waking up)";
       std::string text = c.name + "[" + std::to_string(c.id) + "]";
       if (!c.scheduling.empty()) text += " (" + c.scheduling + ")";
       return text;

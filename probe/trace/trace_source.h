@@ -26,8 +26,9 @@ class TraceSource {
  public:
   virtual ~TraceSource() = default;
   // On the probe thread, on `cpu`, just before its window and just after
-  // it: the CPU's events are recorded between the two. Cheap (a write to
-  // an open file), outside the window, and never throws. window_begins
+  // it: the CPU's events are recorded at least between the two (a round
+  // recorded whole, round_begins, records longer). Cheap (a write to an
+  // open file), outside the window, and never throws. window_begins
   // returns the TSC of its mark: tracing was on from then.
   virtual std::uint64_t window_begins(unsigned cpu) noexcept = 0;
   virtual void window_ends(unsigned cpu) noexcept = 0;
@@ -35,12 +36,14 @@ class TraceSource {
   // window: stop recording for it, as if the window had ended.
   virtual void window_abandoned(unsigned cpu) noexcept = 0;
   // A concurrent round: its windows run on every CPU at once, back to back
-  // behind a barrier, so switching per window would cost each CPU two
-  // writes to the instance's cpumask per sample, under one lock (on a large
-  // node the last window would open milliseconds after the first). The
-  // source records `cpus` from round_begins to round_ends instead; windows
-  // are still marked, and only their detours are matched. An attached
-  // source (attach_trace_source) records nothing itself: its owner's
+  // behind a barrier. The instance's cpumask and tracing_on are one file
+  // each, so a window switching them would cut its neighbours' short (ranks
+  // of one node, which cannot share a count), and in one process would cost
+  // each CPU two writes per sample under one lock (on a large node the last
+  // window would open milliseconds after the first). The source records
+  // `cpus` from round_begins to round_ends instead; windows are still
+  // marked, and only their detours are matched. An attached source
+  // (attach_trace_source) records nothing itself: its owner's
   // round_begins did.
   virtual void round_begins(std::span<const unsigned> cpus) noexcept = 0;
   virtual void round_ends() noexcept = 0;

@@ -2,13 +2,16 @@
 // owns the instance and reads its ring buffers, libtraceevent decodes the
 // records by the kernel's own format files.
 //
-// An instance of our own (instances/corenoise-PID), never the top-level
-// buffer: rtla, trace-cmd or perf running beside us keep theirs. Its
-// cpumask is the probed CPUs, its clock x86-tsc (the records' timestamps
-// are the probe's own TSC ticks), and it records only while some window
-// runs: tracing_on is written from the probe thread just before its window
-// and after it. An instance a crashed run left behind (its PID gone) is
-// removed when the next one opens.
+// An instance of our own (instances/corenoise-PID-N), never the top-level
+// buffer: rtla, trace-cmd or perf running beside us keep theirs. Its clock
+// is x86-tsc (the records' timestamps are the probe's own TSC ticks), and
+// it records only the probed CPUs while they are measured: in an isolated
+// round the probe thread sets the cpumask to its CPU and writes tracing_on
+// just before its window and after it; a concurrent round is recorded whole
+// (TraceSource::round_begins). The ranks of `sweep --rank-per-core` attach
+// to their leader's instance (attach mode), one CPU each. An instance a
+// crashed run left behind (its PID gone) is removed when the next one
+// opens.
 #include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -149,26 +152,38 @@ class Symbols {
 // and rmdir are async-signal-safe -- and then dies of the signal as it
 // would have. Programs with handlers of their own (corenoised, through
 // Asio) release the source themselves. One instance a process: the last
-// opened.
+// opened, with the files of the sources attached to it (a sweep leader's
+// own rank). An attached rank's handler only switches recording off and
+// lets go of its file: the instance is its leader's to remove (the
+// leader's rmdir fails while a rank still holds a file of it, and the next
+// traced run removes what is left).
 namespace on_signal {
-std::atomic<int> tracing_on_fd{-1};
+constexpr int kFiles = 4;
+std::atomic<int> tracing_on_fds[kFiles] = {-1, -1, -1, -1};
 char instance_dir[PATH_MAX];
 
 void clean_up_and_die(int signal_number) {
-  const int fd = tracing_on_fd.exchange(-1);
-  if (fd >= 0) {
+  bool held = false;
+  for (auto& slot : tracing_on_fds) {
+    const int fd = slot.exchange(-1);
+    if (fd < 0) continue;
     (void)!write(fd, "0", 1);
     close(fd);
-    rmdir(instance_dir);
+    held = true;
   }
+  if (held && instance_dir[0] != '\0') rmdir(instance_dir);
   ::signal(signal_number, SIG_DFL);
   raise(signal_number);
 }
 
+// `dir`: the instance to remove, "" for an attached source's file.
 void arm(int fd, const char* dir) {
   if (std::strlen(dir) >= sizeof instance_dir) return;
-  std::strcpy(instance_dir, dir);
-  tracing_on_fd = fd;
+  if (dir[0] != '\0') std::strcpy(instance_dir, dir);
+  for (auto& slot : tracing_on_fds) {
+    int expected = -1;
+    if (slot.compare_exchange_strong(expected, fd)) break;
+  }
   for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction current {};
     if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
@@ -180,8 +195,11 @@ void arm(int fd, const char* dir) {
 }
 
 void disarm(int fd) {
-  int expected = fd;
-  tracing_on_fd.compare_exchange_strong(expected, -1);
+  if (fd < 0) return;
+  for (auto& slot : tracing_on_fds) {
+    int expected = fd;
+    slot.compare_exchange_strong(expected, -1);
+  }
 }
 }  // namespace on_signal
 
@@ -254,6 +272,7 @@ class TracefsSource final : public TraceSource {
     }
     cpus_[cpu].marks.reserve(kMarksReserved);
     symbols_.load();
+    on_signal::arm(tracing_on_, "");
   }
 
   ~TracefsSource() override { destroy(); }
@@ -277,18 +296,27 @@ class TracefsSource final : public TraceSource {
     return mark(state, EventKind::tracing_on);
   }
 
+  // The CPUs of a window that switched itself on (a thread of an earlier
+  // round, abandoned inside it) stay in the mask throughout.
   void round_begins(std::span<const unsigned> cpus) noexcept override {
     std::lock_guard lock(mutex_);
     whole_round_ = true;
     if (!owner_ || instance_ == nullptr) return;
-    tracefs_instance_set_affinity(instance_, cpu_list_text(cpus).c_str());
+    std::set<unsigned> recorded = traced_;
+    recorded.insert(cpus.begin(), cpus.end());
+    tracefs_instance_set_affinity(instance_, cpu_list_text(recorded).c_str());
     tracefs_trace_on_fd(tracing_on_);
   }
 
   void round_ends() noexcept override {
     std::lock_guard lock(mutex_);
     whole_round_ = false;
-    if (owner_ && instance_ != nullptr && windows_open_ == 0) tracefs_trace_off_fd(tracing_on_);
+    if (!owner_ || instance_ == nullptr) return;
+    if (windows_open_ == 0) {
+      tracefs_trace_off_fd(tracing_on_);
+    } else {
+      tracefs_instance_set_affinity(instance_, cpu_list_text(traced_).c_str());
+    }
   }
 
   std::string instance_name() const override {
@@ -419,9 +447,10 @@ class TracefsSource final : public TraceSource {
   }
 
   void destroy() noexcept {
-    if (owner_) on_signal::disarm(tracing_on_);
+    on_signal::disarm(tracing_on_);
     if (tracing_on_ >= 0) {
-      // An attached rank dying mid-window leaves no recording on behind it.
+      // An attached source let go of mid-window (its rank's round failed)
+      // leaves no recording on behind it.
       if (!owner_ && windows_open_ > 0) tracefs_trace_off_fd(tracing_on_);
       close(tracing_on_);
     }
@@ -530,9 +559,9 @@ class TracefsSource final : public TraceSource {
   tep_handle* tep_ = nullptr;
   int tracing_on_ = -1;
   std::mutex mutex_;
-  int windows_open_ = 0;               // tracing is on while any CPU's window runs
+  int windows_open_ = 0;               // windows that switched recording on, still open
   bool whole_round_ = false;           // between round_begins and round_ends
-  std::set<unsigned> traced_;          // the CPUs with a window open: the instance's cpumask
+  std::set<unsigned> traced_;          // their CPUs: the cpumask, outside a round recorded whole
   std::map<unsigned, CpuState> cpus_;  // keys fixed at construction
   Symbols symbols_;
 };

@@ -42,14 +42,16 @@ for cpu in cpus:
     off, on = statistics.median(noise["off"]), statistics.median(noise["on"])
     # Rounds of one mode differ by chance too: what tracing may not change
     # is how often a verdict is anything but ok.
-    not_ok = {m: sum(1 for r in runs[m] if next(c for c in r["cpus"] if c["cpu"] == cpu)["state"] != "ok") for m in runs}
+    states = {m: [next(c for c in r["cpus"] if c["cpu"] == cpu)["state"] for r in runs[m]] for m in runs}
+    not_ok = {m: sum(1 for s in states[m] if s != "ok") for m in runs}
+    which = {m: ", ".join(f"{s} {states[m].count(s)}" for s in sorted(set(states[m]) - {"ok"})) or "none" for m in runs}
     # Each pair ran back to back: its difference cancels the host's spells.
     diffs = [b - a for a, b in zip(noise["off"], noise["on"])]
     mean = statistics.mean(diffs)
     half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else float("nan")
     print(f"cpu {cpu}: median noise ratio off {100*off:.2f} %, on {100*on:.2f} % ({100*(on-off):+.2f} points); "
           f"pairs' mean difference {100*mean:+.2f} points (95 % interval {100*(mean-half):+.2f} to {100*(mean+half):+.2f}); "
-          f"not ok in {not_ok['off']} and {not_ok['on']} of {pairs} rounds")
+          f"not ok in {not_ok['off']} ({which['off']}) and {not_ok['on']} ({which['on']}) of {pairs} rounds")
 duration = {m: statistics.median(r["rounds"][0]["duration_seconds"] for r in runs[m]) for m in runs}
 print(f"median round duration: off {duration['off']:.3f} s, on {duration['on']:.3f} s "
       f"(ratio {duration['on']/duration['off']:.3f})")

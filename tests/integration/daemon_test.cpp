@@ -526,7 +526,7 @@ TEST(Daemon, InjectedNoiseOnCpu1ShowsAsNoisyWithinAFewRounds) {
   // vCPUs (seen in a full ctest run) decides alone: start in a fair one.
   testing::wait_for_a_fair_host(kCorenoise);
   TempDir dir;
-  BackgroundProcess injector(noise_on_cpu1(120));
+  BackgroundProcess injector(noise_on_cpu1(240));  // outlives the wait
   ASSERT_EQ(injector.wait_line().rfind("ready", 0), 0u);
   DaemonProcess daemon(default_probe_args(dir, "1"));
   const int port = daemon.port();
@@ -574,7 +574,7 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
   if (native_pus() < 2) GTEST_FAIL() << "this test needs two CPUs";
   testing::wait_for_a_fair_host(kCorenoise);  // as above
   TempDir dir;
-  BackgroundProcess injector(noise_on_cpu1(180));
+  BackgroundProcess injector(noise_on_cpu1(300));  // outlives 40 rounds
   ASSERT_EQ(injector.wait_line().rfind("ready", 0), 0u);
   // No scheduled round for an hour: rounds come from `corenoise run` alone.
   DaemonProcess daemon(default_probe_args(dir, "3600"));
@@ -666,9 +666,10 @@ TEST(Daemon, InjectedNoiseBecomesPersistentAtTheSecondBadRound) {
   }
   EXPECT_TRUE(saw_transient) << daemon.log();
   EXPECT_GE(noisy_rounds, 1) << "the injected noise never read as noisy\n" << daemon.log();
-  EXPECT_GE(window_bad(), 2)
-      << "the injected noise was not seen in 2 of 3 rounds within 12 fair ones\n"
-      << daemon.log();
+  EXPECT_GE(window_bad(), 2) << "the injected noise was not seen in 2 of 3 rounds within "
+                             << bad.size() << " measured rounds, " << fair_rounds
+                             << " of them fair\n"
+                             << daemon.log();
 }
 
 }  // namespace

@@ -83,13 +83,14 @@ inline std::optional<std::string> unfair_host_in_probe(const nlohmann::json& doc
 // holds the other) took more than kHostMargin more of a clean
 // vCPU (the most of any) than of the injected one, less what was injected.
 // The noisy verdict needs the excess's lower bound to clear 5 points, and
-// that bound sits about 3 points under the figure here ("11.0 points above
-// the node's floor (95% interval 7.7-14.2 points)"), so a 10 % injection
-// is only borderline once the clean vCPU lost 2.5 points more than the
-// injected one to anything else. Seen: clean CPU 0 at 15.0 % beside CPU 1
-// at 14.8 % with 10 % injected; and CI's run of 2026-12-02, in which three
-// tests missed 10 % in every round of a spell that a 5-point margin called
-// fair.
+// that bound sits 3-4 points under the figure here ("11.0 points above the
+// node's floor (95% interval 7.7-14.2 points)"): a 10 % injection is found
+// reliably only where the host took about as much of both vCPUs, and is
+// expected to be missed once it took 2.5 points more of the clean one. The
+// draws in between are kept, and a test takes several rounds of them.
+// Seen: clean CPU 0 at 15.0 % beside CPU 1 at 14.8 % with 10 % injected;
+// and CI's run of 2026-12-02, in which three tests missed 10 % in every
+// round of a spell that a 5-point margin called fair.
 inline constexpr double kHostMargin = 0.025;
 inline std::optional<std::string> unfair_noise_beside_injection(double clean_most,
                                                                 double injected_noise,
@@ -152,8 +153,15 @@ inline std::optional<std::string> unfair_host_in_sweep(const nlohmann::json& rep
 // The hypervisor's steal is unfair where its spread over the ranks reaches
 // the job's 5 % floor (docs/job.md): steal alone could then name a rank.
 // A test that asserts that no rank is named passes `max_ratio`
-// kJobFloorRatio: the host alone then stays under the job's 5 % floor.
+// kJobFloorRatio: the host alone then stays under the job's 5 % floor; one
+// whose own imbalance takes part of that floor passes less
+// (kJobWarmUpRatio).
 inline constexpr double kJobFloorRatio = 1.04;
+// The story's warm-up test: its extra step is about 1.4 % of the job, so
+// the host may take at most the rest of the whole job's 5 % floor, with a
+// margin (at 4 % a fair draw named rank 1 with 180 ms of more-work over the
+// job: 55 ms of warm-up and 125 ms of the host's).
+inline constexpr double kJobWarmUpRatio = 1.03;
 template <class Work>
 std::optional<std::string> unfair_host_in_job(const nlohmann::json& report, Work work,
                                               double max_ratio = kFairMatmulRatio) {
@@ -216,8 +224,8 @@ auto draw_on_a_fair_host(const char* what, Measure measure, Judge judge) {
 
 // Before a test whose measurement cannot be drawn again (a daemon's
 // rounds over time, asserted round by round): probes CPUs 0 and 1 with
-// `corenoise` until a round finds the host fair, both vCPUs alike within
-// 5 points of noise, as draw_on_a_fair_host does, and then lets the test
+// `corenoise` until a round finds the host fair, the clean vCPU losing at
+// most kHostMargin more than the other, as draw_on_a_fair_host does, and then lets the test
 // run whatever the last round found.
 inline void wait_for_a_fair_host(const std::string& corenoise) {
   draw_on_a_fair_host(

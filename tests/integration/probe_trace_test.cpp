@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -262,12 +264,17 @@ TEST_F(ProbeTrace, ASignalMidRoundRemovesTheInstance) {
 // cause printed in every draw on this VM (detection of 10 % is
 // ProbeCli.InjectedNoiseOnCpu1IsFoundOnCpu1Only's). No instance is left.
 TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
-  BackgroundProcess injector(
-      {NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "3", "--period-ms", "10", "--seconds", "60"});
+  // Outlives both sweeps' timeouts.
+  BackgroundProcess injector({NOISE_INJECTOR_BIN, "--cpu", "1", "--busy-ms", "3", "--period-ms",
+                              "10", "--seconds", "300"});
   const std::string ready = injector.wait_line();
   ASSERT_EQ(ready.rfind("ready", 0), 0u) << ready;
   const std::vector<std::string> before = corenoise_instances();
   const std::string path = "/tmp/corenoise-trace-test-" + std::to_string(getpid()) + ".json";
+  struct RemovedAtTheEnd {
+    std::string path;
+    ~RemovedAtTheEnd() { std::remove(path.c_str()); }
+  } report_file{path};
   for (const char* mode : {"isolated", "concurrent"}) {
     SCOPED_TRACE(mode);
     const auto r = run_command(
@@ -288,9 +295,12 @@ TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
         EXPECT_EQ(cause.find("noise_injector"), std::string::npos) << cell.dump();
       }
     }
-    EXPECT_EQ(corenoise_instances(), before) << "an instance was left";
+    // None of the sweep's is left (others may come and go beside it: a
+    // stale one that its leader removed, another corenoise's).
+    for (const std::string& name : corenoise_instances())
+      EXPECT_NE(std::find(before.begin(), before.end(), name), before.end())
+          << "left by the sweep: " << name;
   }
-  std::remove(path.c_str());
 }
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {

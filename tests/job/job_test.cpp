@@ -240,13 +240,10 @@ TEST(JobStory, LargerMatricesOnOneRankAreMoreWork) {
 TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
   // Steps of ~50 ms, so that one step's extra work stands above what the
   // host takes from a vCPU over a few steps (13 ms of steal was seen).
-  // The whole job must name nobody: the warm-up's extra step is about
-  // 1.4 % of the job's 3.6 s, so a draw is fair only where the host ran the
-  // vCPUs within 3 % of each other, leaving the rest of the job's 5 % floor.
-  // (At kJobFloorRatio's 4 % a fair draw named rank 1 with 180 ms of
-  // more-work over the job: 55 ms of warm-up and 125 ms of the host's.)
-  const JobRun run =
-      run_story("--steps 60 --iterations 40 --first-step 1:2", "first-step", "--no-daemon", 1.03);
+  // The whole job must name nobody: a draw is fair only where the host
+  // left the warm-up's share of the job's 5 % floor (kJobWarmUpRatio).
+  const JobRun run = run_story("--steps 60 --iterations 40 --first-step 1:2", "first-step",
+                               "--no-daemon", testing::kJobWarmUpRatio);
   const json& report = run.report;
   SCOPED_TRACE(run.result.err);
   ASSERT_EQ(report["phases"].size(), 2u) << report.dump(1);
@@ -255,9 +252,12 @@ TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
   EXPECT_EQ(warmup["name"], "warm-up");
   EXPECT_EQ(warmup["first_step"], 1);
   // The script's set-up barrier is step 1, its first compute step's barrier
-  // step 2: a warm-up of 2, or 4 where its Allreduce straggled too.
-  EXPECT_GE(warmup["last_step"].get<long>(), 2);
-  EXPECT_LE(warmup["last_step"].get<long>(), 4);
+  // step 2: a warm-up of 2, or 4 where its Allreduce straggled too, or 8
+  // where a hiccup of the host left one of the next steps unsettled too
+  // (docs/job.md: the warm-up is rounded up to a power of two; seen in a
+  // full ctest run, with the steady state naming nobody).
+  const long last_step = warmup["last_step"].get<long>();
+  EXPECT_TRUE(last_step == 2 || last_step == 4 || last_step == 8) << last_step;
   // Rank 1 first; rank 0 may follow where the host stole from it at the
   // set-up barrier (12.7 ms seen), which is true and no more-work.
   ASSERT_FALSE(warmup["late_ranks"].empty()) << warmup.dump(1);

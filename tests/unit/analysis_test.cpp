@@ -58,6 +58,34 @@ TEST(Analysis, HealthyNodeIsAllOk) {
   }
 }
 
+// Traced (docs/verdicts.md, "Named culprits"): the cause names what took the
+// time, with the verb each kind needs; the idle task preempts nobody (the
+// probe thread was waking up late, and nothing else ran).
+TEST(Analysis, ATracedNoisyCoresCauseNamesItsCulprits) {
+  std::vector<CpuSamples> samples;
+  for (unsigned cpu = 0; cpu < 4; ++cpu) samples.push_back(core(cpu));
+  samples[2] = core(2, 0.010, 3e9, 0.12);
+  trace::Attribution a;
+  const double lost = 5 * 0.2 * 0.12;  // five windows' detours
+  a.detour_seconds = lost;
+  a.culprits = {{trace::CulpritKind::task, "inj", 1234, 49, "FIFO 50", 0, 15, 0.6 * lost},
+                {trace::CulpritKind::irq, "eth0", 24, -1, "", 0, 40, 0.2 * lost},
+                {trace::CulpritKind::task, "swapper/2", 0, 120, "", 0, 9, 0.1 * lost},
+                {trace::CulpritKind::below_kernel, "", -1, -1, "", 0, 30, 0.1 * lost}};
+  samples[2].culprits = a;
+  const auto v = judge_all(samples);
+  ASSERT_EQ(v.cores[2].state, CoreState::noisy);
+  const std::string& cause = v.cores[2].cause;
+  EXPECT_NE(cause.find("60% preempted by inj[1234] (FIFO 50) (15 times)"), std::string::npos)
+      << cause;
+  EXPECT_NE(cause.find("20% in IRQ 24 (eth0) (40 times)"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("10% the idle task (the probe thread waking up) (9 times)"),
+            std::string::npos)
+      << cause;
+  EXPECT_EQ(cause.find("preempted by the idle"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("10% others"), std::string::npos) << cause;  // the three largest named
+}
+
 // On a noisy hypervisor most products hold a detour; the intrinsic time is
 // still that of the clean ones, and the noise is left to the detour probe.
 TEST(Analysis, MatmulSpeedIgnoresNoiseInMostProducts) {
