@@ -217,11 +217,13 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
   prepare_shared_round(segment_.data(), participants);
   std::vector<std::byte> bytes = to_bytes(order);
   env_.broadcast_node(bytes);
+  const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
   // A concurrent round is recorded whole by the owner of the node's trace,
   // from its start (not before: a full buffer drops the newest events, and
   // the wait is nobody's window) until every rank has sent its samples,
-  // or the round failed here. The ranks open their windows after their own
-  // set-up, behind the round's first barrier.
+  // or the round failed here. Taking part, the leader's own thread holds
+  // the round's first barrier, so no window opens before this; sitting out
+  // (a confirmation of other cores), it switches recording on at once.
   struct WholeRound {
     trace::TraceSource* owner = nullptr;
     ~WholeRound() {
@@ -229,16 +231,24 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
     }
   } whole_round;
   if (trace_owner_ && mode == Mode::concurrent) {
-    sleep_until_unix_seconds(start);
+    if (index) sleep_until_unix_seconds(start);
     trace_owner_->round_begins(only != nullptr ? *only : cpus_);
     whole_round.owner = trace_owner_.get();
   }
-  const auto index = participant_index(order, cpu_, static_cast<std::size_t>(env_.node_rank()));
   RoundSamples round;
+  round.mode = mode;
   if (index) {
-    round = run_own(mode, start, participants, *index, confirming ? &confirming->probes : nullptr);
+    // A failure here is the leader's core's, sent like any rank's (follow()):
+    // thrown past the gather, it would leave the other ranks waiting in it.
+    try {
+      round =
+          run_own(mode, start, participants, *index, confirming ? &confirming->probes : nullptr);
+    } catch (const std::exception& e) {
+      round.cpus.assign(1, CpuSamples{});
+      round.cpus[0].cpu = cpu_.value_or(0);
+      round.cpus[0].error = e.what();
+    }
   } else {
-    round.mode = mode;
     round.cpus.emplace_back();  // sits out: an empty record
   }
   const auto all = env_.gather_node_blobs(encode_samples(round.cpus.at(0)));
