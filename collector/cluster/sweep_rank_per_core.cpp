@@ -136,9 +136,15 @@ void NodeRanks::set_up_trace() {
     verdict = to_bytes(json{{"traced", whole}});
   }
   env_.broadcast_node(verdict);
-  if (from_bytes(verdict).at("traced").get<bool>()) return;
+  if (!from_bytes(verdict).at("traced").get<bool>()) let_go_of_trace();
+}
+
+// Collective: every rank drops its attached source, and only then does the
+// leader remove the instance (an open file of it keeps the kernel from
+// removing it).
+void NodeRanks::let_go_of_trace() {
   if (runner_) runner_->set_trace(nullptr);
-  env_.gather_node_blobs({});  // every rank let go: the instance may go
+  env_.gather_node_blobs({});
   trace_owner_.reset();
 }
 
@@ -155,10 +161,7 @@ void NodeRanks::release() {
   released_ = true;
   std::vector<std::byte> stop = to_bytes(json{{"stop", true}});
   env_.broadcast_node(stop);
-  // The instance goes once no rank holds a file of it.
-  if (runner_) runner_->set_trace(nullptr);
-  env_.gather_node_blobs({});
-  trace_owner_.reset();
+  let_go_of_trace();
 }
 
 RoundSamples NodeRanks::run_own(Mode mode, double start, std::size_t participants,
@@ -278,8 +281,7 @@ void NodeRanks::follow() {
     env_.broadcast_node(order);
     const json j = from_bytes(order);
     if (j.value("stop", false)) {
-      if (runner_) runner_->set_trace(nullptr);  // before the leader removes the instance
-      env_.gather_node_blobs({});
+      let_go_of_trace();
       return;
     }
     const Mode mode =

@@ -79,6 +79,7 @@ class NodeRanks {
   // Leader: the node's CPUs from every rank's answer, or problem_.
   void find_cpus(const std::vector<std::vector<std::byte>>& all);
   void set_up_trace();
+  void let_go_of_trace();
 
   MpiEnvironment& env_;
   ProbeSettings settings_;

@@ -203,6 +203,21 @@ void disarm(int fd) {
 }
 }  // namespace on_signal
 
+// The libraries' own warnings (an event system this kernel lacks) would go
+// to our stderr; what matters comes back as an error of ours.
+void quiet_libraries() {
+  tracefs_set_loglevel(TEP_LOG_NONE);
+  tep_set_loglevel(TEP_LOG_NONE);
+}
+
+// The instance's tracing_on, kept open for the cheap writes around windows.
+int open_tracing_on(tracefs_instance* instance) {
+  const int fd = tracefs_trace_on_get_fd(instance);
+  if (fd < 0) throw std::runtime_error("cannot open the instance's tracing_on");
+  fcntl(fd, F_SETFD, FD_CLOEXEC);  // not for the programs we start
+  return fd;
+}
+
 // The events' formats, as this kernel prints them.
 tep_handle* local_event_formats() {
   static const char* const systems[] = {"sched", "irq", "irq_vectors", "workqueue", nullptr};
@@ -215,10 +230,7 @@ class TracefsSource final : public TraceSource {
  public:
   // The owner: a new instance recording `cpus`.
   TracefsSource(std::span<const unsigned> cpus, unsigned buffer_kib) : owner_(true) {
-    // The libraries' own warnings (an event system this kernel lacks) would
-    // go to our stderr; what matters comes back as an error here.
-    tracefs_set_loglevel(TEP_LOG_NONE);
-    tep_set_loglevel(TEP_LOG_NONE);
+    quiet_libraries();
     remove_stale_instances(mounted_tracefs());
     // PID and a count: a daemon reopening its source (a reload) while an
     // abandoned round still holds the old one gets a new instance.
@@ -253,8 +265,7 @@ class TracefsSource final : public TraceSource {
   // marks and reads that CPU, switches recording for its own windows, and
   // leaves the instance to its owner.
   TracefsSource(const std::string& name, unsigned cpu) : owner_(false) {
-    tracefs_set_loglevel(TEP_LOG_NONE);
-    tep_set_loglevel(TEP_LOG_NONE);
+    quiet_libraries();
     if (name.rfind(kInstancePrefix, 0) != 0 || !tracefs_instance_exists(name.c_str()))
       throw std::runtime_error("no tracefs instance '" + name + "' to attach to");
     instance_ = tracefs_instance_alloc(nullptr, name.c_str());
@@ -263,9 +274,7 @@ class TracefsSource final : public TraceSource {
                                "': " + std::strerror(errno));
     try {
       tep_ = local_event_formats();
-      tracing_on_ = tracefs_trace_on_get_fd(instance_);
-      if (tracing_on_ < 0) throw std::runtime_error("cannot open the instance's tracing_on");
-      fcntl(tracing_on_, F_SETFD, FD_CLOEXEC);
+      tracing_on_ = open_tracing_on(instance_);
     } catch (...) {
       destroy();
       throw;
@@ -419,9 +428,7 @@ class TracefsSource final : public TraceSource {
         throw std::runtime_error(std::string("the kernel has no ") + w.system + ":" + w.event +
                                  " event");
     }
-    tracing_on_ = tracefs_trace_on_get_fd(instance_);
-    if (tracing_on_ < 0) throw std::runtime_error("cannot open the instance's tracing_on");
-    fcntl(tracing_on_, F_SETFD, FD_CLOEXEC);  // not for the programs we start
+    tracing_on_ = open_tracing_on(instance_);
   }
 
   // Under mutex_.
