@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/job_limits.h"
 #include "daemon/persistence.h"
 #include "probe/settings.h"
 
@@ -32,6 +33,9 @@ struct DaemonConfig {
   // deadline); nullopt = auto, derived from the mode's last round.
   std::optional<double> round_deadline_seconds;
   std::string socket_path = "/run/corenoise/ctl.sock";
+  // The user socket (mode 0666: status, results, job-start, job); empty:
+  // user.sock beside socket_path; "none": no user socket.
+  std::string user_socket_path;
   mode_t socket_mode = 0660;
   // Group owning the socket, whose members may also pause/run/publish/
   // calibrate; empty = the daemon's group, root only. With socket-mode 0666
@@ -48,6 +52,8 @@ struct DaemonConfig {
   // persist-rounds N and persist-bad K: a core is unhealthy when K of its
   // last N measured rounds were (daemon/persistence.h); 1 <= K <= N <= 64.
   PersistenceRule persistence;
+  // What one user's jobs may hold of the daemon (daemon/job_admission.h).
+  JobAdmissionLimits job_limits;
   // The probe's settings, but untraced unless the config says `trace`: a
   // daemon's rounds run on every node all the time, so tracing is opted into.
   ProbeSettings probe = [] {

@@ -18,8 +18,9 @@ using Reply = std::function<void(nlohmann::json)>;  // call exactly once
 class ControlHandler {
  public:
   virtual ~ControlHandler() = default;
-  // Read-only.
-  virtual nlohmann::json status() = 0;
+  // Read-only. `everything` is false on the user socket: what concerns
+  // other users (the last job's id) is left out there.
+  virtual nlohmann::json status(bool everything) = 0;
   virtual nlohmann::json results() = 0;  // the `corenoise probe --json` document
   // Mutating (the server checks the caller may).
   virtual nlohmann::json pause(const PauseRequest& request) = 0;
@@ -28,13 +29,17 @@ class ControlHandler {
   virtual nlohmann::json publish(const PublishRequest& request) = 0;
   virtual void calibrate(Reply reply) = 0;
   // Not restricted to root or the control group: the job's own ranks send
-  // it, as the job's user. It may only add to the job counters, and the
-  // handler decides from `peer` (nullopt: the kernel gave no credentials)
-  // whether the sender is a rank that may report (daemon/job_admission.h).
+  // them, as the job's user. A job-start registers a rank; a job report may
+  // only add to the job counters. The handler decides from `peer` (nullopt:
+  // the kernel gave no credentials; its pidfd is valid during the call)
+  // whether to take either (daemon/job_admission.h).
+  virtual nlohmann::json job_start(const JobStartRequest& request,
+                                   const std::optional<PeerCredentials>& peer) = 0;
   virtual nlohmann::json job(const JobRequest& request,
                              const std::optional<PeerCredentials>& peer) = 0;
-  // A `job` line the protocol refused (`error` is the reply the client
-  // gets), from `peer`: for the handler to count. Nothing by default.
+  // A `job-start` or `job` line the protocol refused (`error` is the reply
+  // the client gets), from `peer`: for the handler to count. Nothing by
+  // default.
   virtual void job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) {
     static_cast<void>(error);
     static_cast<void>(peer);

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "daemon/control/control_protocol.h"
+#include "daemon/peer_process.h"
 
 namespace corenoise {
 namespace {
@@ -107,6 +109,17 @@ bool someone_listens(const std::string& path) {
   return rc == 0 || error == EAGAIN || error == EINPROGRESS;  // EAGAIN: listening, backlog full
 }
 
+void refuse(Socket& socket, const std::string& message) {
+  // Non-blocking, best effort: a refused client gets one line if its buffer
+  // takes it, and never holds anything of ours.
+  error_code ignored;
+  socket.non_blocking(true, ignored);
+  const std::string line = encode_line(error_reply(message));
+  socket.write_some(asio::buffer(line), ignored);
+  socket.shutdown(Socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
 }  // namespace
 
 class ControlConnection;
@@ -127,6 +140,16 @@ struct ControlServer::State {
   asio::steady_timer retry_timer;  // after an accept error (e.g. out of file descriptors)
   std::set<std::shared_ptr<ControlConnection>> connections;
   std::atomic<std::size_t> connection_count{0};
+  // Open connections of each uid that is neither root nor in the group.
+  std::map<uid_t, std::size_t> user_connections;
+  // getgrouplist's answers (an NSS lookup, perhaps over the network) per
+  // uid, for a minute: a user opening connections in a loop must not make
+  // the event loop wait on LDAP for each.
+  struct GroupAnswer {
+    bool member = false;
+    std::chrono::steady_clock::time_point asked;
+  };
+  std::map<uid_t, GroupAnswer> group_answers;
   bool started = false;
   bool stopped = false;
   // The socket file this server created, so stop() never unlinks a file a
@@ -144,8 +167,8 @@ struct ControlServer::State {
 class ControlConnection : public std::enable_shared_from_this<ControlConnection> {
  public:
   struct Peer {
-    std::optional<PeerCredentials> credentials;  // nullopt: SO_PEERCRED failed
-    std::optional<bool> in_group;                // cached getgrouplist answer
+    std::optional<PeerCredentials> credentials;  // nullopt: SO_PEERCRED failed; owns its pidfd
+    bool privileged = false;                     // root or the control group
   };
 
   ControlConnection(std::shared_ptr<ControlServer::State> state, Socket socket, Peer peer)
@@ -165,6 +188,14 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     timer_.cancel(ignored);
     socket_.shutdown(Socket::shutdown_both, ignored);
     socket_.close(ignored);
+    if (peer_.credentials && peer_.credentials->pidfd >= 0) ::close(peer_.credentials->pidfd);
+    if (!peer_.privileged) {
+      const uid_t uid = peer_.credentials ? peer_.credentials->uid : static_cast<uid_t>(-1);
+      if (auto it = state_->user_connections.find(uid);
+          it != state_->user_connections.end() && --it->second == 0) {
+        state_->user_connections.erase(it);
+      }
+    }
     state_->connections.erase(self);
     state_->connection_count.fetch_sub(1);
   }
@@ -192,9 +223,16 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       on_eof();
       return;
     }
-    touch();
     pending_.append(chunk_.data(), n);
     process();
+    // A line begun and not finished: it has line_deadline from its first
+    // byte, however slowly the rest trickles in.
+    if (pending_.empty()) {
+      line_started_.reset();
+    } else if (!line_started_) {
+      line_started_ = asio::steady_timer::clock_type::now();
+    }
+    touch();
     read();
   }
 
@@ -225,6 +263,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       if (end > limit) return refuse_long_line();
       std::string line = pending_.substr(0, end);
       pending_.erase(0, end + 1);
+      line_started_.reset();  // what is left, if anything, starts its own clock when read
       handle(line);
     }
   }
@@ -243,11 +282,20 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       request = parse_request(line);
     } catch (const ProtocolError& e) {
       send(error_reply(e.what()));
-      if (e.command == "job") state_->handler.job_malformed(e.what(), peer_.credentials);
+      if (e.command == "job" || e.command == "job-start") {
+        state_->handler.job_malformed(e.what(), peer_.credentials);
+      }
       return;
     }
     const std::string name(command_name(request));
-    if (needs_privilege(request) && !permitted()) {
+    if (needs_privilege(request) && !state_->options.privileged) {
+      send(error_reply("permission denied: '" + name + "' is not served on the user socket '" +
+                       state_->options.socket_path + "'; root" +
+                       (state_->options.group ? " and group " + *state_->options.group : "") +
+                       " use '" + state_->options.control_socket_path + "'"));
+      return;
+    }
+    if (needs_privilege(request) && !peer_.privileged) {
       std::string message = "permission denied: '" + name + "' needs root";
       if (state_->options.group) message += " or group " + *state_->options.group;
       send(error_reply(message));
@@ -259,7 +307,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
           [&](const auto& r) {
             using T = std::decay_t<decltype(r)>;
             if constexpr (std::is_same_v<T, StatusRequest>) {
-              send(ok_reply(handler.status()));
+              send(ok_reply(handler.status(state_->options.privileged)));
             } else if constexpr (std::is_same_v<T, ResultsRequest>) {
               send(ok_reply(handler.results()));
             } else if constexpr (std::is_same_v<T, PauseRequest>) {
@@ -270,6 +318,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
               send(ok_reply(handler.publish(r)));
             } else if constexpr (std::is_same_v<T, JobRequest>) {
               send(ok_reply(handler.job(r, peer_.credentials)));
+            } else if constexpr (std::is_same_v<T, JobStartRequest>) {
+              send(ok_reply(handler.job_start(r, peer_.credentials)));
             } else if constexpr (std::is_same_v<T, RunRequest>) {
               busy_ = true;
               handler.run(r, make_reply());
@@ -323,16 +373,6 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     finish_if_done();
   }
 
-  bool permitted() {
-    if (!peer_.credentials) return false;
-    const PeerCredentials& c = *peer_.credentials;
-    if (c.uid == 0) return true;
-    if (!state_->group_gid) return false;
-    if (c.gid == *state_->group_gid) return true;
-    if (!peer_.in_group) peer_.in_group = user_in_group(c.uid, c.gid, *state_->group_gid);
-    return *peer_.in_group;
-  }
-
   void send(const json& reply) {
     if (closed_) return;
     out_.push_back(encode_line(reply));
@@ -378,7 +418,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // request: a `run` with wait may take minutes.
   void touch() {
     if (closed_) return;
-    timer_.expires_after(state_->options.idle_timeout);
+    auto expiry = asio::steady_timer::clock_type::now() + state_->options.idle_timeout;
+    if (line_started_) expiry = std::min(expiry, *line_started_ + state_->options.line_deadline);
+    timer_.expires_at(expiry);
     timer_.async_wait(
         [self = shared_from_this()](error_code ec) { self->guard([&] { self->on_timer(ec); }); });
   }
@@ -389,6 +431,12 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     // cancelled; the expiry tells whether it is still current.
     if (timer_.expiry() > asio::steady_timer::clock_type::now()) return;
     if (busy_ && !writing_) return touch();
+    if (line_started_ && !eof_) {
+      // Said, best effort, so that a slow client learns why.
+      refuse(socket_, "request line not complete within " +
+                          std::to_string(state_->options.line_deadline.count()) +
+                          " ms of its first byte; closing the connection");
+    }
     close();
   }
 
@@ -410,6 +458,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   Socket socket_;
   asio::steady_timer timer_;
   Peer peer_;
+  std::optional<asio::steady_timer::time_point> line_started_;  // of the partial line in pending_
   std::array<char, 4096> chunk_{};
   std::string pending_;                            // received, not yet handled
   std::deque<std::string> out_;                    // replies, in order; front() is being written
@@ -429,24 +478,46 @@ using State = ControlServer::State;
 
 void accept_next(const std::shared_ptr<State>& state);
 
-void refuse(Socket& socket, const std::string& message) {
-  // Non-blocking, best effort: a refused client gets one line if its buffer
-  // takes it, and never holds anything of ours.
-  error_code ignored;
-  socket.non_blocking(true, ignored);
-  const std::string line = encode_line(error_reply(message));
-  socket.write_some(asio::buffer(line), ignored);
-  socket.shutdown(Socket::shutdown_both, ignored);
-  socket.close(ignored);
+// Root, or the control group by primary gid or membership.
+bool privileged(State& state, const std::optional<PeerCredentials>& credentials) {
+  if (!credentials) return false;
+  if (credentials->uid == 0) return true;
+  if (!state.group_gid) return false;
+  if (credentials->gid == *state.group_gid) return true;
+  const auto now = std::chrono::steady_clock::now();
+  auto& answer = state.group_answers[credentials->uid];
+  if (answer.asked == std::chrono::steady_clock::time_point{} ||
+      now - answer.asked > std::chrono::minutes(1)) {
+    answer = {user_in_group(credentials->uid, credentials->gid, *state.group_gid), now};
+  }
+  return answer.member;
+}
+
+// Why `peer` may not open one more connection, or empty if it may.
+std::string over_limit(const State& state, const ControlConnection::Peer& peer) {
+  const ControlServerOptions& o = state.options;
+  const std::size_t open = state.connections.size();
+  if (peer.privileged) {
+    if (open < o.max_connections) return {};
+    return "too many connections to corenoised (at most " + std::to_string(o.max_connections) +
+           "); try again later";
+  }
+  const uid_t uid = peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1);
+  const auto mine = state.user_connections.find(uid);
+  if (mine != state.user_connections.end() && mine->second >= o.max_connections_per_user) {
+    return "too many connections to corenoised from uid " + std::to_string(uid) + " (at most " +
+           std::to_string(o.max_connections_per_user) + " a user); try again later";
+  }
+  if (open + o.reserved_connections >= o.max_connections) {
+    return "too many connections to corenoised (at most " +
+           std::to_string(o.max_connections - std::min(o.reserved_connections, o.max_connections)) +
+           " for users other than root and the control group); try again later";
+  }
+  return {};
 }
 
 void on_accept(const std::shared_ptr<State>& state, Socket socket) {
   set_cloexec(socket.native_handle());
-  if (state->connections.size() >= state->options.max_connections) {
-    refuse(socket, "too many connections to corenoised (at most " +
-                       std::to_string(state->options.max_connections) + "); try again later");
-    return;
-  }
   ControlConnection::Peer peer;
   ucred credentials{};
   socklen_t length = sizeof credentials;
@@ -454,7 +525,29 @@ void on_accept(const std::shared_ptr<State>& state, Socket socket) {
       length == sizeof credentials) {
     peer.credentials = PeerCredentials{credentials.pid, credentials.uid, credentials.gid};
   }
-  auto connection = std::make_shared<ControlConnection>(state, std::move(socket), peer);
+  peer.privileged = privileged(*state, peer.credentials);
+  if (const std::string why = over_limit(*state, peer); !why.empty()) {
+    refuse(socket, why);
+    return;
+  }
+  // Opened only for a connection that is kept, and closed with it.
+  if (peer.credentials) {
+    peer.credentials->pidfd = open_peer_pidfd(socket.native_handle(), peer.credentials->pid);
+  }
+  if (!peer.privileged) {
+    ++state->user_connections[peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1)];
+  }
+  std::shared_ptr<ControlConnection> connection;
+  try {
+    connection = std::make_shared<ControlConnection>(state, std::move(socket), peer);
+  } catch (...) {
+    if (peer.credentials && peer.credentials->pidfd >= 0) ::close(peer.credentials->pidfd);
+    if (!peer.privileged) {
+      const uid_t uid = peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1);
+      if (--state->user_connections[uid] == 0) state->user_connections.erase(uid);
+    }
+    throw;
+  }
   state->connections.insert(connection);
   state->connection_count.fetch_add(1);
   connection->start();
@@ -494,9 +587,16 @@ ControlServer::ControlServer(asio::io_context& io, ControlHandler& handler,
                              std::to_string(path.size()) + " bytes; at most " +
                              std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
   }
-  if (o.max_connections == 0 || o.max_line_bytes == 0 || o.idle_timeout.count() <= 0) {
+  if (o.max_connections == 0 || o.max_line_bytes == 0 || o.idle_timeout.count() <= 0 ||
+      o.line_deadline.count() <= 0 || o.max_connections_per_user == 0) {
     throw std::runtime_error(
-        "control socket: max_connections, max_line_bytes and idle_timeout must be > 0");
+        "control socket: max_connections, max_connections_per_user, max_line_bytes, "
+        "idle_timeout and line_deadline must be > 0");
+  }
+  if (o.reserved_connections >= o.max_connections) {
+    throw std::runtime_error(
+        "control socket: reserved_connections (" + std::to_string(o.reserved_connections) +
+        ") must be below max_connections (" + std::to_string(o.max_connections) + ")");
   }
   // Before touching the file system, so a bad group leaves nothing behind.
   if (o.group) state_->group_gid = resolve_group(*o.group);

@@ -9,21 +9,26 @@
 // client has gone (or whose server was stopped) is dropped. The io_context
 // must outlive every such call.
 //
-// Robustness: no client can crash or stall the daemon. Lines are bounded
-// (max_line_bytes), unread replies are bounded (max_unread_reply_bytes),
-// silent or non-reading clients are dropped after idle_timeout,
-// connections are capped (max_connections), every completion
+// Robustness: no client can crash or stall the daemon, nor keep root and
+// the control group out. Lines are bounded (max_line_bytes) and must arrive
+// whole within line_deadline of their first byte, unread replies are
+// bounded (max_unread_reply_bytes), silent or non-reading clients are
+// dropped after idle_timeout, connections are capped (max_connections,
+// the last reserved_connections of them kept for root and the control
+// group, and max_connections_per_user for any other uid), every completion
 // handler catches everything (no exception reaches io_context::run), a
 // handler that throws becomes an error reply, and a malformed line gets an
 // error reply without closing the connection.
 //
-// Permissions: anyone who can open the socket (its mode and group) may send
-// status, results and job (a job's ranks report as the job's user; the
-// protocol bounds what a report adds, and the handler, given the peer's
-// SO_PEERCRED credentials, decides whether the sender is a rank); pause,
-// resume, run, publish and calibrate need a peer (SO_PEERCRED) with uid 0,
-// or with `group` as its primary gid or as one of its user's supplementary
-// groups (getgrouplist).
+// Permissions: a server either serves every command (the control socket)
+// or only those that need no privilege (the user socket, `privileged` off:
+// status, results, job-start, job; docs/control.md, "Where: two sockets").
+// Anyone who can open the socket (its mode and group) may send those; the
+// handler, given the peer's SO_PEERCRED credentials and a pidfd of it,
+// decides whether a job's line is taken. pause, resume, run, publish and
+// calibrate need a server that serves them and a peer (SO_PEERCRED) with
+// uid 0, or with `group` as its primary gid or as one of its user's
+// supplementary groups (getgrouplist, cached a minute per uid).
 #pragma once
 
 #include <sys/types.h>
@@ -47,9 +52,22 @@ struct ControlServerOptions {
   // group whose members may send mutating commands. nullopt: the socket keeps
   // the daemon's group and only root may mutate.
   std::optional<std::string> group;
+  // False: the user socket, which serves only the commands that need no
+  // privilege, to anyone; a mutating command is refused naming
+  // `control_socket_path`, where root and the group send it.
+  bool privileged = true;
+  std::string control_socket_path;
   std::size_t max_line_bytes = 64 * 1024;          // a longer request line: error reply, then close
   std::chrono::milliseconds idle_timeout{10'000};  // waiting on a client longer than this: close
-  std::size_t max_connections = 64;                // one more: error reply, then close
+  // A request line not complete this long after its first byte: close. A
+  // client trickling a byte at a time would otherwise reset idle_timeout
+  // forever.
+  std::chrono::milliseconds line_deadline{10'000};
+  std::size_t max_connections = 64;  // one more: error reply, then close
+  // Of max_connections, this many only root and the control group may use.
+  std::size_t reserved_connections = 16;
+  // Open connections of one uid other than root's and the group's.
+  std::size_t max_connections_per_user = 16;
   // Replies written but not yet read by the client beyond this: its further
   // requests wait unread, so a client that sends without reading costs the
   // daemon this much memory at most (and is dropped after idle_timeout).

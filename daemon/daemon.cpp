@@ -1,10 +1,13 @@
 #include "daemon/daemon.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 
+#include "daemon/control/control_protocol.h"
 #include "daemon/control_server.h"
 #include "daemon/exporter.h"
 #include "daemon/log.h"
@@ -25,6 +28,32 @@ std::string percent(double ratio) {
   char text[16];
   std::snprintf(text, sizeof text, "%.0f%%", ratio * 100);
   return text;
+}
+
+// Each registered rank holds a pidfd: the registrations must leave the
+// daemon room for its sockets, files and connections under RLIMIT_NOFILE
+// (the unit raises it; a daemon started by hand may have 1024).
+JobAdmissionLimits within_descriptors(JobAdmissionLimits limits) {
+  constexpr rlim_t kKeptForTheRest = 1280;  // two servers' connections, files, the trace
+  rlimit open_files{};
+  if (::getrlimit(RLIMIT_NOFILE, &open_files) == 0 && open_files.rlim_cur != RLIM_INFINITY) {
+    const rlim_t room =
+        open_files.rlim_cur > kKeptForTheRest ? open_files.rlim_cur - kKeptForTheRest : 64;
+    if (limits.ranks_total > room) {
+      log_notice("job registrations capped at " + std::to_string(room) +
+                 " running ranks by the open-file limit (" + std::to_string(open_files.rlim_cur) +
+                 ")");
+      limits.ranks_total = static_cast<std::size_t>(room);
+    }
+  }
+  limits.ranks_per_user = std::min(limits.ranks_per_user, limits.ranks_total);
+  return limits;
+}
+
+AdmissionTime admission_time() {
+  return {
+      unix_seconds_now(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()};
 }
 
 std::vector<unsigned> watched_cpus(const DaemonConfig& config, const Topology& topology) {
@@ -51,8 +80,11 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
       round_timer_(io),
       pause_timer_(io),
       watchdog_timer_(io),
+      snapshot_timer_(io),
+      ranks_timer_(io),
       signals_(io, SIGTERM, SIGINT, SIGHUP),
-      random_(std::random_device{}()) {
+      random_(std::random_device{}()),
+      job_admission_(process_facts_, within_descriptors(config_.job_limits)) {
   set_log_level(config_.log_level);
   if (!topology_.is_this_system()) {
     throw ConfigError("topology '" + config_.topology + "' is not this machine: nothing to watch");
@@ -130,6 +162,25 @@ void Daemon::start() {
   control_ = std::make_unique<ControlServer>(io_, *this, options);
   control_->start();
   log_info("control socket at " + config_.socket_path);
+  if (config_.user_socket_path != "none") {
+    // Every local user's: their jobs' ranks, their `corenoise status`.
+    ControlServerOptions user = options;
+    user.socket_path = config_.user_socket_path.empty() ? user_socket_beside(config_.socket_path)
+                                                        : config_.user_socket_path;
+    user.socket_mode = 0666;
+    user.group.reset();  // the file keeps the daemon's group; the control group acts elsewhere
+    user.privileged = false;
+    user.control_socket_path = config_.socket_path;
+    // The ranks of a big node register at once at MPI_Init (and retry a
+    // refused connection), and report at once at MPI_Finalize.
+    user.max_connections = 1024;
+    user.reserved_connections = 0;
+    user.max_connections_per_user = 64;
+    user_control_ = std::make_unique<ControlServer>(io_, *this, user);
+    user_control_->start();
+    log_info("user socket at " + user.socket_path);
+  }
+  forget_exited_ranks();
 
   idle_reference_ = read_cpu_times(config_.probe.proc_root);
   publish_snapshot();
@@ -486,7 +537,29 @@ json Daemon::cores_in(bool unhealthy) const {
   return cores;
 }
 
+void Daemon::publish_snapshot_soon() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_snapshot_ >= std::chrono::seconds(1)) return publish_snapshot();
+  if (snapshot_timer_.expiry() > now) return;  // one is waiting already
+  snapshot_timer_.expires_at(last_snapshot_ + std::chrono::seconds(1));
+  snapshot_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !stopping_) publish_snapshot();
+  });
+}
+
+void Daemon::forget_exited_ranks() {
+  const std::size_t forgotten = job_admission_.forget_exited();
+  if (forgotten > 0) {
+    log_debug("forgot " + std::to_string(forgotten) + " exited ranks' job-start");
+  }
+  ranks_timer_.expires_after(std::chrono::seconds(30));
+  ranks_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !stopping_) forget_exited_ranks();
+  });
+}
+
 void Daemon::publish_snapshot() {
+  last_snapshot_ = std::chrono::steady_clock::now();
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->version = CORENOISE_VERSION;
   NodeReport& report = snapshot->report;
@@ -568,7 +641,7 @@ json last_culprits(const NodeReport& report) {
 
 }  // namespace
 
-json Daemon::status() {
+json Daemon::status(bool everything) {
   const SnapshotPtr snapshot = store_.get();
   json rounds = json::object();
   for (const auto& [mode, stats] : round_stats_) {
@@ -592,12 +665,13 @@ json Daemon::status() {
       {"cpus", snapshot->report.pus.size()}};
   if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
   if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
-  json jobs = {{"reports", job_totals_.reports}};
+  json jobs = {{"reports", job_totals_.reports}, {"running_ranks", job_admission_.registered()}};
   if (job_totals_.last_ended_unix_seconds) {
-    jobs["last_job_id"] = last_job_id_;
+    if (everything) jobs["last_job_id"] = last_job_id_;
     jobs["last_ended_unix_seconds"] = *job_totals_.last_ended_unix_seconds;
   }
   reply["jobs"] = std::move(jobs);
+  reply["access"] = everything ? "control" : "user";
   if (cluster_published_) {
     reply["cluster"] = {{"published_unix_seconds", *cluster_published_},
                         {"reference", cluster_reference_}};
@@ -679,11 +753,11 @@ json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>
                         peer);
     }
   }
-  const JobAdmissionVerdict verdict = job_admission_.admit(config_.probe.proc_root, peer, request);
+  const JobAdmissionVerdict verdict = job_admission_.admit(peer, request, admission_time());
   if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
   const double lost = job_totals_.add(request);
   last_job_id_ = request.job_id;
-  publish_snapshot();
+  publish_snapshot_soon();
   // Debug, not info: one line per job on every node is the metrics' job,
   // not the log's.
   log_debug("job '" + request.job_id + "' (" + std::to_string(request.ranks) + " ranks, " +
@@ -694,6 +768,12 @@ json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>
   return {{"ok", true}, {"cpus", request.cpus.size()}};
 }
 
+json Daemon::job_start(const JobStartRequest& request, const std::optional<PeerCredentials>& peer) {
+  const JobAdmissionVerdict verdict = job_admission_.start(peer, request, admission_time());
+  if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
+  return {{"ok", true}};
+}
+
 void Daemon::job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) {
   refuse_job(JobRefusal::invalid, std::string(error), peer);
 }
@@ -701,7 +781,7 @@ void Daemon::job_malformed(std::string_view error, const std::optional<PeerCrede
 json Daemon::refuse_job(JobRefusal reason, const std::string& error,
                         const std::optional<PeerCredentials>& peer) {
   ++job_totals_.refused[index_of(reason)];
-  publish_snapshot();
+  publish_snapshot_soon();
   // At debug, as the exporter logs the clients it turns away: any local
   // user who can connect may send refused reports, as many as they like,
   // and corenoise_job_reports_refused_total is where they show. The reason
@@ -732,10 +812,16 @@ void Daemon::reload() {
   try {
     DaemonConfig fresh = load_config(args_);
     if (fresh.listen != config_.listen || fresh.socket_path != config_.socket_path ||
+        fresh.user_socket_path != config_.user_socket_path ||
+        fresh.job_limits.ranks_per_user != config_.job_limits.ranks_per_user ||
         fresh.topology != config_.topology) {
-      log_warning("listen, socket and topology changes take effect on restart");
+      log_warning(
+          "listen, socket, user-socket, max-job-ranks-per-user and topology changes take effect "
+          "on restart");
       fresh.listen = config_.listen;
       fresh.socket_path = config_.socket_path;
+      fresh.user_socket_path = config_.user_socket_path;
+      fresh.job_limits = config_.job_limits;
       fresh.topology = config_.topology;
     }
     Runner(fresh.probe, topology_);  // validates the settings against this CPU
@@ -777,6 +863,9 @@ void Daemon::shut_down() {
   watchdog_timer_.cancel();
   signals_.cancel();
   if (control_) control_->stop();
+  if (user_control_) user_control_->stop();
+  snapshot_timer_.cancel();
+  ranks_timer_.cancel();
   const auto t0 = std::chrono::steady_clock::now();
   if (round_thread_.joinable()) round_thread_.join();
   log_debug("round thread joined in " +

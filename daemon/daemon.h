@@ -45,13 +45,15 @@ class Daemon : public ControlHandler {
   void start();
 
   // ControlHandler: called on the event-loop thread.
-  nlohmann::json status() override;
+  nlohmann::json status(bool everything) override;
   nlohmann::json results() override;
   nlohmann::json pause(const PauseRequest& request) override;
   nlohmann::json resume() override;
   void run(const RunRequest& request, Reply reply) override;
   nlohmann::json publish(const PublishRequest& request) override;
   void calibrate(Reply reply) override;
+  nlohmann::json job_start(const JobStartRequest& request,
+                           const std::optional<PeerCredentials>& peer) override;
   nlohmann::json job(const JobRequest& request,
                      const std::optional<PeerCredentials>& peer) override;
   void job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) override;
@@ -73,6 +75,14 @@ class Daemon : public ControlHandler {
   void apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSysInfo>& before,
                           const std::map<unsigned, CpuSysInfo>& after) const;
   void publish_snapshot();
+  // publish_snapshot() now if the last was a second ago or more, else once
+  // that second is up: job lines, refused or taken, come in floods (a
+  // node's ranks at a job's end, or a user's loop), and each would
+  // otherwise rebuild the snapshot and the exporter's rendered text.
+  void publish_snapshot_soon();
+  // Every 30 s: drops the job registrations of ranks that exited (and
+  // their pidfds).
+  void forget_exited_ranks();
   void reload();
   void apply_config(DaemonConfig fresh);
   void update_calibration(const ModeReport& report, bool recalibrate);
@@ -118,10 +128,14 @@ class Daemon : public ControlHandler {
   SystemdNotifier notifier_;
   std::unique_ptr<Exporter> exporter_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<ControlServer> user_control_;  // the user socket; null with user-socket none
 
   boost::asio::steady_timer round_timer_;
   boost::asio::steady_timer pause_timer_;
   boost::asio::steady_timer watchdog_timer_;
+  boost::asio::steady_timer snapshot_timer_;  // a publish_snapshot_soon() waiting
+  boost::asio::steady_timer ranks_timer_;     // forget_exited_ranks()
+  std::chrono::steady_clock::time_point last_snapshot_{};
   boost::asio::signal_set signals_;
   std::mt19937_64 random_;
 
@@ -151,7 +165,8 @@ class Daemon : public ControlHandler {
   std::optional<double> cluster_published_;
   nlohmann::json cluster_reference_;
   JobTotals job_totals_;
-  JobAdmission job_admission_;  // which senders may report, and who already did
+  KernelProcessFacts process_facts_;
+  JobAdmission job_admission_;  // which ranks are running, which may report, and who did
   std::string last_job_id_;     // of the latest job report, for `status`
   double started_unix_seconds_ = 0;
 };

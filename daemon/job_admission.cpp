@@ -1,190 +1,241 @@
 #include "daemon/job_admission.h"
 
 #include <algorithm>
-#include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
-#include <system_error>
+#include <cmath>
+#include <iterator>
 
 #include "probe/cpu_list.h"
-#include "probe/proc_text.h"
 
 namespace corenoise {
+
+struct JobAdmission::Registration {
+  uid_t uid = 0;
+  std::string job_id;
+  AdmissionTime started;
+  std::vector<unsigned> affinity;         // sorted, at job-start
+  std::unique_ptr<ProcessWatch> process;  // the registered process, past its connection
+  bool reported = false;
+};
+
 namespace {
 
-// A status file is a few kB; anything much longer is not the kernel's.
-constexpr std::size_t kMaxStatusBytes = 64 * 1024;
-// A maps file is ~100 bytes a mapping: 16 MiB is some 150,000 mappings,
-// far beyond a rank's. A longer one is read no further (and counts as not
-// naming the library), so that no process can make one report stall the
-// event loop for long.
-constexpr std::size_t kMaxMapsBytes = 16 * 1024 * 1024;
-
-std::string process_file(const std::string& proc_root, pid_t pid, const char* name) {
-  return proc_root + "/" + std::to_string(pid) + "/" + name;
+JobAdmissionVerdict refuse(JobRefusal reason, const std::string& why) {
+  return {reason, "job: refused (" + std::string(to_string(reason)) + "): " + why};
 }
 
-// The value of the "Name:" line of a status text, or an empty view.
-std::string_view status_value(std::string_view text, std::string_view name) {
-  while (!text.empty()) {
-    std::string_view line = proc_text::next_line(text);
-    if (line.size() > name.size() && line.substr(0, name.size()) == name &&
-        line[name.size()] == ':') {
-      line.remove_prefix(name.size() + 1);
-      return line;
-    }
-  }
-  return {};
+std::string sender_text(const PeerCredentials& peer) {
+  return "process " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) + ")";
 }
 
-// The path field of a maps line ("start-end perms offset dev inode path"),
-// or an empty view for an anonymous mapping.
-std::string_view maps_path(std::string_view line) {
-  for (int field = 0; field < 5; ++field) {
-    if (proc_text::next_token(line).empty()) return {};
-  }
-  while (!line.empty() && proc_text::is_blank(line.front())) line.remove_prefix(1);
-  return line;
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", seconds);
+  return text;
 }
 
-bool names_job_library(std::string_view path) {
-  if (path.empty() || path.front() != '/') return false;  // [heap], [vdso], anonymous
-  const std::string_view base = path.substr(path.rfind('/') + 1);
-  return base.substr(0, kJobLibraryPrefix.size()) == kJobLibraryPrefix;
-}
-
-// The CPUs of `cpus` that are not in `allowed` (both sorted).
-std::vector<unsigned> outside(const std::vector<unsigned>& cpus,
-                              const std::vector<unsigned>& allowed) {
+// The CPUs of `cpus` in neither `a` nor `b` (all sorted).
+std::vector<unsigned> outside(const std::vector<unsigned>& cpus, const std::vector<unsigned>& a,
+                              const std::vector<unsigned>& b) {
+  std::vector<unsigned> allowed;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(allowed));
   std::vector<unsigned> missing;
   std::set_difference(cpus.begin(), cpus.end(), allowed.begin(), allowed.end(),
                       std::back_inserter(missing));
   return missing;
 }
 
-// The union of the affinities of `uid`'s live processes under `proc_root`
-// that have the job library mapped. One pass over the process directories;
-// a process that vanishes meanwhile is skipped.
-std::vector<unsigned> ranks_affinity(const std::string& proc_root, uid_t uid) {
-  std::vector<unsigned> all;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(proc_root, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    pid_t pid = 0;
-    const auto [last, parsed] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (parsed != std::errc() || last != name.data() + name.size() || pid <= 0) continue;
-    const std::optional<ProcessStatus> status = read_process_status(proc_root, pid);
-    if (!status || status->effective_uid != uid || !maps_job_library(proc_root, pid)) continue;
-    std::vector<unsigned> merged;
-    std::set_union(all.begin(), all.end(), status->affinity.begin(), status->affinity.end(),
-                   std::back_inserter(merged));
-    all = std::move(merged);
-  }
-  return all;
-}
-
-JobAdmissionVerdict refuse(JobRefusal reason, const std::string& why) {
-  return {reason, "job: refused (" + std::string(to_string(reason)) + "): " + why};
-}
-
 }  // namespace
 
-std::optional<ProcessStatus> read_process_status(const std::string& proc_root, pid_t pid) {
-  std::ifstream file(process_file(proc_root, pid, "status"));
-  if (!file) return std::nullopt;
-  std::string text(kMaxStatusBytes, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(file.gcount()));
-
-  ProcessStatus status;
-  // "Uid:\treal\teffective\tsaved\tfs".
-  std::string_view uids = status_value(text, "Uid");
-  proc_text::next_token(uids);
-  const auto effective = proc_text::to_number(proc_text::next_token(uids));
-  if (!effective || *effective > static_cast<uid_t>(-1)) return std::nullopt;
-  status.effective_uid = static_cast<uid_t>(*effective);
-
-  std::string_view list = status_value(text, "Cpus_allowed_list");
-  while (!list.empty() && proc_text::is_blank(list.front())) list.remove_prefix(1);
-  try {
-    status.affinity = parse_cpu_list(list);
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;  // garbled: no affinity to trust
+std::string_view to_string(JobRefusal refusal) {
+  switch (refusal) {
+    case JobRefusal::no_credentials:
+      return "no_credentials";
+    case JobRefusal::wrong_user:
+      return "wrong_user";
+    case JobRefusal::unregistered:
+      return "unregistered";
+    case JobRefusal::wrong_job:
+      return "wrong_job";
+    case JobRefusal::duplicate:
+      return "duplicate";
+    case JobRefusal::cpu_outside_affinity:
+      return "cpu_outside_affinity";
+    case JobRefusal::too_long:
+      return "too_long";
+    case JobRefusal::bad_time:
+      return "bad_time";
+    case JobRefusal::too_many_ranks:
+      return "too_many_ranks";
+    case JobRefusal::rate_limited:
+      return "rate_limited";
+    case JobRefusal::invalid:
+      return "invalid";
   }
-  // Absent (an empty list parses): every task may run somewhere.
-  if (status.affinity.empty()) return std::nullopt;
-  return status;
+  return "?";
 }
 
-bool maps_job_library(const std::string& proc_root, pid_t pid) {
-  std::ifstream file(process_file(proc_root, pid, "maps"));
-  std::size_t read = 0;
-  for (std::string line; read <= kMaxMapsBytes && std::getline(file, line);) {
-    read += line.size() + 1;
-    if (names_job_library(maps_path(line))) return true;
-  }
-  return false;
-}
+JobAdmission::JobAdmission(const ProcessFacts& facts, JobAdmissionLimits limits)
+    : facts_(facts), limits_(limits) {}
 
-JobAdmission::JobAdmission(std::size_t remembered)
-    : capacity_(std::max<std::size_t>(remembered, 1)) {}
+JobAdmission::~JobAdmission() = default;
 
-JobAdmissionVerdict JobAdmission::admit(const std::string& proc_root,
-                                        const std::optional<PeerCredentials>& peer,
-                                        const JobRequest& report) {
+namespace {
+
+// Rules 1 and 2 of the header: what every line must pass before its
+// content is looked at.
+std::optional<JobAdmissionVerdict> check_sender(const ProcessFacts& facts,
+                                                const std::optional<PeerCredentials>& peer) {
   if (!peer || peer->pid <= 0) {
     return refuse(JobRefusal::no_credentials,
                   "the kernel gave no credentials (SO_PEERCRED) for the sender");
   }
-  const pid_t pid = peer->pid;
-  const std::string sender =
-      "process " + std::to_string(pid) + " (uid " + std::to_string(peer->uid) + ")";
-  const std::optional<ProcessStatus> status = read_process_status(proc_root, pid);
-  if (!status) {
+  if (peer->pidfd < 0) {
     return refuse(JobRefusal::no_credentials,
-                  sender + " is no longer running (" + process_file(proc_root, pid, "status") +
-                      " is missing, or has no Uid and Cpus_allowed_list)");
+                  "the kernel gave no pidfd for " + sender_text(*peer) +
+                      " (SO_PEERPIDFD or pidfd_open), so it cannot tell that the pid is still "
+                      "the sender's");
   }
-  if (status->effective_uid != peer->uid) {
-    return refuse(JobRefusal::wrong_user, "process " + std::to_string(pid) + " runs as uid " +
-                                              std::to_string(status->effective_uid) +
-                                              ", not as the sender's uid " +
-                                              std::to_string(peer->uid));
+  if (!facts.running(*peer)) {
+    return refuse(JobRefusal::no_credentials, sender_text(*peer) +
+                                                  " has exited since it connected (its pid may "
+                                                  "name another process now)");
   }
-  if (!maps_job_library(proc_root, pid)) {
-    return refuse(JobRefusal::not_a_rank, sender + " is not a rank of a job: no " +
-                                              std::string(kJobLibraryPrefix) + "* library in " +
-                                              process_file(proc_root, pid, "maps") +
-                                              " (or corenoised may not read it)");
+  if (const std::optional<uid_t> now = facts.effective_uid(*peer); now && *now != peer->uid) {
+    return refuse(JobRefusal::wrong_user,
+                  "process " + std::to_string(peer->pid) + " runs as uid " + std::to_string(*now) +
+                      ", not as the uid it connected as (" + std::to_string(peer->uid) + ")");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<JobAdmissionVerdict> JobAdmission::spend(uid_t uid, double steady_seconds) {
+  auto [it, fresh] = budgets_.try_emplace(uid);
+  Budget& budget = it->second;
+  if (fresh) {
+    budget = {limits_.line_burst, steady_seconds};
+  } else {
+    const double elapsed = std::max(0.0, steady_seconds - budget.refilled_at);
+    budget.tokens =
+        std::min(limits_.line_burst, budget.tokens + elapsed * limits_.lines_per_second);
+    budget.refilled_at = steady_seconds;
+  }
+  if (budget.tokens < 1) {
+    return refuse(JobRefusal::rate_limited, "uid " + std::to_string(uid) + " sent more than " +
+                                                seconds_text(limits_.lines_per_second) +
+                                                " job-start and job lines a second (bursts of " +
+                                                seconds_text(limits_.line_burst) + ")");
+  }
+  budget.tokens -= 1;
+  return std::nullopt;
+}
+
+std::size_t JobAdmission::registered_by(uid_t uid) const {
+  return static_cast<std::size_t>(
+      std::count_if(registrations_.begin(), registrations_.end(),
+                    [&](const auto& r) { return r.second.uid == uid; }));
+}
+
+std::size_t JobAdmission::forget_exited(std::optional<uid_t> uid) {
+  return std::erase_if(registrations_, [&](const auto& entry) {
+    const Registration& r = entry.second;
+    return (!uid || r.uid == *uid) && !r.process->running();
+  });
+}
+
+JobAdmissionVerdict JobAdmission::start(const std::optional<PeerCredentials>& peer,
+                                        const JobStartRequest& request, AdmissionTime now) {
+  if (auto refused = check_sender(facts_, peer)) return *refused;
+  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
+  const pid_t pid = peer->pid;
+  if (const auto it = registrations_.find(pid); it != registrations_.end()) {
+    // A live registration of this pid is this very process (it is running,
+    // and so is the registered one: the pid cannot name two).
+    if (it->second.process->running()) {
+      return refuse(JobRefusal::duplicate,
+                    sender_text(*peer) + " already started job '" + it->second.job_id + "'");
+    }
+    registrations_.erase(it);  // an exited process whose pid came round again
+  }
+  if (registered_by(peer->uid) >= limits_.ranks_per_user) forget_exited(peer->uid);
+  if (registrations_.size() >= limits_.ranks_total) forget_exited();
+  const std::size_t mine = registered_by(peer->uid);
+  if (mine >= limits_.ranks_per_user || registrations_.size() >= limits_.ranks_total) {
+    return refuse(JobRefusal::too_many_ranks,
+                  "uid " + std::to_string(peer->uid) + " has " + std::to_string(mine) +
+                      " running ranks on this node (at most " +
+                      std::to_string(limits_.ranks_per_user) + " a user, " +
+                      std::to_string(limits_.ranks_total) + " in all)");
+  }
+  std::optional<std::vector<unsigned>> affinity = facts_.affinity(*peer);
+  std::unique_ptr<ProcessWatch> process = facts_.watch(*peer);
+  if (!affinity || !process) {
+    return refuse(JobRefusal::no_credentials,
+                  sender_text(*peer) + " exited before the kernel said where it may run");
+  }
+  Registration& r = registrations_[pid];
+  r.uid = peer->uid;
+  r.job_id = request.job_id;
+  r.started = now;
+  r.affinity = std::move(*affinity);
+  r.process = std::move(process);
+  return {};
+}
+
+JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& peer,
+                                        const JobRequest& report, AdmissionTime now) {
+  if (auto refused = check_sender(facts_, peer)) return *refused;
+  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
+  const std::string sender = sender_text(*peer);
+  const auto it = registrations_.find(peer->pid);
+  // The registration must be this process's: its own watch still running
+  // means the pid still names it, and so the sender.
+  if (it == registrations_.end() || it->second.uid != peer->uid || !it->second.process->running()) {
+    return refuse(JobRefusal::unregistered,
+                  sender +
+                      " sent no job-start to this corenoised (a rank sends it at MPI_Init; "
+                      "a daemon restarted since knows none)");
+  }
+  Registration& r = it->second;
+  if (r.job_id != report.job_id) {
+    return refuse(JobRefusal::wrong_job,
+                  sender + " started job '" + r.job_id + "', not '" + report.job_id + "'");
+  }
+  if (r.reported) {
+    return refuse(JobRefusal::duplicate, sender + " already reported job '" + r.job_id + "'");
   }
 
   std::vector<unsigned> cpus;
   for (const JobCpuLoss& loss : report.cpus) cpus.push_back(loss.cpu);
   std::sort(cpus.begin(), cpus.end());
-  // The sender's own affinity first: unbound ranks may use every CPU, and
-  // then no other process need be read.
-  if (!outside(cpus, status->affinity).empty()) {
-    const std::vector<unsigned> missing = outside(cpus, ranks_affinity(proc_root, peer->uid));
-    if (!missing.empty()) {
-      return refuse(JobRefusal::cpu_outside_affinity,
-                    "cpu " + format_cpu_list(missing) + " is outside the affinity of every rank " +
-                        "of uid " + std::to_string(peer->uid) +
-                        " on this node (the sender's: " + format_cpu_list(status->affinity) + ")");
-    }
+  const std::optional<std::vector<unsigned>> affinity_now = facts_.affinity(*peer);
+  if (!affinity_now) {
+    return refuse(JobRefusal::no_credentials,
+                  sender + " exited before the kernel said where it may run");
+  }
+  if (const auto missing = outside(cpus, *affinity_now, r.affinity); !missing.empty()) {
+    return refuse(JobRefusal::cpu_outside_affinity,
+                  "cpu " + format_cpu_list(missing) + " is outside the affinity of " + sender +
+                      " (" + format_cpu_list(*affinity_now) + " now, " +
+                      format_cpu_list(r.affinity) + " at its job-start)");
   }
 
-  std::pair<pid_t, std::string> key{pid, report.job_id};
-  if (taken_.contains(key)) {
-    return refuse(JobRefusal::duplicate, sender + " already reported job '" + report.job_id + "'");
+  const double lived = now.steady_seconds - r.started.steady_seconds;
+  if (report.elapsed_seconds > lived + kJobStartSlackSeconds) {
+    return refuse(JobRefusal::too_long,
+                  sender + " reports " + seconds_text(report.elapsed_seconds) +
+                      " s of job, but started it " + seconds_text(lived) + " s ago");
   }
-  if (order_.size() >= capacity_) {
-    taken_.erase(order_.front());
-    order_.pop_front();
+  if (report.ended_unix_seconds > now.unix_seconds + kJobEndSlackSeconds ||
+      report.ended_unix_seconds < r.started.unix_seconds - kJobEndSlackSeconds) {
+    return refuse(JobRefusal::bad_time, sender + " says its job ended at " +
+                                            seconds_text(report.ended_unix_seconds) +
+                                            " (Unix seconds), outside its job-start (" +
+                                            seconds_text(r.started.unix_seconds) + ") to now (" +
+                                            seconds_text(now.unix_seconds) + ")");
   }
-  taken_.insert(key);
-  order_.push_back(std::move(key));
+  r.reported = true;
   return {};
 }
 

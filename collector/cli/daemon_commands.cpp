@@ -1,6 +1,9 @@
 #include "collector/cli/daemon_commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -254,9 +257,20 @@ std::chrono::milliseconds reply_timeout(const ControlRequest& request, const Opt
   return default_reply_timeout(request);
 }
 
+// The socket to send `request` to: the control socket, or for a caller who
+// may not open it and a command that needs no privilege, the user socket
+// beside it (docs/control.md, "Where: two sockets").
+std::string socket_for(const ControlRequest& request, const std::string& control_socket) {
+  if (needs_privilege(request) || ::access(control_socket.c_str(), W_OK) == 0 || errno != EACCES) {
+    return control_socket;
+  }
+  std::string user = user_socket_beside(control_socket);
+  return ::access(user.c_str(), W_OK) == 0 ? user : control_socket;
+}
+
 int execute(const std::string& command, const Options& options) {
   const ControlRequest request = make_request(command, options);
-  const ControlClient client(options.socket);
+  const ControlClient client(socket_for(request, options.socket));
   const json reply = client.request(request, reply_timeout(request, options));
   const bool ok = reply.value("ok", false);
   if (options.json) std::cout << reply.dump(2) << '\n';
@@ -369,6 +383,10 @@ void print_status(std::ostream& out, const json& reply, double now) {
     }
   }
   out << "cores: " << states_text(reply) << '\n';
+  if (text(reply, "access") == "user") {
+    out << "(an ordinary user's view, through the user socket: the last job's id is left out; "
+           "pause, resume, run and calibrate need root or the control group)\n";
+  }
   print_unhealthy(out, reply);
   print_culprits(out, reply);
   const auto ok = healthy(reply);

@@ -1,10 +1,14 @@
 #include "collector/job/job_daemon.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
+#include <thread>
 
 #include "daemon/control/control_client.h"
 
@@ -35,11 +39,21 @@ json verdicts_from_results(const json& results, double now_unix_seconds) {
   return verdicts.empty() ? json(nullptr) : verdicts;
 }
 
+std::string job_socket(const std::string& socket_path) {
+  if (socket_path.empty()) return {};
+  std::error_code ignored;
+  if (std::string user = user_socket_beside(socket_path); std::filesystem::exists(user, ignored)) {
+    return user;
+  }
+  return std::filesystem::exists(socket_path, ignored) ? socket_path : std::string();
+}
+
 json daemon_verdicts(const std::string& socket_path) {
-  if (socket_path.empty() || !std::filesystem::exists(socket_path)) return nullptr;
+  const std::string socket = job_socket(socket_path);
+  if (socket.empty()) return nullptr;
   try {
     const json reply =
-        ControlClient(socket_path, kTimeout).request(json{{"command", "results"}}, kTimeout);
+        ControlClient(socket, kTimeout).request(json{{"command", "results"}}, kTimeout);
     if (!reply.value("ok", false)) return nullptr;
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -62,27 +76,53 @@ json job_request(const std::string& job_id, double ended_unix_seconds, double el
     // microsecond, rounded down (up could pass elapsed_seconds, and the
     // daemon would refuse the whole report): full 17-digit numbers for
     // 4,096 CPUs would pass its 1 MiB line limit.
+    double total = 0;
     for (double& seconds : cpu.lost_seconds) {
       seconds = std::floor(std::clamp(seconds, 0.0, elapsed_seconds) * 1e6) / 1e6;
+      total += seconds;
+    }
+    // Together, too, no more than the wall time (the daemon refuses more).
+    if (total > elapsed_seconds) {
+      for (double& seconds : cpu.lost_seconds) {
+        seconds = std::floor(seconds * (elapsed_seconds / total) * 1e6) / 1e6;
+      }
     }
     request.cpus.push_back(cpu);
   }
   return to_json(ControlRequest{request});
 }
 
-std::string send_job_loss(const std::string& socket_path, const json& request) {
+json job_start_request(const std::string& job_id) {
+  return to_json(ControlRequest{JobStartRequest{job_id}});
+}
+
+std::string send_job_line(const std::string& socket_path, const json& request) {
   if (socket_path.empty()) return "no socket";
-  if (!std::filesystem::exists(socket_path)) return "no corenoised at " + socket_path;
-  try {
-    const json reply = ControlClient(socket_path, kTimeout).request(request, kTimeout);
-    if (reply.value("ok", false)) return "";
-    return reply.value("error", std::string("refused"));
-  } catch (const std::exception& e) {
-    return e.what();
+  const std::string socket = job_socket(socket_path);
+  if (socket.empty()) return "no corenoised at " + socket_path;
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  std::minstd_rand random(static_cast<unsigned>(::getpid()));
+  for (;;) {
+    std::string error;
+    try {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const json reply = ControlClient(socket, std::max(left, std::chrono::milliseconds(1)))
+                             .request(request, std::max(left, std::chrono::milliseconds(1)));
+      if (reply.value("ok", false)) return "";
+      error = reply.value("error", std::string("refused"));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    // The daemon's own words for a connection it turned away at the door.
+    if (error.rfind("too many connections", 0) != 0) return error;
+    const auto pause = std::chrono::milliseconds(2 + random() % 20);
+    if (std::chrono::steady_clock::now() + pause >= deadline) return error;
+    std::this_thread::sleep_for(pause);
   }
 }
 
-std::string job_id(long rank0_pid) {
+std::string job_id(long pid) {
   for (const char* name :
        {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}) {
     const char* value = std::getenv(name);
@@ -94,7 +134,7 @@ std::string job_id(long rank0_pid) {
       return id;
     }
   }
-  return "pid-" + std::to_string(rank0_pid);
+  return "pid-" + std::to_string(pid);
 }
 
 }  // namespace corenoise

@@ -1,8 +1,9 @@
-// The in-job library's two exchanges with the node's corenoised over its
-// control socket (docs/control.md): its latest verdicts for the node's
-// CPUs, joined into the report, and, at the job's end, the node's per-CPU
-// loss by cause (the `job` command), which it exports as
-// corenoise_job_lost_seconds_total. Both are best effort: a node without a
+// The in-job library's exchanges with the node's corenoised over its user
+// socket (docs/control.md; the control socket where there is none): each
+// rank's job-start at MPI_Init, the daemon's latest verdicts for the
+// node's CPUs, joined into the report, and, at the job's end, each rank's
+// own per-CPU loss by cause (the `job` command), which it exports as
+// corenoise_job_lost_seconds_total. All are best effort: a node without a
 // daemon, or one that does not answer in a second, costs the job nothing
 // but that second.
 #pragma once
@@ -15,6 +16,11 @@
 
 namespace corenoise {
 
+// Where a job's ranks talk to the daemon whose control socket is
+// `socket_path`: the user socket beside it where it exists (every user may
+// connect), else the control socket itself; empty if neither exists.
+std::string job_socket(const std::string& socket_path);
+
 // {"<cpu>": {"state": "noisy", "cause": "...", "age_seconds": 12}, ...}
 // from the daemon's `results`; null where none answered.
 nlohmann::json daemon_verdicts(const std::string& socket_path);
@@ -26,12 +32,18 @@ nlohmann::json verdicts_from_results(const nlohmann::json& results, double now_u
 // rounded down to the microsecond.
 nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
                            double elapsed_seconds, int ranks, const std::vector<JobCpuLoss>& loss);
-// Sends it; the daemon's error or the reason it was not reached, empty
-// when accepted.
-std::string send_job_loss(const std::string& socket_path, const nlohmann::json& request);
+// Sends `request` (a job-start or a job) to job_socket(socket_path); the
+// daemon's error or the reason it was not reached, empty when accepted. A
+// connection the daemon turns away as one too many (a node's ranks all
+// sending at once) is tried again, at random intervals, for up to a
+// second.
+std::string send_job_line(const std::string& socket_path, const nlohmann::json& request);
+// The job-start request for `job_id`.
+nlohmann::json job_start_request(const std::string& job_id);
 
 // The launcher's id for this job (SLURM_JOB_ID, PMIX_NAMESPACE,
-// OMPI_MCA_orte_ess_jobid, PMI_JOBID), else "pid-<pid of rank 0>".
-std::string job_id(long rank0_pid);
+// OMPI_MCA_orte_ess_jobid, PMI_JOBID), else "pid-<pid>": a rank passes its
+// own, the same at its job-start and at its report.
+std::string job_id(long pid);
 
 }  // namespace corenoise

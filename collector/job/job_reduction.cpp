@@ -112,9 +112,10 @@ struct FinalizeBuffers {
   std::vector<double> waited_for_me;
   long pid = 0;
   std::vector<long> pids;
-  std::vector<double> loss, summed;
-  std::string record;    // this rank's, sent to rank 0
-  std::string incoming;  // on rank 0, the record being received
+  int refused = 0;          // 1 if corenoised did not take this rank's report
+  int refused_on_node = 0;  // on the node's first rank: how many of the node's it did not
+  std::string record;       // this rank's, sent to rank 0
+  std::string incoming;     // on rank 0, the record being received
   std::vector<double> reference;
 };
 
@@ -398,52 +399,47 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   if (!verdicts.is_null()) record.node_daemon = verdicts_from_json(verdicts);
 }
 
-// Every rank's loss, by cause, summed per CPU on the node's first rank,
-// which hands it to the node's corenoised.
+// Each rank hands its own loss, by cause, split over the CPUs it ran on,
+// to its node's corenoised: the daemon takes from a rank only CPUs that
+// rank may run on (docs/control.md, "Threat model"). The node's first rank
+// says once how many of the node's ranks the daemon did not take.
 void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
                       const RankRecord& record, const RankAttribution& mine, double deadline) {
-  const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
-  const std::size_t cpus = configured > 0 ? static_cast<std::size_t>(configured) : 1;
-  std::vector<double>& loss = b.loss;
-  std::vector<double>& summed = b.summed;
-  loss.assign(cpus * kJobCauseCount, 0.0);
-  summed.assign(p.node_rank == 0 ? loss.size() : 0, 0.0);
-  for (unsigned cpu : record.cpus) {
-    if (cpu >= cpus) continue;
-    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      loss[cpu * kJobCauseCount + i] = mine.causes[i] / static_cast<double>(record.cpus.size());
+  const std::string& socket = p.session->options().socket_path;
+  // No daemon on this node (every rank sees the same): nothing to say, but
+  // the node's ranks still meet below, all or none.
+  std::string error;
+  if (!job_socket(socket).empty()) {
+    std::vector<JobCpuLoss> per_cpu;
+    for (unsigned cpu : record.cpus) {
+      JobCpuLoss entry{cpu, {}};
+      bool any = false;
+      for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+        entry.lost_seconds[i] = mine.causes[i] / static_cast<double>(record.cpus.size());
+        any = any || entry.lost_seconds[i] > 0;
+      }
+      if (any) per_cpu.push_back(entry);
     }
+    const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
+    error = send_job_line(
+        socket, job_request(job_id(record.pid), now_unix,
+                            std::max(record.measures.elapsed_seconds, 1e-3), p.size, per_cpu));
   }
+  b.refused = error.empty() ? 0 : 1;
   MPI_Request request;
   const bool posted = node.post(
       [&](MPI_Comm c, MPI_Request* r) {
-        return PMPI_Ireduce(loss.data(), summed.data(), static_cast<int>(loss.size()), MPI_DOUBLE,
-                            MPI_SUM, 0, c, r);
+        return PMPI_Ireduce(&b.refused, &b.refused_on_node, 1, MPI_INT, MPI_SUM, 0, c, r);
       },
       request);
   if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
-  const std::string& socket = p.session->options().socket_path;
-  if (socket.empty() || !std::filesystem::exists(socket)) return;
-  std::vector<JobCpuLoss> per_cpu;
-  for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
-    JobCpuLoss entry{static_cast<unsigned>(cpu), {}};
-    bool any = false;
-    for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-      entry.lost_seconds[i] = summed[cpu * kJobCauseCount + i];
-      any = any || entry.lost_seconds[i] > 0;
-    }
-    if (any) per_cpu.push_back(entry);
-  }
-  const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
-  int ranks = 1;
-  PMPI_Comm_size(p.comm, &ranks);
-  const std::string error = send_job_loss(
-      socket, job_request(job_id(record.pid), now_unix,
-                          std::max(record.measures.elapsed_seconds, 1e-3), ranks, per_cpu));
-  if (!error.empty()) {
-    std::fprintf(stderr, "corenoise job: %s: corenoised did not take the job's loss: %s\n",
-                 record.host.c_str(), error.c_str());
-  }
+  if (b.refused_on_node == 0) return;
+  int node_size = 1;
+  PMPI_Comm_size(node.comm(), &node_size);
+  std::fprintf(
+      stderr,
+      "corenoise job: %s: corenoised did not take the loss of %d of the node's %d ranks%s%s\n",
+      record.host.c_str(), b.refused_on_node, node_size, error.empty() ? "" : ": ", error.c_str());
 }
 
 // A rank other than 0: its record (and its lateness row) to rank 0. False

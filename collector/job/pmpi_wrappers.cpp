@@ -22,6 +22,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "collector/job/job_daemon.h"
 #include "collector/job/pmpi_state.h"
 #include "collector/job/program_mpi.h"
 
@@ -86,6 +87,12 @@ void start() {
   // The node's tasks before the first step, for naming what ran beside
   // the job (node_tasks.h); one rank per node pays for the scan.
   if (process.node_rank == 0) process.tasks_at_start = scan_tasks(options.proc_root);
+  // Before the session's clock starts: the daemon will take no report of
+  // more time than it saw this rank run (docs/control.md, "Threat model").
+  // Its answer matters only at the end, where a refusal is said once a node.
+  if (!options.socket_path.empty()) {
+    send_job_line(options.socket_path, job_start_request(job_id(::getpid())));
+  }
   process.session = new JobSession(std::move(options), process.size);
   const JobOptions& kept = process.session->options();
   if (!kept.spill_dir.empty()) {

@@ -203,6 +203,27 @@ constexpr auto kJobCauseNames = [] {
   return names;
 }();
 
+// Printable ASCII only: the id goes into the daemon's log and `status`,
+// where a control character or a terminal escape must not.
+std::string parse_job_id(const std::string& command, const json& id) {
+  const std::string id_expected =
+      "a string of 1 to " + std::to_string(kMaxJobIdChars) + " printable ASCII characters";
+  if (!id.is_string()) fail(command, "job_id", id_expected, id);
+  const auto& text = id.get_ref<const std::string&>();
+  const bool printable =
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (text.empty() || text.size() > kMaxJobIdChars || !printable) {
+    fail(command, "job_id", id_expected, id);
+  }
+  return text;
+}
+
+JobStartRequest parse_job_start(const json& r) {
+  check_fields("job-start", r, {"job_id"});
+  check_required("job-start", r, {"job_id"});
+  return {parse_job_id("job-start", r["job_id"])};
+}
+
 // Any local user may send a job report (docs/control.md, Permissions), so
 // this is where what one report can add is bounded: every amount finite,
 // no cause costing a CPU more than the job's wall time, a bounded wall time
@@ -212,19 +233,7 @@ JobRequest parse_job(const json& r) {
   check_required("job", r, {"job_id", "ended_unix_seconds", "elapsed_seconds", "ranks", "cpus"});
   JobRequest job;
 
-  // Printable ASCII only: the id goes into the daemon's log and `status`,
-  // where a control character or a terminal escape must not.
-  const json& id = r["job_id"];
-  const std::string id_expected =
-      "a string of 1 to " + std::to_string(kMaxJobIdChars) + " printable ASCII characters";
-  if (!id.is_string()) fail("job", "job_id", id_expected, id);
-  const auto& text = id.get_ref<const std::string&>();
-  const bool printable =
-      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
-  if (text.empty() || text.size() > kMaxJobIdChars || !printable) {
-    fail("job", "job_id", id_expected, id);
-  }
-  job.job_id = text;
+  job.job_id = parse_job_id("job", r["job_id"]);
 
   job.ended_unix_seconds =
       finite_number("job", "ended_unix_seconds", r["ended_unix_seconds"], false);
@@ -264,6 +273,14 @@ JobRequest parse_job(const json& r) {
         fail("job", at + ".lost_seconds." + name, lost_expected, value);
       }
       loss.lost_seconds[index_of(*job_cause_named(name))] = x;  // named: check_fields passed
+    }
+    // The causes split one CPU's lost time: together no more than the wall
+    // time either (a microsecond of rounding allowed).
+    double total = 0;
+    for (double x : loss.lost_seconds) total += x;
+    if (total > job.elapsed_seconds + 1e-6) {
+      throw ProtocolError("job: '" + at + ".lost_seconds' add up to " + echo(total) +
+                          " s, more than elapsed_seconds (" + echo(job.elapsed_seconds) + ")");
     }
     if (!seen.insert(loss.cpu).second) {
       throw ProtocolError("job: '" + at + "' repeats cpu " + std::to_string(loss.cpu));
@@ -325,8 +342,10 @@ ControlRequest request_named(const std::string& command, const json& request) {
     return CalibrateRequest{};
   }
   if (command == "job") return parse_job(request);
+  if (command == "job-start") return parse_job_start(request);
   throw ProtocolError("unknown command " + echo(command) +
-                      " (expected status, results, pause, resume, run, publish, calibrate or job)");
+                      " (expected status, results, pause, resume, run, publish, calibrate, "
+                      "job-start or job)");
 }
 
 }  // namespace
@@ -410,13 +429,15 @@ json to_json(const ControlRequest& request) {
       cpus.push_back({{"cpu", c.cpu}, {"lost_seconds", std::move(lost)}});
     }
     out["cpus"] = std::move(cpus);
+  } else if (const auto* start = std::get_if<JobStartRequest>(&request)) {
+    out["job_id"] = start->job_id;
   }
   return out;
 }
 
 std::string_view command_name(const ControlRequest& request) {
-  constexpr std::string_view kNames[] = {"status", "results", "pause",     "resume",
-                                         "run",    "publish", "calibrate", "job"};
+  constexpr std::string_view kNames[] = {"status",  "results",   "pause", "resume",   "run",
+                                         "publish", "calibrate", "job",   "job-start"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlRequest>);
   return kNames[request.index()];
 }
@@ -424,7 +445,14 @@ std::string_view command_name(const ControlRequest& request) {
 bool needs_privilege(const ControlRequest& request) {
   return !std::holds_alternative<StatusRequest>(request) &&
          !std::holds_alternative<ResultsRequest>(request) &&
-         !std::holds_alternative<JobRequest>(request);
+         !std::holds_alternative<JobRequest>(request) &&
+         !std::holds_alternative<JobStartRequest>(request);
+}
+
+std::string user_socket_beside(std::string_view control_socket) {
+  const std::size_t slash = control_socket.rfind('/');
+  if (slash == std::string_view::npos) return kUserSocketName;
+  return std::string(control_socket.substr(0, slash + 1)) + kUserSocketName;
 }
 
 json ok_reply(json fields) {

@@ -22,6 +22,14 @@ namespace corenoise {
 // Where corenoised listens unless configured otherwise (the `corenoise`
 // command also reads $CORENOISE_SOCKET).
 inline constexpr const char* kDefaultControlSocket = "/run/corenoise/ctl.sock";
+// The user socket's file name, beside the control socket unless configured
+// otherwise: every local user may connect to it, for the commands that
+// need no privilege (docs/control.md, "Where: two sockets").
+inline constexpr const char* kUserSocketName = "user.sock";
+
+// The user socket beside `control_socket`: "/run/corenoise/ctl.sock" gives
+// "/run/corenoise/user.sock", "ctl.sock" gives "user.sock".
+std::string user_socket_beside(std::string_view control_socket);
 
 // Requests without fields, as tags for the variant.
 struct StatusRequest {};
@@ -29,13 +37,14 @@ struct ResultsRequest {};
 struct ResumeRequest {};
 struct CalibrateRequest {};
 
-using ControlRequest = std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest,
-                                    RunRequest, PublishRequest, CalibrateRequest, JobRequest>;
+using ControlRequest =
+    std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest, RunRequest,
+                 PublishRequest, CalibrateRequest, JobRequest, JobStartRequest>;
 
 // Bounds of a `job` report. Every local user who can connect may send one
 // (the daemon takes it only from a rank: daemon/job_admission.h), so each
-// bounds what a report can add: no cause costs a CPU more than the job's
-// wall time, and no job is reported as longer than ~116 days. 4096 CPUs
+// bounds what a report can add: no CPU loses more than the job's wall time
+// to all causes together, and no job is reported as longer than ~116 days. 4096 CPUs
 // is more than any node has today.
 inline constexpr std::size_t kMaxJobCpus = 4096;
 inline constexpr std::size_t kMaxJobIdChars = 128;
@@ -76,10 +85,11 @@ nlohmann::json to_json(const ControlRequest& request);
 // "status", "pause", ... as on the wire.
 std::string_view command_name(const ControlRequest& request);
 // True for pause, resume, run, publish and calibrate: the commands only root
-// or the control group may send. False for status and results, which only
-// read, and for job, which the job's own ranks send as the job's user, which
-// can only add bounded amounts to the job counters, and which the daemon
-// takes only from a rank (daemon/job_admission.h).
+// or the control group may send, on the control socket only. False for
+// status and results, which only read, and for job-start and job, which the
+// job's own ranks send as the job's user, which can only add bounded
+// amounts to the job counters, and which the daemon takes only within what
+// the kernel says of the sender (daemon/job_admission.h).
 bool needs_privilege(const ControlRequest& request);
 
 // Replies. A handler's reply fields become {"ok":true, ...fields}; a reply

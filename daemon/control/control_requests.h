@@ -58,6 +58,13 @@ struct JobRequest {
   std::vector<JobCpuLoss> cpus;  // each cpu at most once
 };
 
+// A rank's announcement at MPI_Init, on the node it runs on: the daemon
+// notes when it saw the rank start, so that the rank's report at the job's
+// end can claim no more time than that (daemon/job_admission.h).
+struct JobStartRequest {
+  std::string job_id;  // as in JobRequest; the report must name the same
+};
+
 // Who is on the other end of a connection: SO_PEERCRED of the accepted
 // socket, i.e. the process that called connect() (its process id, in the
 // daemon's pid namespace) and its effective uid and gid at that moment.
@@ -65,6 +72,10 @@ struct PeerCredentials {
   pid_t pid = 0;
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
+  // A pidfd of that process (SO_PEERPIDFD, or pidfd_open at accept), owned
+  // by the connection: it tells whether the pid is still that process.
+  // -1 where the kernel gave none.
+  int pidfd = -1;
 };
 
 }  // namespace corenoise
