@@ -413,6 +413,39 @@ TEST(ControlProtocol, RefusesDeepRepliesInsteadOfOverflowingTheStack) {
       parse_reply(R"({"ok":true,"publication":{"reference":{"r":)" + reference + "}}}"));
 }
 
+// A CPU's causes split its lost time: together no more than the job's wall
+// time, as each alone; a rank's job-start names its job and nothing else.
+TEST(ControlProtocol, AJobsCausesAddUpToAtMostItsWallTimeAndJobStartNamesAJob) {
+  const std::string head =
+      R"({"command":"job","job_id":"j","ended_unix_seconds":1,"elapsed_seconds":10,"ranks":1,)";
+  EXPECT_NO_THROW(
+      parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":6,"interrupts":4}}]})"));
+  try {
+    parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":6,"interrupts":4.5}}]})");
+    ADD_FAILURE() << "expected an error";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "job: 'cpus[0].lost_seconds' add up to 10.5 s, more than elapsed_seconds (10.0)");
+    EXPECT_EQ(e.command, "job");
+  }
+  EXPECT_EQ(
+      std::get<JobStartRequest>(parse_request(R"({"command":"job-start","job_id":"s-1"})")).job_id,
+      "s-1");
+  EXPECT_FALSE(needs_privilege(JobStartRequest{"s-1"}));
+  for (const char* bad : {R"({"command":"job-start"})", R"({"command":"job-start","job_id":""})",
+                          R"({"command":"job-start","job_id":"j","cpus":[]})"}) {
+    try {
+      parse_request(bad);
+      ADD_FAILURE() << bad;
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.command, "job-start") << bad;
+      EXPECT_EQ(std::string(e.what()).rfind("job-start: ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(user_socket_beside("/run/corenoise/ctl.sock"), "/run/corenoise/user.sock");
+  EXPECT_EQ(user_socket_beside("ctl.sock"), "user.sock");
+}
+
 TEST(ControlProtocol, ToJsonRoundTrips) {
   const std::vector<ControlRequest> requests = {
       StatusRequest{},
@@ -425,12 +458,12 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
       RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
       PublishRequest{10, json({{"nodes", 3}}), {{5, RatioProbe::expected, Mode::concurrent, 1.5}}},
       CalibrateRequest{},
-      JobRequest{
-          "slurm-1234",
-          1795963000.5,
-          12.5,
-          4,
-          {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {12.5, 12.5, 0, 1e-9, 0, 2, 3}}}}};
+      JobRequest{"slurm-1234",
+                 1795963000.5,
+                 12.5,
+                 4,
+                 {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {6, 2.5, 0, 1e-9, 0, 2, 2}}}},
+      JobStartRequest{"slurm-1234"}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));
     const ControlRequest back = parse_request(std::string_view(line).substr(0, line.size() - 1));

@@ -41,11 +41,13 @@ class FakeHandler : public ControlHandler {
  public:
   explicit FakeHandler(asio::io_context& io) : io_(io) {}
 
-  json status() override {
+  json status(bool everything) override {
     std::lock_guard lock(mutex_);
     ++status_calls;
     if (throw_on_status) throw std::runtime_error("snapshot unavailable");
-    return {{"paused", paused}, {"summary", {{"pus", 4}, {"healthy", true}}}};
+    return {{"paused", paused},
+            {"everything", everything},
+            {"summary", {{"pus", 4}, {"healthy", true}}}};
   }
   json results() override { return {{"cpus", json::array({{{"cpu", 0}}})}}; }
   json pause(const PauseRequest& request) override {
@@ -81,11 +83,21 @@ class FakeHandler : public ControlHandler {
     return {{"slowdowns", request.slowdowns.size()}};
   }
   void calibrate(Reply reply) override { reply({{"calibrated_cpus", 4}}); }  // synchronous
+  json job_start(const JobStartRequest& request,
+                 const std::optional<PeerCredentials>& peer) override {
+    std::lock_guard lock(mutex_);
+    ++job_start_calls;
+    last_job_start = request;
+    // The pidfd is the connection's: open while the handler runs.
+    pidfd_open_in_handler = peer && peer->pidfd >= 0 && ::fcntl(peer->pidfd, F_GETFD) != -1;
+    return {{"ok", true}};
+  }
   json job(const JobRequest& request, const std::optional<PeerCredentials>& peer) override {
     std::lock_guard lock(mutex_);
     ++job_calls;
     last_job = request;
     last_job_peer = peer;
+    pidfd_open_in_handler = peer && peer->pidfd >= 0 && ::fcntl(peer->pidfd, F_GETFD) != -1;
     return {{"cpus", request.cpus.size()}};
   }
   void job_malformed(std::string_view error, const std::optional<PeerCredentials>&) override {
@@ -97,6 +109,9 @@ class FakeHandler : public ControlHandler {
   int status_calls = 0;
   int run_calls = 0;
   int job_calls = 0;
+  int job_start_calls = 0;
+  bool pidfd_open_in_handler = false;
+  std::optional<JobStartRequest> last_job_start;
   bool paused = false;
   bool throw_on_status = false;
   bool hold_run = false;
@@ -287,6 +302,7 @@ TEST_F(ControlServerTest, AJobReportReachesTheHandler) {
     EXPECT_EQ(handler_.last_job_peer->pid, ::getpid());
     EXPECT_EQ(handler_.last_job_peer->uid, ::geteuid());
     EXPECT_EQ(handler_.last_job_peer->gid, ::getegid());
+    EXPECT_TRUE(handler_.pidfd_open_in_handler) << "the peer came without a pidfd";
     EXPECT_TRUE(handler_.malformed_jobs.empty());
   }
   report.cpus[0].lost_seconds[index_of(JobCause::steal)] = 13;  // more than the job's wall time
@@ -481,6 +497,7 @@ TEST_F(ControlServerTest, AClientThatNeverReadsIsHeldBackAndDropped) {
 TEST_F(ControlServerTest, ConnectionsBeyondTheCapGetAnErrorAndAreClosed) {
   ControlServerOptions options;
   options.max_connections = 2;
+  options.reserved_connections = 0;
   start_server(options);
   RawClient a(path_), b(path_);
   for (RawClient* raw : {&a, &b}) {  // a reply proves the server holds the connection
@@ -718,8 +735,10 @@ TEST_F(ControlServerTest, AnUnprivilegedPeerMayReadButNotMutate) {
       {R"({"command":"status"})", R"({"command":"pause"})", R"({"command":"run"})",
        R"({"command":"results"})",
        R"({"command":"job","job_id":"j","ended_unix_seconds":1,"elapsed_seconds":2,"ranks":1,)"
-       R"("cpus":[{"cpu":0,"lost_seconds":{"steal":1}}]})"});
-  ASSERT_EQ(replies.size(), 5u);
+       R"("cpus":[{"cpu":0,"lost_seconds":{"steal":1}}]})",
+       R"({"command":"job-start","job_id":"j"})"});
+  ASSERT_EQ(replies.size(), 6u);
+  EXPECT_EQ(replies[5], json({{"ok", true}}));
   EXPECT_EQ(replies[0]["ok"], true);
   EXPECT_EQ(replies[1], json({{"ok", false}, {"error", "permission denied: 'pause' needs root"}}));
   EXPECT_EQ(replies[2]["error"], "permission denied: 'run' needs root");
@@ -730,6 +749,155 @@ TEST_F(ControlServerTest, AnUnprivilegedPeerMayReadButNotMutate) {
   EXPECT_FALSE(handler_.paused);
   EXPECT_EQ(handler_.run_calls, 0);
   EXPECT_EQ(handler_.job_calls, 1);
+  EXPECT_EQ(handler_.job_start_calls, 1);
+}
+
+// The user socket: every command that needs no privilege, to anyone; a
+// mutating one is refused to root too, naming the control socket.
+TEST_F(ControlServerTest, TheUserSocketServesNoMutatingCommand) {
+  ControlServerOptions options;
+  options.privileged = false;
+  options.control_socket_path = "/run/corenoise/ctl.sock";
+  options.group = "nogroup";
+  start_server(options);
+  const ControlClient c = client();
+  const json status = c.request(StatusRequest{});
+  EXPECT_EQ(status["ok"], true);
+  EXPECT_EQ(status["everything"], false) << "the user socket's status must leave out other users'";
+  EXPECT_EQ(
+      c.request(PauseRequest{}),
+      json({{"ok", false},
+            {"error", "permission denied: 'pause' is not served on the user socket '" + path_ +
+                          "'; root and group nogroup use '/run/corenoise/ctl.sock'"}}));
+  EXPECT_EQ(c.request(ResumeRequest{})["ok"], false);
+  EXPECT_EQ(c.request(CalibrateRequest{})["ok"], false);
+  std::lock_guard lock(handler_.mutex_);
+  EXPECT_FALSE(handler_.paused);
+  EXPECT_EQ(handler_.run_calls, 0);
+}
+
+// Connections a child holds as `uid`:`gid`, opened one by one, each proven
+// held by a status reply; what the one after them was told. The child holds
+// them until release().
+class HeldConnections {
+ public:
+  HeldConnections(const std::string& path, uid_t uid, gid_t gid, int count) {
+    int ready[2], release[2];
+    if (::pipe(ready) != 0 || ::pipe(release) != 0) return;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Nothing of the parent's: another holder's release pipe, or the
+      // server's sockets, kept open here would outlive their owners.
+      for (int fd = 3; fd < 1024; ++fd) {
+        if (fd != ready[1] && fd != release[0]) ::close(fd);
+      }
+      if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(10);
+      static const char kStatus[] = "{\"command\":\"status\"}\n";
+      static char buffer[4096];
+      for (int i = 0; i <= count; ++i) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(11);
+        if (::write(fd, kStatus, sizeof kStatus - 1) < 0) {
+          // a refused connection may be closed before the request goes
+        }
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (i == count && n > 0) {
+          if (::write(ready[1], buffer, static_cast<std::size_t>(n)) != n) ::_exit(12);
+        }
+      }
+      ::close(ready[1]);
+      char c;
+      while (::read(release[0], &c, 1) > 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(release[0]);
+    release_fd_ = release[1];
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(ready[0], chunk, sizeof chunk)) > 0;) {
+      last_reply_.append(chunk, static_cast<std::size_t>(n));
+    }
+    ::close(ready[0]);
+  }
+  ~HeldConnections() { release(); }
+  // The reply to the connection after `count`, as the daemon wrote it.
+  const std::string& last_reply() const { return last_reply_; }
+  void release() {
+    if (pid_ <= 0) return;
+    ::close(release_fd_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int release_fd_ = -1;
+  std::string last_reply_;
+};
+
+// One user holding every connection it may cannot keep root, nor another
+// user, out: connections per uid are capped, and the last of the server's
+// are kept for root and the control group.
+TEST_F(ControlServerTest, AUserAtItsCapIsTurnedAwayWhileRootAndOthersAreServed) {
+  if (::geteuid() != 0) GTEST_FAIL() << "this test needs root, to fork children as other users";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ControlServerOptions options;
+  options.socket_mode = 0666;
+  options.max_connections = 8;
+  options.reserved_connections = 3;
+  options.max_connections_per_user = 4;
+  start_server(options);
+  HeldConnections nobody(path_, kNobody, kNogroup, 4);
+  EXPECT_NE(nobody.last_reply().find("too many connections to corenoised from uid 65534 (at most "
+                                     "4 a user)"),
+            std::string::npos)
+      << nobody.last_reply();
+  // Another user gets one of what is left for users (8 - 3 - 4 = 1)...
+  HeldConnections daemon_user(path_, 1, 1, 1);
+  EXPECT_NE(daemon_user.last_reply().find("for users other than root and the control group"),
+            std::string::npos)
+      << daemon_user.last_reply();
+  // ... and root one of the three kept.
+  EXPECT_EQ(client().request(StatusRequest{})["ok"], true);
+  RawClient a(path_), b(path_), c(path_);
+  for (RawClient* raw : {&a, &b, &c}) {
+    ASSERT_TRUE(raw->send("{\"command\":\"status\"}\n"));
+    EXPECT_EQ(raw->reply()["ok"], true);
+  }
+  nobody.release();
+  daemon_user.release();
+  EXPECT_TRUE(eventually([&] { return server_->connection_count() == 3; }));
+}
+
+// A client that trickles a line a byte at a time keeps resetting the idle
+// timer; the line's own deadline still ends it.
+TEST_F(ControlServerTest, ATrickledLineIsCutAtItsDeadline) {
+  ControlServerOptions options;
+  options.idle_timeout = 2s;
+  options.line_deadline = 400ms;
+  start_server(options);
+  RawClient raw(path_);
+  ASSERT_TRUE(raw.connected());
+  const std::string line = "{\"command\":\"status\"}";
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t sent = 0;
+  for (; sent < line.size() && std::chrono::steady_clock::now() - start < 5s; ++sent) {
+    if (!raw.send(line.substr(sent, 1))) break;
+    std::this_thread::sleep_for(100ms);
+    if (server_->connection_count() == 0) break;
+  }
+  EXPECT_LT(sent, line.size()) << "the whole line went through, one byte every 100 ms";
+  const json reply = raw.reply();
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_NE(reply.value("error", "").find("request line not complete within 400 ms"),
+            std::string::npos)
+      << reply;
+  EXPECT_TRUE(eventually([&] { return server_->connection_count() == 0; }));
 }
 
 TEST_F(ControlServerTest, TheControlGroupMayMutate) {

@@ -545,7 +545,7 @@ TEST(ExporterTest, JobLossesAfterTwoReports) {
 TEST(ExporterTest, RefusedJobReportsByReason) {
   Snapshot s = full_snapshot();
   s.jobs = {};
-  s.jobs.refused[index_of(JobRefusal::not_a_rank)] = 3;
+  s.jobs.refused[index_of(JobRefusal::unregistered)] = 3;
   s.jobs.refused[index_of(JobRefusal::duplicate)] = 1;
   Served served(std::move(s));
   const Exposition e = served.scrape();
@@ -554,9 +554,10 @@ TEST(ExporterTest, RefusedJobReportsByReason) {
     EXPECT_EQ(x.labels.size(), 1u);
     reasons.push_back(x.labels.at("reason"));
   }
-  EXPECT_EQ(reasons, (std::vector<std::string>{"no_credentials", "wrong_user", "not_a_rank",
-                                               "cpu_outside_affinity", "duplicate", "invalid"}));
-  EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "not_a_rank"}}), 3.0);
+  std::vector<std::string> expected;
+  for (JobRefusal r : kJobRefusals) expected.emplace_back(to_string(r));
+  EXPECT_EQ(reasons, expected);
+  EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "unregistered"}}), 3.0);
   EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "duplicate"}}), 1.0);
   EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "invalid"}}), 0.0);
   EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);

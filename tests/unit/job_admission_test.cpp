@@ -1,57 +1,79 @@
-// Which job reports the daemon takes (daemon/job_admission.h), on /proc
-// trees made in a temporary folder: each condition accepted and refused,
-// the reason and the message, and files that are missing or garbled.
+// Which job-start and job lines the daemon takes (daemon/job_admission.h),
+// one test for each forgery docs/control.md's threat model names. The
+// kernel's answers come from FakeFacts, so that a test can state what a
+// test process could not arrange (a pid recycled, a user changed); the
+// daemon's integration tests (DaemonJobAdmission.*) ask the real kernel.
 #include "daemon/job_admission.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include "job_proc_tree.h"
 
 namespace corenoise {
 namespace {
 
-using job_test::ProcTree;
-
 constexpr uid_t kUser = 1000;
 constexpr uid_t kOther = 1001;
+constexpr double kStart = 1795962000;  // Unix seconds of the first line
 
-// A status file as the kernel writes it, with the lines admission reads.
-std::string status_text(uid_t real, uid_t effective, const std::string& cpus) {
-  const std::string r = std::to_string(real), e = std::to_string(effective);
-  return "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nPPid:\t1\n"
-         "Uid:\t" +
-         r + "\t" + e + "\t" + e + "\t" + e +
-         "\n"
-         "Gid:\t" +
-         r + "\t" + r + "\t" + r + "\t" + r +
-         "\n"
-         "Threads:\t3\nCpus_allowed:\tff\nCpus_allowed_list:\t" +
-         cpus +
-         "\n"
-         "Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t12\n";
-}
+// One process as the kernel would describe it. `alive` is shared with the
+// watches taken of it: a process that exits makes them all say so.
+struct FakeProcess {
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  std::optional<uid_t> euid;
+  std::vector<unsigned> affinity;
+};
 
-const std::string kPlainMaps =
-    "55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234                       /usr/bin/python3.11\n"
-    "55d0c1000000-55d0c1021000 rw-p 00000000 00:00 0                          [heap]\n"
-    "7f1c2a000000-7f1c2a1d5000 r-xp 00028000 08:01 5678                       "
-    "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
-    "7ffd3a000000-7ffd3a021000 rw-p 00000000 00:00 0                          [stack]\n";
+class FakeWatch final : public ProcessWatch {
+ public:
+  explicit FakeWatch(std::shared_ptr<bool> alive) : alive_(std::move(alive)) {}
+  bool running() const override { return *alive_; }
 
-std::string rank_maps(const std::string& library =
-                          "/usr/lib/x86_64-linux-gnu/corenoise/libcorenoise-job-openmpi.so") {
-  return kPlainMaps + "7f1c2b000000-7f1c2b040000 r-xp 00000000 08:01 9012                       " +
-         library + "\n";
-}
+ private:
+  std::shared_ptr<bool> alive_;
+};
 
-JobRequest report(const std::string& id, const std::vector<unsigned>& cpus) {
+// The processes by pid; a peer's pidfd is its pid (any value >= 0), -1 none.
+class FakeFacts final : public ProcessFacts {
+ public:
+  bool running(const PeerCredentials& peer) const override {
+    const FakeProcess* p = find(peer);
+    return p != nullptr && *p->alive;
+  }
+  std::optional<uid_t> effective_uid(const PeerCredentials& peer) const override {
+    const FakeProcess* p = find(peer);
+    return p != nullptr ? p->euid : std::nullopt;
+  }
+  std::optional<std::vector<unsigned>> affinity(const PeerCredentials& peer) const override {
+    const FakeProcess* p = find(peer);
+    if (p == nullptr || !*p->alive) return std::nullopt;
+    return p->affinity;
+  }
+  std::unique_ptr<ProcessWatch> watch(const PeerCredentials& peer) const override {
+    const FakeProcess* p = find(peer);
+    if (p == nullptr) return nullptr;
+    return std::make_unique<FakeWatch>(p->alive);
+  }
+
+  std::map<pid_t, FakeProcess> processes;
+
+ private:
+  const FakeProcess* find(const PeerCredentials& peer) const {
+    if (peer.pidfd < 0) return nullptr;
+    const auto it = processes.find(peer.pid);
+    return it == processes.end() ? nullptr : &it->second;
+  }
+};
+
+JobRequest report(const std::string& id, const std::vector<unsigned>& cpus, double elapsed = 10,
+                  double ended = kStart + 10) {
   JobRequest r;
   r.job_id = id;
-  r.ended_unix_seconds = 1795962900;
-  r.elapsed_seconds = 10;
+  r.ended_unix_seconds = ended;
+  r.elapsed_seconds = elapsed;
   r.ranks = 2;
   for (unsigned cpu : cpus) r.cpus.push_back({cpu, {0.5, 0, 0, 0, 0, 0, 0}});
   return r;
@@ -59,18 +81,29 @@ JobRequest report(const std::string& id, const std::vector<unsigned>& cpus) {
 
 class JobAdmissionTest : public ::testing::Test {
  protected:
-  // A process PID of `uid` bound to `cpus`, with the job library mapped or not.
-  void process(pid_t pid, uid_t uid, const std::string& cpus, bool rank) {
-    tree_.write(std::to_string(pid) + "/status", status_text(uid, uid, cpus));
-    tree_.write(std::to_string(pid) + "/maps", rank ? rank_maps() : kPlainMaps);
+  // A process `pid` of `uid` that may run on `cpus`: a new one, replacing
+  // whatever had that pid.
+  void process(pid_t pid, uid_t uid, std::vector<unsigned> cpus) {
+    FakeProcess p;
+    p.euid = uid;
+    p.affinity = std::move(cpus);
+    facts_.processes[pid] = p;
+  }
+  void exits(pid_t pid) { *facts_.processes.at(pid).alive = false; }
+
+  static PeerCredentials peer(pid_t pid, uid_t uid) { return {pid, uid, uid, pid}; }
+  // The daemon's clocks `seconds` after the first line.
+  static AdmissionTime at(double seconds) { return {kStart + seconds, 1000 + seconds}; }
+
+  JobAdmissionVerdict start(pid_t pid, uid_t uid, const std::string& id, double t = 0) {
+    return admission_.start(peer(pid, uid), JobStartRequest{id}, at(t));
+  }
+  JobAdmissionVerdict admit(pid_t pid, uid_t uid, const JobRequest& r, double t = 10) {
+    return admission_.admit(peer(pid, uid), r, at(t));
   }
 
-  JobAdmissionVerdict admit(pid_t pid, uid_t uid, const JobRequest& r) {
-    return admission_.admit(tree_.root(), PeerCredentials{pid, uid, uid}, r);
-  }
-
-  ProcTree tree_;
-  JobAdmission admission_;
+  FakeFacts facts_;
+  JobAdmission admission_{facts_};
 };
 
 #define EXPECT_ACCEPTED(verdict)              \
@@ -91,156 +124,154 @@ class JobAdmissionTest : public ::testing::Test {
     EXPECT_NE(v_.error.find(fragment), std::string::npos) << v_.error;                             \
   } while (0)
 
-TEST_F(JobAdmissionTest, ARankReportingItsOwnCpusIsAccepted) {
-  process(4242, kUser, "0-3", true);
+TEST_F(JobAdmissionTest, ARankReportingItsOwnCpusOnceIsAccepted) {
+  process(4242, kUser, {0, 1, 2, 3});
+  EXPECT_ACCEPTED(start(4242, kUser, "slurm-1"));
+  EXPECT_EQ(admission_.registered(), 1u);
   EXPECT_ACCEPTED(admit(4242, kUser, report("slurm-1", {0, 3})));
-  EXPECT_ACCEPTED(admit(4242, kUser, report("slurm-2", {})));  // a job that lost nothing here
-  EXPECT_EQ(admission_.remembered(), 2u);
+  // Reported, it stays registered (a replay must be named one) until it exits.
+  EXPECT_EQ(admission_.registered(), 1u);
+  exits(4242);
+  EXPECT_EQ(admission_.forget_exited(), 1u);
+  EXPECT_EQ(admission_.registered(), 0u);
 }
 
-TEST_F(JobAdmissionTest, WithoutCredentialsNothingIsAccepted) {
-  process(4242, kUser, "0-3", true);
-  EXPECT_REFUSED(admission_.admit(tree_.root(), std::nullopt, report("j", {0})),
+TEST_F(JobAdmissionTest, WithoutCredentialsOrAPidfdNothingIsTaken) {
+  process(4242, kUser, {0});
+  EXPECT_REFUSED(admission_.start(std::nullopt, JobStartRequest{"j"}, at(0)),
                  JobRefusal::no_credentials, "no credentials (SO_PEERCRED)");
-  EXPECT_REFUSED(admit(0, kUser, report("j", {0})), JobRefusal::no_credentials, "SO_PEERCRED");
-}
-
-TEST_F(JobAdmissionTest, ASenderThatIsGoneIsRefused) {
   EXPECT_REFUSED(
-      admit(4242, kUser, report("j", {0})), JobRefusal::no_credentials,
-      "process 4242 (uid 1000) is no longer running (" + tree_.root() + "/4242/status is missing");
-  // A status file without what admission needs is no evidence either.
-  tree_.write("4242/status", "Name:\tpython3\nUid:\t1000\t1000\t1000\t1000\n");
-  tree_.write("4242/maps", rank_maps());
+      admission_.start(PeerCredentials{4242, kUser, kUser, -1}, JobStartRequest{"j"}, at(0)),
+      JobRefusal::no_credentials, "no pidfd");
+  EXPECT_REFUSED(admission_.admit(PeerCredentials{0, kUser, kUser, 0}, report("j", {0}), at(1)),
+                 JobRefusal::no_credentials, "SO_PEERCRED");
+}
+
+// Forgery: a report for a rank that has exited, its pid now another's.
+TEST_F(JobAdmissionTest, APidRecycledUnderAnOpenConnectionIsRefused) {
+  process(4242, kUser, {0});
+  EXPECT_ACCEPTED(start(4242, kUser, "j"));
+  exits(4242);  // the connection's process, and the registered one
   EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::no_credentials,
-                 "no Uid and Cpus_allowed_list");
-  tree_.write("4242/status", status_text(kUser, kUser, "0-x"));
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::no_credentials, "no longer");
-  tree_.write("4242/status", "Cpus_allowed_list:\t0-3\nUid:\t-1\t-1\n");
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::no_credentials, "no longer");
+                 "has exited since it connected");
+  // A new process of another user with the same pid: its own connection is
+  // not the registered process's.
+  process(4242, kOther, {0});
+  EXPECT_REFUSED(admit(4242, kOther, report("j", {0})), JobRefusal::unregistered,
+                 "sent no job-start");
+  // Even of the same user: the registration was the exited process's.
+  process(4242, kUser, {0});
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::unregistered,
+                 "process 4242 (uid 1000) sent no job-start");
+  // It may register itself, replacing the stale registration.
+  EXPECT_ACCEPTED(start(4242, kUser, "j", 11));
+  EXPECT_ACCEPTED(admit(4242, kUser, report("j", {0}, 5, kStart + 16), 16));
 }
 
-// The pid was recycled by another user's rank, or the sender changed user
-// after connecting: the credentials are not that process's.
-TEST_F(JobAdmissionTest, AnotherUsersProcessIsRefused) {
-  process(4242, kOther, "0-3", true);
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::wrong_user,
-                 "process 4242 runs as uid 1001, not as the sender's uid 1000");
-  // The effective uid is what SO_PEERCRED records, not the real one.
-  tree_.write("4242/status", status_text(kUser, kOther, "0-3"));
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::wrong_user, "uid 1001");
-  EXPECT_ACCEPTED(admit(4242, kOther, report("j", {0})));
+// Forgery: a sender that changed user after connecting.
+TEST_F(JobAdmissionTest, ASenderThatChangedUserIsRefused) {
+  process(4242, kOther, {0});  // runs as kOther now
+  EXPECT_REFUSED(start(4242, kUser, "j"), JobRefusal::wrong_user,
+                 "process 4242 runs as uid 1001, not as the uid it connected as (1000)");
+  // Where the kernel does not say (before Linux 6.13), it counts as the
+  // user it connected as.
+  facts_.processes[4242].euid.reset();
+  EXPECT_ACCEPTED(start(4242, kUser, "j"));
 }
 
-TEST_F(JobAdmissionTest, OnlyAProcessWithTheJobLibraryMappedIsARank) {
-  process(4242, kUser, "0-3", false);
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::not_a_rank,
-                 "process 4242 (uid 1000) is not a rank of a job: no libcorenoise-job-* library "
-                 "in " +
-                     tree_.root() + "/4242/maps");
-  // Not the basename: a directory of that name, or a library named alike.
-  for (const char* path :
-       {"/opt/libcorenoise-job-mpich/lib/libfoo.so", "/usr/lib/libcorenoise-jobs.so",
-        "/usr/lib/libcorenoise-probe.so", "libcorenoise-job-mpich.so"}) {
-    tree_.write("4242/maps", rank_maps(path));
-    EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::not_a_rank,
-                   "no libcorenoise-job-*");
+// Forgery: a report from a process that never sent job-start (or to a
+// daemon that restarted since).
+TEST_F(JobAdmissionTest, AReportWithoutJobStartIsRefused) {
+  process(4242, kUser, {0});
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::unregistered,
+                 "sent no job-start to this corenoised");
+}
+
+// Forgeries: a replay, and a new job id for the same rank.
+TEST_F(JobAdmissionTest, AReplayAndANewJobIdForTheSameRankAreRefused) {
+  process(4242, kUser, {0});
+  EXPECT_ACCEPTED(start(4242, kUser, "job-a"));
+  EXPECT_REFUSED(start(4242, kUser, "job-b"), JobRefusal::duplicate, "already started job 'job-a'");
+  EXPECT_REFUSED(admit(4242, kUser, report("job-b", {0})), JobRefusal::wrong_job,
+                 "started job 'job-a', not 'job-b'");
+  EXPECT_ACCEPTED(admit(4242, kUser, report("job-a", {0})));
+  EXPECT_REFUSED(admit(4242, kUser, report("job-a", {0})), JobRefusal::duplicate,
+                 "already reported job 'job-a'");
+  EXPECT_REFUSED(admit(4242, kUser, report("job-c", {0})), JobRefusal::wrong_job, "'job-c'");
+}
+
+// Forgery: a CPU outside the sender's affinity. Inside it now or at its
+// job-start is enough (a rank may be moved while it runs).
+TEST_F(JobAdmissionTest, ACpuOutsideTheSendersAffinityIsRefused) {
+  process(4242, kUser, {2, 3});
+  EXPECT_ACCEPTED(start(4242, kUser, "j"));
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {1, 2, 5})), JobRefusal::cpu_outside_affinity,
+                 "cpu 1,5 is outside the affinity of process 4242 (uid 1000) (2-3 now, 2-3 at its "
+                 "job-start)");
+  facts_.processes[4242].affinity = {4};
+  EXPECT_ACCEPTED(admit(4242, kUser, report("j", {2, 4})));
+}
+
+// Forgery: more loss than the sender lived, and an end in the future or
+// before it started.
+TEST_F(JobAdmissionTest, TimeTheSenderDidNotLiveIsRefused) {
+  process(4242, kUser, {0});
+  EXPECT_ACCEPTED(start(4242, kUser, "j", 0));
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {0}, 30, kStart + 20), 20), JobRefusal::too_long,
+                 "reports 30.000 s of job, but started it 20.000 s ago");
+  // A second of slack for the rank's own clock reading.
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {0}, 20, kStart + 3600 * 24 * 365), 20),
+                 JobRefusal::bad_time, "outside its job-start");
+  EXPECT_REFUSED(admit(4242, kUser, report("j", {0}, 20, kStart - 60), 20), JobRefusal::bad_time,
+                 "says its job ended at");
+  EXPECT_ACCEPTED(admit(4242, kUser, report("j", {0}, 20.9, kStart + 20), 20));
+}
+
+// A user's budget: live registrations, and lines a second.
+TEST_F(JobAdmissionTest, AUsersRanksAndLinesAreBounded) {
+  FakeFacts facts;
+  JobAdmissionLimits limits;
+  limits.ranks_per_user = 3;
+  limits.lines_per_second = 10;
+  limits.line_burst = 5;
+  JobAdmission admission(facts, limits);
+  for (pid_t pid = 100; pid < 110; ++pid) {
+    FakeProcess p;
+    p.euid = kUser;
+    p.affinity = {0};
+    facts.processes[pid] = p;
   }
-  tree_.remove("4242/maps");
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::not_a_rank, "maps");
-  constexpr char kGarbage[] = "\0\xff\n\n   \nnot a maps line\n";
-  tree_.write("4242/maps", std::string(kGarbage, sizeof kGarbage - 1));
-  EXPECT_REFUSED(admit(4242, kUser, report("j", {0})), JobRefusal::not_a_rank, "maps");
-  // Either family's library, from anywhere, even replaced on disk since.
-  for (const char* path : {"/usr/lib/x86_64-linux-gnu/corenoise/libcorenoise-job-mpich.so",
-                           "/tmp/build/collector/libcorenoise-job-openmpi.so (deleted)",
-                           "/home/alice/lib with space/libcorenoise-job-mpich.so"}) {
-    tree_.write("4242/maps", rank_maps(path));
-    EXPECT_ACCEPTED(admit(4242, kUser, report(path, {0})));
-  }
-}
-
-// The node's first rank reports for all the node's ranks: CPUs beyond its
-// own affinity count if another rank of the same user may run there.
-TEST_F(JobAdmissionTest, CpusMustBeWithinTheAffinityOfTheUsersRanks) {
-  process(4242, kUser, "0", true);   // the reporting rank, bound to CPU 0
-  process(4243, kUser, "1", true);   // its peer on CPU 1
-  process(4244, kUser, "2", false);  // the same user's shell on CPU 2: not a rank
-  process(4245, kOther, "3", true);  // another user's rank on CPU 3
-  tree_.write("self/status", status_text(kUser, kUser, "0-7"));  // not a process directory
-  tree_.write("stat", "cpu  1 2 3 4\n");
-  EXPECT_ACCEPTED(admit(4242, kUser, report("j1", {0, 1})));
-  EXPECT_ACCEPTED(admit(4242, kUser, report("j2", {1})));
-  EXPECT_REFUSED(admit(4242, kUser, report("j3", {0, 1, 2})), JobRefusal::cpu_outside_affinity,
-                 "cpu 2 is outside the affinity of every rank of uid 1000 on this node (the "
-                 "sender's: 0)");
-  EXPECT_REFUSED(admit(4242, kUser, report("j4", {3, 5, 6, 7})), JobRefusal::cpu_outside_affinity,
-                 "cpu 3,5-7 is outside");
-  // The peer ended: its CPU is nobody's any more.
-  tree_.remove("4243");
-  EXPECT_REFUSED(admit(4242, kUser, report("j5", {1})), JobRefusal::cpu_outside_affinity, "cpu 1");
-  // The sender's own affinity needs no peer.
-  EXPECT_ACCEPTED(admit(4242, kUser, report("j6", {0})));
-}
-
-TEST_F(JobAdmissionTest, OneReportPerSenderAndJob) {
-  process(4242, kUser, "0-1", true);
-  process(4243, kUser, "0-1", true);
-  EXPECT_ACCEPTED(admit(4242, kUser, report("slurm-9", {0})));
-  EXPECT_REFUSED(admit(4242, kUser, report("slurm-9", {1})), JobRefusal::duplicate,
-                 "process 4242 (uid 1000) already reported job 'slurm-9'");
-  EXPECT_ACCEPTED(admit(4242, kUser, report("slurm-10", {0})));  // its next job
-  EXPECT_ACCEPTED(admit(4243, kUser, report("slurm-9", {1})));   // a rank on another node's behalf
-  // A refused report takes no slot: the same sender may still report it.
-  EXPECT_REFUSED(admit(4242, kUser, report("slurm-11", {5})), JobRefusal::cpu_outside_affinity,
-                 "cpu 5");
-  EXPECT_ACCEPTED(admit(4242, kUser, report("slurm-11", {1})));
-}
-
-TEST_F(JobAdmissionTest, TheRememberedReportsAreBounded) {
-  process(4242, kUser, "0", true);
-  JobAdmission small(2);
-  auto admit_small = [&](const std::string& id) {
-    return small.admit(tree_.root(), PeerCredentials{4242, kUser, kUser}, report(id, {0}));
+  facts.processes[200] = FakeProcess{std::make_shared<bool>(true), kOther, {0}};
+  auto start_at = [&](pid_t pid, uid_t uid, double t) {
+    return admission.start(PeerCredentials{pid, uid, uid, pid}, JobStartRequest{"j"},
+                           {kStart + t, t});
   };
-  EXPECT_ACCEPTED(admit_small("a"));
-  EXPECT_ACCEPTED(admit_small("b"));
-  EXPECT_ACCEPTED(admit_small("c"));  // forgets "a"
-  EXPECT_EQ(small.remembered(), 2u);
-  EXPECT_REFUSED(admit_small("b"), JobRefusal::duplicate, "'b'");
-  EXPECT_REFUSED(admit_small("c"), JobRefusal::duplicate, "'c'");
-  EXPECT_ACCEPTED(admit_small("a"));
-  EXPECT_EQ(JobAdmission().remembered(), 0u);
-  EXPECT_EQ(kRememberedJobReports, 4096u);
+  EXPECT_ACCEPTED(start_at(100, kUser, 0));
+  EXPECT_ACCEPTED(start_at(101, kUser, 0));
+  EXPECT_ACCEPTED(start_at(102, kUser, 0));
+  EXPECT_REFUSED(start_at(103, kUser, 0), JobRefusal::too_many_ranks,
+                 "uid 1000 has 3 running ranks on this node (at most 3 a user");
+  // Another user is not held back by the first.
+  EXPECT_ACCEPTED(start_at(200, kOther, 0));
+  // A rank that exited makes room.
+  *facts.processes[100].alive = false;
+  EXPECT_ACCEPTED(start_at(103, kUser, 0));
+  // The sixth line in one instant is past the burst of five...
+  EXPECT_REFUSED(start_at(104, kUser, 0), JobRefusal::rate_limited,
+                 "uid 1000 sent more than 10.000 job-start and job lines a second (bursts of "
+                 "5.000)");
+  // ... and a second later there are ten lines' worth again.
+  EXPECT_REFUSED(start_at(104, kUser, 1), JobRefusal::too_many_ranks, "at most 3 a user");
+  EXPECT_EQ(admission.registered(), 4u);
 }
 
-TEST(JobAdmissionProc, ReadsTheStatusLinesItNeeds) {
-  ProcTree tree;
-  tree.write("7/status", status_text(0, 65534, "0-3,8,10-11"));
-  const auto status = read_process_status(tree.root(), 7);
-  ASSERT_TRUE(status);
-  EXPECT_EQ(status->effective_uid, 65534u);
-  EXPECT_EQ(status->affinity, (std::vector<unsigned>{0, 1, 2, 3, 8, 10, 11}));
-  EXPECT_FALSE(read_process_status(tree.root(), 8));
-  EXPECT_FALSE(read_process_status(tree.root() + "/nowhere", 7));
-  // Uid must be a line of its own, not a prefix of another name.
-  tree.write("9/status", "Uidx:\t1\t2\t3\t4\nCpus_allowed_list:\t0\n");
-  EXPECT_FALSE(read_process_status(tree.root(), 9));
-  tree.write("9/status", "Uid:\t1\t2\t3\t4\nCpus_allowed_list:\t\n");
-  EXPECT_FALSE(read_process_status(tree.root(), 9));
-  EXPECT_FALSE(maps_job_library(tree.root(), 9));
-  tree.write("9/maps", rank_maps());
-  EXPECT_TRUE(maps_job_library(tree.root(), 9));
-}
-
-TEST(JobAdmissionProc, TheReasonsAreAFixedSetOfLabels) {
+TEST(JobRefusalNames, EveryReasonHasItsLabel) {
   std::vector<std::string> names;
-  for (JobRefusal reason : kJobRefusals) {
-    EXPECT_EQ(kJobRefusals[index_of(reason)], reason);
-    names.emplace_back(to_string(reason));
-  }
-  EXPECT_EQ(names, (std::vector<std::string>{"no_credentials", "wrong_user", "not_a_rank",
-                                             "cpu_outside_affinity", "duplicate", "invalid"}));
+  for (JobRefusal r : kJobRefusals) names.emplace_back(to_string(r));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"no_credentials", "wrong_user", "unregistered", "wrong_job",
+                                      "duplicate", "cpu_outside_affinity", "too_long", "bad_time",
+                                      "too_many_ranks", "rate_limited", "invalid"}));
 }
 
 }  // namespace
