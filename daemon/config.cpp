@@ -118,8 +118,9 @@ std::vector<DaemonOptionSpec> make_specs() {
          c.listen = std::string(v);
        }},
       {"web-config-file", "PATH",
-       "the exporter's TLS and basic auth, in the format of node_exporter's --web.config.file "
-       "(also accepted as --web.config.file); re-read on SIGHUP (default: none, plain HTTP)",
+       "the exporter's TLS and basic auth: a web config file as node_exporter reads it (the "
+       "command line also takes node_exporter's spelling, web.config.file); re-read on SIGHUP "
+       "(default: none, plain HTTP)",
        [](DaemonConfig& c, std::string_view v) { c.web_config_file = std::string(v); }},
       {"interval", "SECONDS", "mean time between rounds (default: 300)",
        [](DaemonConfig& c, std::string_view v) {
