@@ -255,6 +255,42 @@ TEST(Daemon, ARealPrometheusScrapesOverTlsWithBasicAuth) {
   EXPECT_EQ(none["data"]["result"].size(), 0u) << none.dump();
 }
 
+// SIGHUP re-reads the web config file: a new password applies to the next
+// connection; a broken file is refused and the old one stays in force.
+TEST(Daemon, SighupRereadsTheWebConfig) {
+  TempDir dir;
+  const testing::TlsFiles tls;
+  const auto users = [&](const std::string& password) {
+    return tls.write("web.yml",
+                     "tls_server_config:\n  cert_file: server.crt\n"
+                     "  key_file: server.key\nbasic_auth_users:\n  p: " +
+                         testing::bcrypt_hash(password) + "\n");
+  };
+  const std::string web = users("old");
+  DaemonProcess daemon(
+      testing::daemon_args(dir, {"--interval", "86400", "--web-config-file", web}));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  const auto status = [&](const std::string& password) {
+    return run_command("curl -sS --max-time 20 -o /dev/null -w '%{http_code}' --cacert " +
+                       tls.path("ca.crt") + " -u p:" + password +
+                       " https://127.0.0.1:" + std::to_string(port) + "/metrics")
+        .out;
+  };
+  EXPECT_EQ(status("old"), "200");
+  users("new");
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_for_log("configuration reloaded")) << daemon.log();
+  EXPECT_EQ(status("new"), "200");
+  EXPECT_EQ(status("old"), "401");
+  tls.write("web.yml", "tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n");
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_for_log("reload rejected")) << daemon.log();
+  EXPECT_NE(daemon.log().find("tls_server_config.cert_file: cannot read"), std::string::npos)
+      << daemon.log();
+  EXPECT_EQ(status("new"), "200");
+}
+
 // The metric contract against the ecosystem: a real Prometheus scraping a
 // real node_exporter beside corenoised joins the two on the host and `cpu`
 // with docs/metrics.md's query, and every CPU comes back with both.
