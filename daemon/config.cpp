@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "daemon/web_config.h"
 #include "probe/cpu_list.h"
 
 namespace corenoise {
@@ -100,8 +101,8 @@ std::size_t parse_round_count(std::string_view text) {
 std::vector<DaemonOptionSpec> make_specs() {
   std::vector<DaemonOptionSpec> specs = {
       {"listen", "HOST:PORT",
-       "address of the Prometheus exporter (/metrics and a landing page at /); IPv4 only "
-       "(default: 0.0.0.0:19847)",
+       "address of the Prometheus exporter (/metrics and a landing page at /); an IPv6 "
+       "address in brackets, [::] for both families (default: 0.0.0.0:19847)",
        [](DaemonConfig& c, std::string_view v) {
          const auto colon = v.rfind(':');
          if (colon == std::string_view::npos || colon == 0) {
@@ -116,6 +117,11 @@ std::vector<DaemonOptionSpec> make_specs() {
          }
          c.listen = std::string(v);
        }},
+      {"web-config-file", "PATH",
+       "the exporter's TLS and basic auth: a web config file as node_exporter reads it (the "
+       "command line also takes node_exporter's spelling, web.config.file); re-read on SIGHUP "
+       "(default: none, plain HTTP)",
+       [](DaemonConfig& c, std::string_view v) { c.web_config_file = std::string(v); }},
       {"interval", "SECONDS", "mean time between rounds (default: 300)",
        [](DaemonConfig& c, std::string_view v) {
          c.interval_seconds = parse_real_value(v, 0.1, 86400, "seconds");
@@ -353,6 +359,7 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
       value = args[++i];
     }
     if (name == "config") continue;
+    if (name == "web.config.file") name = "web-config-file";  // node_exporter's spelling
     const DaemonOptionSpec* spec = find_spec(name);
     if (spec == nullptr) throw ConfigError("command line: " + unknown_option(name));
     try {
@@ -367,6 +374,15 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
     throw ConfigError("option 'persist-bad': got " + std::to_string(config.persistence.bad) +
                       ", expected at most persist-rounds (" +
                       std::to_string(config.persistence.rounds) + ")");
+  }
+  // Read here, so that --check-config and a reload check it too, and a
+  // reload re-reads the certificate, the key and the users.
+  if (!config.web_config_file.empty()) {
+    try {
+      config.web_config = load_web_config(config.web_config_file);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(std::string("option 'web-config-file': ") + e.what());
+    }
   }
   return config;
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,8 @@
 
 namespace corenoise {
 
+struct WebConfig;  // daemon/web_config.h
+
 enum class LogLevel { error = 3, warning = 4, notice = 5, info = 6, debug = 7 };
 enum class BusyPolicy { skip, probe };
 
@@ -26,6 +29,11 @@ struct DaemonConfig {
   std::string config_path = "/etc/corenoise/corenoised.conf";
   bool config_path_given = false;  // a missing default file is fine; a missing given one is not
   std::string listen = "0.0.0.0:19847";
+  // The exporter's TLS and basic auth (web-config-file, or node_exporter's
+  // --web.config.file): the path, and the file as load_config() read it;
+  // empty and null for plain HTTP open to all.
+  std::string web_config_file;
+  std::shared_ptr<const WebConfig> web_config;
   double interval_seconds = 300;
   double interval_spread = 0.2;  // each wait is interval × (1 ± spread), uniformly at random
   int concurrent_every = 12;     // every Nth round is concurrent; 0 = never

@@ -150,9 +150,13 @@ void Daemon::start() {
   if (config_.housekeeping_cpus && !set_current_affinity(*config_.housekeeping_cpus)) {
     throw ConfigError("option 'housekeeping-cpus': cannot run on those CPUs");
   }
-  exporter_ = std::make_unique<Exporter>(config_.listen, store_);
+  // On the event loop: a scrape is served from the cached text (docs/
+  // architecture.md); only new passwords' bcrypt runs on a thread, made
+  // here with the housekeeping affinity.
+  exporter_ = std::make_unique<Exporter>(io_, config_.listen, store_, config_.web_config);
   log_info("exporter listening on " + config_.listen.substr(0, config_.listen.rfind(':')) + ":" +
-           std::to_string(exporter_->port()));
+           std::to_string(exporter_->port()) +
+           (config_.web_config ? " with " + config_.web_config_file : ""));
   ControlServerOptions options;
   options.socket_path = config_.socket_path;
   options.socket_mode = config_.socket_mode;
@@ -841,6 +845,7 @@ void Daemon::reload() {
 void Daemon::apply_config(DaemonConfig fresh) {
   config_ = std::move(fresh);
   set_log_level(config_.log_level);
+  if (exporter_) exporter_->set_web_config(config_.web_config);  // for connections from now on
   rebuild_runner();
   // The verdicts so far stay: a reload is no evidence about any core.
   for (auto& [cpu, history] : history_) history.resize(config_.persistence.rounds);
@@ -876,8 +881,7 @@ void Daemon::shut_down() {
   queue_.clear();
   // main() ends with _exit: the trace's destructor would not run.
   if (trace_) trace_->release();
-  // The exporter is not torn down: civetweb's mg_stop() waits out its 2 s
-  // poll quantum, and SIGTERM must take under a second. main() leaves with
+  // Scrapes in flight are dropped with the loop. main() leaves with
   // _exit() once the loop returns; everything that must outlive us (the
   // calibration file, the socket's removal) is already done.
   io_.stop();

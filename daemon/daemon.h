@@ -1,7 +1,7 @@
 // corenoised's event loop: one Boost.Asio io_context thread owns all state
-// (timers, signals, the control socket, systemd notification); rounds run
-// on a separate thread, which posts its results back; the exporter's HTTP
-// threads only read the current immutable Snapshot.
+// (timers, signals, the control socket, the exporter's HTTP connections,
+// systemd notification); rounds run on a separate thread, which posts its
+// results back; the exporter's bcrypt thread checks new passwords only.
 //
 // Lifecycle: construct (validates and loads calibration), start() (binds the
 // exporter and the socket — errors throw with the address or path — then

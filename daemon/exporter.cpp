@@ -1,35 +1,19 @@
 #include "daemon/exporter.h"
 
-#include <CivetServer.h>
-#include <arpa/inet.h>
-#include <civetweb.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
 #include <prometheus/text_serializer.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <exception>
 #include <initializer_list>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <stdexcept>
 #include <string_view>
-#include <thread>
 #include <utility>
 
-#include "daemon/log.h"
 #include "probe/stream_probe.h"
 #include "probe/trace/culprit_names.h"
 
@@ -187,7 +171,9 @@ class Builder {
     ClientMetric& m = f.metric.emplace_back();
     m.label.reserve(labels.size());
     for (const auto& [name, label_value] : labels) {
-      m.label.push_back({name, std::string(label_value)});
+      // Label values name CPUs, probes and modes, and, with tracing, the
+      // threads and commands that ran: those come from outside.
+      m.label.push_back({name, valid_utf8(label_value)});
     }
     if (f.type == MetricType::Counter) {
       m.counter.value = *value;
@@ -465,306 +451,45 @@ std::string render_metrics(const std::vector<MetricFamily>& families) {
   return prometheus::TextSerializer().Serialize(families);
 }
 
-// --- HTTP -----------------------------------------------------------------
-
-class Exporter::Collector : public prometheus::Collectable {
- public:
-  explicit Collector(const SnapshotStore& store) : store_(store) {}
-
-  // The exposition text of the current snapshot, rendered with
-  // prometheus-cpp's serializer once per snapshot: a snapshot is immutable
-  // and changes once per round, while Prometheus may scrape every second.
-  // Rendering 512 PUs takes ~25 ms (the serializer); serving the cached text
-  // takes ~1 ms. Thread-safe; concurrent first scrapes wait for one render.
-  std::shared_ptr<const std::string> exposition() const {
-    const SnapshotPtr snapshot = store_.get();
-    std::lock_guard lock(cache_mutex_);
-    if (cached_snapshot_ != snapshot || !cached_text_) {
-      cached_text_ =
-          std::make_shared<const std::string>(render_metrics(collect_metrics(*snapshot)));
-      cached_snapshot_ = snapshot;  // held, so its address cannot be reused
+std::string valid_utf8(std::string_view text) {
+  // The common case, ASCII, is returned as it is after one pass.
+  std::size_t i = 0;
+  while (i < text.size() && static_cast<unsigned char>(text[i]) < 0x80) ++i;
+  if (i == text.size()) return std::string(text);
+  std::string out(text.substr(0, i));
+  out.reserve(text.size() + 8);
+  while (i < text.size()) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char b = byte(i);
+    std::size_t length = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+    if (b < 0x80) {
+      length = 1;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      length = 2;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      length = 3;
+      if (b == 0xe0) lo = 0xa0;  // overlong
+      if (b == 0xed) hi = 0x9f;  // surrogates
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      length = 4;
+      if (b == 0xf0) lo = 0x90;  // overlong
+      if (b == 0xf4) hi = 0x8f;  // above U+10FFFF
     }
-    return cached_text_;
-  }
-
-  std::vector<MetricFamily> Collect() const override {
-    // Runs on a civetweb thread, where an escaping exception would end the
-    // daemon: a failed render (only bad_alloc is possible) serves no
-    // corenoise_* series this time, and says so.
-    try {
-      const SnapshotPtr snapshot = store_.get();
-      return collect_metrics(*snapshot);
-    } catch (const std::exception& e) {
-      log_error(std::string("metrics: cannot render the snapshot: ") + e.what());
-      return {};
+    bool ok = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; ok && k < length; ++k) {
+      const unsigned char c = byte(i + k);
+      ok = k == 1 ? c >= lo && c <= hi : c >= 0x80 && c <= 0xbf;
     }
-  }
-
- private:
-  const SnapshotStore& store_;
-  mutable std::mutex cache_mutex_;
-  mutable SnapshotPtr cached_snapshot_;
-  mutable std::shared_ptr<const std::string> cached_text_;
-};
-
-namespace {
-
-// begin_request is a plain function pointer with no user data of ours (the
-// Exposer owns civetweb's), so exporters are found by their listening port.
-std::mutex registry_mutex;
-std::map<int, std::weak_ptr<Exporter::Collector>>& registry() {
-  static std::map<int, std::weak_ptr<Exporter::Collector>> by_port;
-  return by_port;
-}
-
-std::shared_ptr<Exporter::Collector> collector_for(int port) {
-  std::lock_guard lock(registry_mutex);
-  const auto it = registry().find(port);
-  return it == registry().end() ? nullptr : it->second.lock();
-}
-
-}  // namespace
-
-namespace {
-
-const std::string& landing_page() {
-  static const std::string page =
-      "<!DOCTYPE html>\n"
-      "<html lang=\"en\">\n"
-      "<head><meta charset=\"utf-8\"><title>corenoised</title></head>\n"
-      "<body>\n"
-      "<h1>corenoised " CORENOISE_VERSION
-      "</h1>\n"
-      "<p>Per-core slowdown, clock, noise and memory bandwidth of this node.</p>\n"
-      // Relative, so the link still works behind a proxy that adds a prefix.
-      "<p><a href=\"metrics\">Metrics</a></p>\n"
-      "</body>\n"
-      "</html>\n";
-  return page;
-}
-
-// Writes a whole response; HEAD gets the headers only. Returns the status,
-// which tells civetweb the request is handled.
-int respond(mg_connection* conn, int status, const char* reason, const char* content_type,
-            std::string_view body, bool head, const char* extra_headers = "") {
-  mg_printf(conn,
-            "HTTP/1.1 %d %s\r\n"
-            "Content-Type: %s\r\n"
-            "Content-Length: %zu\r\n"
-            "%s"
-            "Connection: close\r\n\r\n",
-            status, reason, content_type, body.size(), extra_headers);
-  if (!head) mg_write(conn, body.data(), body.size());
-  return status;
-}
-
-// civetweb calls this first for every request; returning 0 lets it go on to
-// prometheus-cpp's handler. The Exposer gives no other hook: its handler
-// for /metrics also matches /metrics/anything and answers every method it
-// does not implement with civetweb's own reply, so the routing is here.
-int begin_request(mg_connection* conn) {
-  const mg_request_info* ri = mg_get_request_info(conn);
-  const std::string_view method = ri->request_method ? ri->request_method : "";
-  const std::string_view uri = ri->local_uri ? ri->local_uri : "";
-  const bool head = method == "HEAD";
-  if (uri != "/" && uri != "/metrics") {
-    return respond(conn, 404, "Not Found", "text/plain; charset=utf-8",
-                   "404 Not Found: try /metrics\n", head);
-  }
-  if (method != "GET" && !head) {
-    return respond(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8",
-                   "405 Method Not Allowed: GET or HEAD only\n", false, "Allow: GET, HEAD\r\n");
-  }
-  if (uri == "/") {
-    return respond(conn, 200, "OK", "text/html; charset=utf-8", landing_page(), head);
-  }
-  if (const auto collector = collector_for(ri->server_port)) {
-    try {
-      const auto text = collector->exposition();
-      return respond(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", *text, head);
-    } catch (const std::exception& e) {
-      log_error(std::string("metrics: cannot render the snapshot: ") + e.what());
-      return respond(conn, 500, "Internal Server Error", "text/plain; charset=utf-8",
-                     "500: cannot render the metrics (see the daemon's log)\n", head);
+    if (ok) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD for the one byte; resynchronise at the next
+      ++i;
     }
   }
-  if (head) {
-    // The headers a GET would get, without rendering a body only to count
-    // its bytes: no Content-Length, which HTTP allows for HEAD.
-    mg_printf(conn,
-              "HTTP/1.1 200 OK\r\n"
-              "Content-Type: text/plain; charset=utf-8\r\n"
-              "Connection: close\r\n\r\n");
-    return 200;
-  }
-  return 0;  // not registered yet: prometheus-cpp's own handler renders it
-}
-
-// "HOST:PORT" with a numeric port: anything else civetweb would read as
-// something we do not want (a bare port listens on all interfaces, a
-// trailing "s" means TLS, a comma a second listener).
-std::string check_listen(const std::string& listen) {
-  const std::size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
-    return "expected HOST:PORT, e.g. 127.0.0.1:9847";
-  }
-  const std::string_view host(listen.data(), colon);
-  const std::string_view port(listen.data() + colon + 1);
-  if (host.front() == '[' || host.find(':') != std::string_view::npos) {
-    return "IPv6 addresses are not supported (Debian's civetweb is built without IPv6)";
-  }
-  if (host.find_first_of(", \t") != std::string_view::npos) {
-    return "expected one HOST:PORT";
-  }
-  // civetweb reads any N.N.N.N with sscanf and would bind 999.1.1.1 to
-  // whatever the overflow gives.
-  in_addr ipv4{};
-  if (host.find_first_not_of("0123456789.") == std::string_view::npos &&
-      ::inet_pton(AF_INET, std::string(host).c_str(), &ipv4) != 1) {
-    return "'" + std::string(host) + "' is not an IPv4 address";
-  }
-  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
-      std::stoul(std::string(port)) > 65535) {
-    return "expected a port number from 0 to 65535";
-  }
-  return {};
-}
-
-// civetweb reports why it cannot start only through its log callback (the
-// exception CivetServer throws just says "null context"), and it starts in
-// the constructing thread: so messages logged on that thread during
-// construction are collected for the error; any later one (a bad client, a
-// worker's trouble) goes to the daemon's log.
-thread_local std::vector<std::string>* startup_messages = nullptr;
-
-int log_message(const mg_connection*, const char* message) {
-  if (startup_messages != nullptr) {
-    startup_messages->emplace_back(message);
-  } else {
-    log_debug(std::string("http: ") + message);
-  }
-  return 1;  // handled: civetweb logs nothing itself
-}
-
-// The first message, without civetweb's repetition of the address and errno:
-// "cannot bind to 127.0.0.1:9847: 98 (Address already in use)" gives
-// "Address already in use".
-std::string startup_reason(const std::vector<std::string>& messages, const std::string& what) {
-  if (messages.empty()) return what;
-  std::string reason = messages.front();
-  const std::string bind_prefix = "cannot bind to ";
-  if (reason.rfind(bind_prefix, 0) == 0) {
-    if (const std::size_t colon = reason.find(": ", bind_prefix.size());
-        colon != std::string::npos) {
-      reason = reason.substr(colon + 2);
-    }
-    const std::size_t open = reason.find(" (");
-    if (open != std::string::npos && reason.back() == ')' &&
-        reason.find_first_not_of("0123456789") == open) {
-      reason = reason.substr(open + 2, reason.size() - open - 3);
-    }
-  }
-  if (reason.find("invalid port spec") != std::string::npos) {
-    reason = "not an IPv4 address or a host name that resolves to one";
-  }
-  return reason;
-}
-
-// A numeric IPv4 address that reaches the listener bound to `host`, or ""
-// if there is none (then stopping just takes civetweb's 2 s).
-std::string connectable_host(const std::string& host) {
-  if (host == "0.0.0.0") return "127.0.0.1";
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
-  char text[INET_ADDRSTRLEN] = {};
-  const auto* addr = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
-  const bool ok = ::inet_ntop(AF_INET, &addr->sin_addr, text, sizeof text) != nullptr;
-  ::freeaddrinfo(found);
-  if (!ok) return "";
-  return std::string(text) == "0.0.0.0" ? "127.0.0.1" : text;
-}
-
-// Opens and closes one TCP connection to host:port; failures do not matter.
-void poke(const std::string& host, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) {
-    ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-  }
-  ::close(fd);
-}
-
-}  // namespace
-
-Exporter::Exporter(const std::string& listen, const SnapshotStore& store)
-    : listen_(listen), collector_(std::make_shared<Collector>(store)) {
-  if (const std::string problem = check_listen(listen); !problem.empty()) {
-    throw std::runtime_error("cannot listen on " + listen + ": " + problem);
-  }
-  CivetCallbacks callbacks;  // zeroed by its constructor; copied by CivetServer
-  callbacks.begin_request = begin_request;
-  callbacks.log_message = log_message;
-  const std::vector<std::string> options = {
-      "listening_ports", listen,
-      // Two workers: enough for Prometheus and a curl, and few threads to
-      // keep off the measured cores.
-      "num_threads", "2",
-      // A client that stalls mid-request holds a worker only this long.
-      "request_timeout_ms", "10000",
-      // A response is a few large writes: Nagle's algorithm would only hold
-      // back its last segment.
-      "tcp_nodelay", "1"};
-  std::vector<std::string> messages;
-  startup_messages = &messages;
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(options, &callbacks);
-  } catch (const std::exception& e) {
-    startup_messages = nullptr;
-    throw std::runtime_error("cannot listen on " + listen + ": " +
-                             startup_reason(messages, e.what()));
-  }
-  startup_messages = nullptr;
-  const std::vector<int> ports = exposer_->GetListeningPorts();
-  if (ports.empty() || ports.front() <= 0) {
-    throw std::runtime_error("cannot listen on " + listen + ": no listening port after start");
-  }
-  port_ = ports.front();
-  wake_host_ = connectable_host(std::string(listen, 0, listen.rfind(':')));
-  exposer_->RegisterCollectable(collector_);
-  std::lock_guard lock(registry_mutex);
-  registry()[port_] = collector_;
-}
-
-// civetweb's listener thread polls its sockets with a 2 s timeout and looks
-// at the stop flag only between polls, so a plain stop takes up to 2 s (for
-// every daemon stop and every test). A connection makes the poll return: a
-// helper connects every 20 ms while the server stops. The connections are
-// never accepted (the stop flag is checked first) and die with the socket.
-Exporter::~Exporter() {
-  if (!exposer_) return;
-  {
-    std::lock_guard lock(registry_mutex);
-    registry().erase(port_);
-  }
-  std::atomic<bool> stopped = false;
-  std::thread waker;
-  if (!wake_host_.empty()) {
-    waker = std::thread([&stopped, host = wake_host_, port = port_] {
-      while (!stopped.load()) {
-        poke(host, port);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    });
-  }
-  exposer_.reset();
-  stopped = true;
-  if (waker.joinable()) waker.join();
+  return out;
 }
 
 }  // namespace corenoise

@@ -1,5 +1,7 @@
-// The Prometheus exporter: an HTTP server (prometheus-cpp's Exposer, on
-// civetweb) that serves the current Snapshot on every scrape of /metrics.
+// The Prometheus exporter: the metric model of a Snapshot (prometheus-cpp's
+// MetricFamily and its text serializer) and the HTTP server that serves it
+// on every scrape of /metrics (Boost.Beast on the daemon's own event loop,
+// with TLS and basic authentication from a web config file).
 //
 // The scrape path does nothing but render: it takes the store's current
 // immutable snapshot and builds fresh metric families from it, so a scrape
@@ -11,20 +13,22 @@
 
 #include <prometheus/metric_family.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/snapshot.h"
+#include "daemon/web_config.h"
 
-namespace prometheus {
-class Exposer;
-}  // namespace prometheus
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
 
 namespace corenoise {
 
-// The metric families one scrape serves for `snapshot` (the corenoise_*
-// ones; prometheus-cpp adds its own exposer_* families on /metrics). Pure:
+// The metric families one scrape serves for `snapshot`. Pure:
 // no I/O, no clock, safe to call from any thread. Families come in a fixed
 // order, series within a family in topology order (then probe, then mode);
 // families without a series are left out, and so is any series whose value
@@ -35,42 +39,65 @@ std::vector<prometheus::MetricFamily> collect_metrics(const Snapshot& snapshot);
 // serves it (prometheus-cpp's TextSerializer).
 std::string render_metrics(const std::vector<prometheus::MetricFamily>& families);
 
-// Serves, over plain HTTP (Debian's civetweb build has no working TLS and
-// no IPv6):
+// `text` as valid UTF-8: each byte that does not start or continue a
+// well-formed sequence (overlong forms, surrogates and code points above
+// U+10FFFF included) becomes U+FFFD. Label values that come from outside
+// (the names of the threads and commands tracing saw) pass through it,
+// since Prometheus rejects a whole scrape with one invalid label value.
+std::string valid_utf8(std::string_view text);
+
+// How much of the daemon a few clients may hold.
+struct ExporterLimits {
+  // Connections served at once; one more is closed as soon as it is
+  // accepted. Prometheus needs one per scrape.
+  int max_connections = 32;
+  // From accept to the last byte of the reply, TLS handshake included: a
+  // client that stalls anywhere is dropped when it passes.
+  std::chrono::milliseconds deadline{10000};
+};
+
+// Serves, one request per connection (Connection: close):
 //   GET|HEAD /         a small HTML page naming the version, linking /metrics
 //   GET|HEAD /metrics  the exposition of store.get() at the time of the scrape
-// Any other path is 404; any other method on those paths is 405.
+// Any other path is 404; any other method on those paths is 405 with Allow.
+// With a web config: TLS (tls_server_config), and every request needs one
+// of basic_auth_users, else 401 with WWW-Authenticate.
 //
-// Threads: civetweb runs a listener and 2 worker threads from construction
-// to destruction; they inherit the CPU affinity of the constructing thread,
-// so construct the Exporter on a thread kept off the measured cores.
-// The Exporter itself is not thread-safe (construct and destroy it on one
-// thread); `store` must outlive it and may be set() from any thread.
+// Threads: everything runs on `io`'s thread (the daemon's event loop),
+// except the bcrypt check of a password not seen before, which runs on one
+// thread of the Exporter's own and posts its answer back; that thread
+// inherits the constructing thread's CPU affinity. Construct, destroy and
+// call set_web_config() on `io`'s thread, or while `io` is not running;
+// `io` and `store` must outlive the Exporter; store may be set() from any
+// thread.
 class Exporter {
  public:
-  // `listen` is "HOST:PORT" with an IPv4 address or host name, e.g.
-  // "127.0.0.1:9847" or "0.0.0.0:9847"; port 0 picks a free port (see
-  // port()). Throws std::runtime_error naming the address and the reason if
-  // it is malformed or cannot be bound (e.g. the port is in use).
-  Exporter(const std::string& listen, const SnapshotStore& store);
+  // `listen` is "HOST:PORT": an IPv4 address, an IPv6 one in brackets
+  // ("[::1]:9847", "[::]:9847" for both families) or a host name (its IPv4
+  // address where it has one); port 0 picks a free port (see port()).
+  // Throws std::runtime_error naming the address and the reason if it is
+  // malformed or cannot be bound (e.g. the port is in use).
+  Exporter(boost::asio::io_context& io, const std::string& listen, const SnapshotStore& store,
+           std::shared_ptr<const WebConfig> web = nullptr, ExporterLimits limits = {});
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
+
+  // The TLS and users for connections accepted from now on (a reload);
+  // null for plain HTTP without authentication.
+  void set_web_config(std::shared_ptr<const WebConfig> web);
 
   // The TCP port actually listened on (the chosen one when asked for 0).
   int port() const { return port_; }
   const std::string& listen() const { return listen_; }
 
-  class Collector;  // renders and caches the exposition (exporter.cpp)
+  class Collector;  // renders and caches the exposition (exporter_server.cpp)
+  struct Server;    // the acceptor and what connections share
 
  private:
   std::string listen_;
-  // Declared before exposer_ so that the server, and with it every scrape
-  // in flight, is stopped before the collector goes away.
-  std::shared_ptr<Collector> collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<Server> server_;
   int port_ = 0;
-  std::string wake_host_;  // numeric IPv4 address that reaches the listener, for a fast stop
 };
 
 }  // namespace corenoise

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     daemon.start();
     io.run();
     // Stopped by a signal: the daemon has cleaned up what matters (see
-    // Daemon::shut_down); skip the slow teardown of the HTTP server.
+    // Daemon::shut_down); skip the teardown of the rest.
     corenoise::log_info("stopped");
     std::fflush(nullptr);
 #if defined(__SANITIZE_ADDRESS__)

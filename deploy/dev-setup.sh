@@ -20,7 +20,12 @@ cd "$(dirname "$0")/.."
 # the tests run every MPI suite under both launchers.
 build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwloc-dev hwloc
   prometheus-cpp-dev mpich libmpich-dev openmpi-bin libopenmpi-dev nlohmann-json3-dev
-  libgtest-dev libtracefs-dev libtraceevent-dev)
+  libgtest-dev libtracefs-dev libtraceevent-dev
+  libssl-dev libyaml-cpp-dev libcrypt-dev openssl)
+# libssl-dev libyaml-cpp-dev libcrypt-dev: the exporter's web config (TLS
+# through Asio's OpenSSL streams, node_exporter's YAML, bcrypt hashes checked
+# by libcrypt); openssl: the exporter's TLS tests make their CA and
+# certificates with it (and curl, below, scrapes over TLS).
 # prometheus-node-exporter: a real Prometheus joins its CPU metrics with the
 # daemon's (docs/metrics.md);
 # chromium: the HTML report test opens the page in a headless browser;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/served_exporter.h"
 #include "daemon/exporter.h"
 #include "probe/report.h"
 #include "probe/topology.h"
@@ -37,19 +38,11 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// GET over a fresh connection (civetweb closes after each response), read
+// GET over a fresh connection (the exporter closes after each response), read
 // to EOF. Returns the body size, 0 on any failure.
 std::size_t get(int port, const char* path, bool gzip = false) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = connect_loopback(port);
   if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;
-  }
   const std::string request = std::string("GET ") + path +
                               " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
                               (gzip ? "Accept-Encoding: gzip\r\n" : "") + "\r\n";
@@ -155,7 +148,10 @@ int run(int gets) {
 
   SnapshotStore store;
   store.set(snapshot);
-  Exporter exporter("127.0.0.1:0", store);
+  // On an event loop of its own thread, as the daemon serves it.
+  ExporterLoop loop;
+  Exporter exporter(loop.io, "127.0.0.1:0", store);
+  loop.start();
   std::vector<double> times;
   times.reserve(static_cast<std::size_t>(gets));
   std::size_t bytes = 0;
@@ -182,6 +178,7 @@ int run(int gets) {
   }
   print("GET, Accept-Encoding: gzip", gzip_times);
   std::printf("payload when asked for gzip %zu bytes\n", gzip_bytes);
+  loop.stop();  // before the exporter goes: it is the loop's
   return 0;
 }
 

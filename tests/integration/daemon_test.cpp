@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "../tls_files.h"
 #include "control_socket.h"
 #include "daemon_process.h"
 #include "host_draw.h"
@@ -115,18 +116,46 @@ class PrometheusServer {
   // server of the test starts, so that none takes it meanwhile).
   PrometheusServer(const TempDir& dir, int port,
                    const std::vector<std::pair<std::string, int>>& jobs)
-      : port_(port) {
+      : PrometheusServer(dir, port, plain_jobs(jobs)) {}
+
+  // `scrape_configs`: the list under scrape_configs:, as YAML.
+  PrometheusServer(const TempDir& dir, int port, const std::string& scrape_configs) : port_(port) {
     std::ofstream config(dir.path() + "/prometheus.yml");
-    config << "global:\n  scrape_interval: 1s\nscrape_configs:\n";
-    for (const auto& [name, port] : jobs) {
-      config << "  - job_name: " << name << "\n    static_configs:\n"
-             << "      - targets: ['127.0.0.1:" << port << "']\n";
-    }
+    config << "global:\n  scrape_interval: 1s\nscrape_configs:\n" << scrape_configs;
     config.close();
     process_.emplace(std::vector<std::string>{
         "/usr/bin/prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
         "--storage.tsdb.path=" + dir.path() + "/tsdb",
         "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=error"});
+  }
+
+  static std::string plain_jobs(const std::vector<std::pair<std::string, int>>& jobs) {
+    std::string yaml;
+    for (const auto& [name, port] : jobs) {
+      yaml += "  - job_name: " + name + "\n    static_configs:\n" +
+              "      - targets: ['127.0.0.1:" + std::to_string(port) + "']\n";
+    }
+    return yaml;
+  }
+
+  // Polls /api/v1/targets for up to 60 s until the target of `job` has
+  // been scraped (health up or down); that target's entry, or null.
+  json target_until_scraped(const std::string& job) const {
+    json found;
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < end) {
+      const auto reply = http_get(port_, "/api/v1/targets");
+      const json answer = json::parse(reply.second, nullptr, false);
+      if (reply.first == 200 && answer.is_object() && answer.contains("data")) {
+        for (const json& target : answer["data"]["activeTargets"]) {
+          if (target["labels"].value("job", "") != job) continue;
+          found = target;
+          if (target.value("health", "unknown") != "unknown") return found;
+        }
+      }
+      std::this_thread::sleep_for(500ms);
+    }
+    return found;
   }
 
   // Polls the query API for up to 60 s until `query` returns `series`
@@ -170,6 +199,96 @@ TEST(Daemon, ARealPrometheusServerScrapesEveryCpu) {
     EXPECT_GT(std::stod(series["value"][1].get<std::string>()), 0) << series.dump();
     EXPECT_EQ(series["metric"]["job"], "corenoise");
   }
+}
+
+// As a site turns TLS and basic auth on (docs/operations.md): a real
+// Prometheus scrapes over https, trusting a CA of the test's own, with the
+// right password (up, with corenoise_* series) and a wrong one (down, with
+// the 401 in the target's lastError). The daemon gets node_exporter's flag.
+TEST(Daemon, ARealPrometheusScrapesOverTlsWithBasicAuth) {
+  TempDir dir;
+  const testing::TlsFiles tls;
+  const std::string web = tls.write("web.yml",
+                                    "tls_server_config:\n"
+                                    "  cert_file: server.crt\n"
+                                    "  key_file: server.key\n"
+                                    "basic_auth_users:\n"
+                                    "  prometheus: " +
+                                        testing::bcrypt_hash("s3cret", 10) + "\n");
+  DaemonProcess daemon(round_a_second_args(dir, {"--web.config.file", web}));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  EXPECT_EQ(http_get(port, "/metrics").first, 0) << "plain HTTP is not served";
+
+  const auto job = [&](const std::string& name, const std::string& password) {
+    return "  - job_name: " + name +
+           "\n"
+           "    scheme: https\n"
+           "    tls_config:\n"
+           "      ca_file: " +
+           tls.path("ca.crt") +
+           "\n"
+           "    basic_auth:\n"
+           "      username: prometheus\n"
+           "      password: " +
+           password +
+           "\n"
+           "    static_configs:\n"
+           "      - targets: ['127.0.0.1:" +
+           std::to_string(port) + "']\n";
+  };
+  const PrometheusServer prometheus(dir, free_tcp_port(),
+                                    job("corenoise", "s3cret") + job("intruder", "guess"));
+  const json up = prometheus.target_until_scraped("corenoise");
+  ASSERT_TRUE(up.is_object()) << "Prometheus never listed the target\n" << daemon.log();
+  EXPECT_EQ(up["health"], "up") << up.dump();
+  EXPECT_EQ(up["scrapeUrl"], "https://127.0.0.1:" + std::to_string(port) + "/metrics");
+  const json result = prometheus.query_until("corenoise_build_info{job=\"corenoise\"}", 1);
+  ASSERT_TRUE(result.is_object()) << "Prometheus never answered the query";
+  EXPECT_EQ(result["data"]["result"].size(), 1u) << result.dump();
+
+  const json down = prometheus.target_until_scraped("intruder");
+  ASSERT_TRUE(down.is_object());
+  EXPECT_EQ(down["health"], "down") << down.dump();
+  EXPECT_NE(down.value("lastError", "").find("401"), std::string::npos) << down.dump();
+  const json none = prometheus.query_until("corenoise_build_info{job=\"intruder\"}", 0);
+  EXPECT_EQ(none["data"]["result"].size(), 0u) << none.dump();
+}
+
+// SIGHUP re-reads the web config file: a new password applies to the next
+// connection; a broken file is refused and the old one stays in force.
+TEST(Daemon, SighupRereadsTheWebConfig) {
+  TempDir dir;
+  const testing::TlsFiles tls;
+  const auto users = [&](const std::string& password) {
+    return tls.write("web.yml",
+                     "tls_server_config:\n  cert_file: server.crt\n"
+                     "  key_file: server.key\nbasic_auth_users:\n  p: " +
+                         testing::bcrypt_hash(password) + "\n");
+  };
+  const std::string web = users("old");
+  DaemonProcess daemon(
+      testing::daemon_args(dir, {"--interval", "86400", "--web-config-file", web}));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  const auto status = [&](const std::string& password) {
+    return run_command("curl -sS --max-time 20 -o /dev/null -w '%{http_code}' --cacert " +
+                       tls.path("ca.crt") + " -u p:" + password +
+                       " https://127.0.0.1:" + std::to_string(port) + "/metrics")
+        .out;
+  };
+  EXPECT_EQ(status("old"), "200");
+  users("new");
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_for_log("configuration reloaded")) << daemon.log();
+  EXPECT_EQ(status("new"), "200");
+  EXPECT_EQ(status("old"), "401");
+  tls.write("web.yml", "tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n");
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_for_log("reload rejected")) << daemon.log();
+  EXPECT_NE(daemon.log().find("tls_server_config.cert_file: cannot read"), std::string::npos)
+      << daemon.log();
+  EXPECT_EQ(status("new"), "200");
 }
 
 // The metric contract against the ecosystem: a real Prometheus scraping a

@@ -1,6 +1,8 @@
 // The exporter over real HTTP on loopback: values and labels for known
-// inputs, absent figures absent, routing, bind errors, the docs/metrics.md
-// contract, and `promtool check metrics` on what is served.
+// inputs, absent figures absent, label values made valid UTF-8, routing,
+// bind errors, the docs/metrics.md contract, and `promtool check metrics`
+// on what is served. The server's own behaviour (deadlines, the connection
+// cap, TLS, basic auth) is exporter_server_test.cpp's.
 #include "daemon/exporter.h"
 
 #include <arpa/inet.h>
@@ -28,52 +30,10 @@
 #include <vector>
 
 #include "probe/report.h"
+#include "served_exporter.h"
 
 namespace corenoise {
 namespace {
-
-// --- a minimal blocking HTTP/1.1 client ---------------------------------
-
-struct HttpResponse {
-  int status = 0;
-  std::string headers;  // lower-cased header block, without the status line
-  std::string body;
-};
-
-HttpResponse http(int port, const std::string& method, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  timeval timeout{10, 0};  // a hung server fails the test instead of hanging it
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    throw std::runtime_error("connect failed");
-  }
-  const std::string request = method + " " + path +
-                              " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                              "Content-Length: 0\r\n\r\n";
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string raw;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    raw.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  HttpResponse r;
-  const std::size_t end = raw.find("\r\n\r\n");
-  if (end == std::string::npos) throw std::runtime_error("no HTTP header in: " + raw);
-  std::sscanf(raw.c_str(), "HTTP/1.%*d %d", &r.status);
-  r.headers = raw.substr(raw.find("\r\n") + 2, end - raw.find("\r\n"));
-  for (char& c : r.headers) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  r.body = raw.substr(end + 4);
-  return r;
-}
 
 // --- parsing the exposition text ---------------------------------------
 
@@ -273,10 +233,16 @@ Snapshot full_snapshot() {
 
 struct Served {
   SnapshotStore store;
+  ExporterLoop loop;
   std::unique_ptr<Exporter> exporter;
   explicit Served(Snapshot s) {
     store.set(std::make_shared<const Snapshot>(std::move(s)));
-    exporter = std::make_unique<Exporter>("127.0.0.1:0", store);
+    exporter = std::make_unique<Exporter>(loop.io, "127.0.0.1:0", store);
+    loop.start();
+  }
+  ~Served() {
+    loop.stop();
+    exporter.reset();
   }
   HttpResponse get(const std::string& path = "/metrics") {
     return http(exporter->port(), "GET", path);
@@ -387,6 +353,41 @@ TEST(ExporterTest, ServesKnownValuesWithTheirLabels) {
   EXPECT_EQ(e.find("corenoise_thermal_throttle_events_total").size(), 3u);
   EXPECT_EQ(e.value("corenoise_cpufreq_hertz", {{"cpu", "1"}, {"type", "current"}}), 2.4e9);
   EXPECT_EQ(e.value("corenoise_cpufreq_hertz", {{"cpu", "2"}, {"type", "max"}}), 3.5e9);
+}
+
+TEST(ExporterTest, LabelValuesAreValidUtf8) {
+  EXPECT_EQ(valid_utf8("kworker/1:2"), "kworker/1:2");
+  const std::string good = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+  EXPECT_EQ(valid_utf8(good), good);  // kept as they are
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(valid_utf8("a\xff"
+                       "b"),
+            "a" + fffd + "b");
+  EXPECT_EQ(valid_utf8("caf\xc3"), "caf" + fffd);                        // cut short
+  EXPECT_EQ(valid_utf8("\xc0\xaf"), fffd + fffd);                        // overlong '/'
+  EXPECT_EQ(valid_utf8("\xed\xa0\x80"), fffd + fffd + fffd);             // a surrogate
+  EXPECT_EQ(valid_utf8("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // above U+10FFFF
+  EXPECT_EQ(valid_utf8("\xe2\x82"
+                       "x"),
+            fffd + fffd + "x");
+
+  // A traced culprit whose name is not UTF-8 (a thread may name itself
+  // with any bytes) is served with the bytes replaced.
+  Snapshot s = full_snapshot();
+  for (ModeReport& mode : s.report.modes) {
+    for (CoreFigures& core : mode.verdicts.cores) {
+      if (!core.culprits) continue;
+      for (trace::Culprit& c : core.culprits->culprits) {
+        if (c.name == "inj") c.name = "inj\xff\xfe";
+      }
+    }
+  }
+  Served served(std::move(s));
+  const HttpResponse r = served.get();
+  const Exposition e = parse(r.body);
+  EXPECT_TRUE(e.value("corenoise_culprit_ratio",
+                      {{"cpu", "1"}, {"kind", "task"}, {"name", "inj" + fffd + fffd}}))
+      << r.body;
 }
 
 TEST(ExporterTest, ExactlyOneStatePerCpu) {
@@ -730,8 +731,9 @@ TEST(ExporterTest, RefusesOtherMethodsAndPaths) {
 
 std::string construction_error(const std::string& listen) {
   SnapshotStore store;
+  boost::asio::io_context io;
   try {
-    Exporter exporter(listen, store);
+    Exporter exporter(io, listen, store);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -739,20 +741,20 @@ std::string construction_error(const std::string& listen) {
 }
 
 TEST(ExporterTest, TakenPortThrowsNamingTheAddress) {
-  SnapshotStore store;
-  Exporter first("127.0.0.1:0", store);
-  const std::string address = "127.0.0.1:" + std::to_string(first.port());
+  Served first(full_snapshot());
+  const std::string address = "127.0.0.1:" + std::to_string(first.exporter->port());
   const std::string message = construction_error(address);
   EXPECT_NE(message.find("cannot listen on " + address), std::string::npos) << message;
   EXPECT_NE(message.find("in use"), std::string::npos) << message;
   // The first one still serves.
-  EXPECT_EQ(http(first.port(), "GET", "/").status, 200);
+  EXPECT_EQ(first.get("/").status, 200);
 }
 
 TEST(ExporterTest, BadAddressesThrowNamingTheAddress) {
   for (const std::string bad :
        {"nonsense", "127.0.0.1", ":9847", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:80s",
-        "[::1]:9847", "127.0.0.1:1,127.0.0.1:2", "999.1.1.1:0"}) {
+        "::1:9847", "[::1:9847", "[nonsense]:0", "[127.0.0.1]:0", "127.0.0.1:1,127.0.0.1:2",
+        "999.1.1.1:0", "no-such-host.invalid:0"}) {
     const std::string message = construction_error(bad);
     EXPECT_NE(message.find("cannot listen on " + bad + ": "), std::string::npos)
         << bad << " -> " << message;

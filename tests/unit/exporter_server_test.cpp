@@ -1,0 +1,387 @@
+// The exporter's HTTP server as a client sees it, over loopback: a stalled
+// client dropped at its deadline while others are served, the connection
+// cap, IPv6, TLS (with curl, the client Prometheus's peers use), basic
+// auth right, wrong and missing, client certificates, a reload of the web
+// config, and the web config file's errors. No timing assertions: a
+// deadline is checked by what happens, with generous bounds.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../tls_files.h"
+#include "daemon/exporter.h"
+#include "daemon/web_config.h"
+#include "served_exporter.h"
+
+namespace corenoise {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::bcrypt_hash;
+using testing::TlsFiles;
+
+Snapshot some_snapshot() {
+  Snapshot s;
+  s.version = "test";
+  s.paused = true;
+  return s;
+}
+
+struct Server {
+  SnapshotStore store;
+  ExporterLoop loop;
+  std::unique_ptr<Exporter> exporter;
+  explicit Server(std::shared_ptr<const WebConfig> web = nullptr, ExporterLimits limits = {},
+                  const std::string& listen = "127.0.0.1:0") {
+    store.set(std::make_shared<const Snapshot>(some_snapshot()));
+    exporter = std::make_unique<Exporter>(loop.io, listen, store, std::move(web), limits);
+    loop.start();
+  }
+  ~Server() {
+    loop.stop();
+    exporter.reset();
+  }
+  int port() const { return exporter->port(); }
+  // set_web_config() on the loop's thread, as the daemon's reload calls it.
+  void reload(std::shared_ptr<const WebConfig> web) {
+    std::promise<void> done;
+    boost::asio::post(loop.io, [&] {
+      exporter->set_web_config(web);
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+};
+
+// A TCP connection to 127.0.0.1:port that sends what it is told, with a
+// receive timeout that fails a test rather than hanging it.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(connect_loopback(port, 20)) {
+    if (fd_ < 0) throw std::runtime_error("connect failed");
+  }
+  ~RawClient() { close(); }
+  void send(const std::string& text) { ::send(fd_, text.data(), text.size(), MSG_NOSIGNAL); }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Everything until the server closes (or the 20 s timeout: "timeout").
+  std::string read_to_end() {
+    std::string out;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n == 0) return out;
+      if (n < 0) return errno == EAGAIN ? out + "timeout" : out;
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  // True while the server has neither answered nor closed.
+  bool still_waiting() {
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+    return n < 0 && errno == EAGAIN;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+CommandResult run(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) r.out += buffer;
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// curl's HTTP status for `url` ("000" when no reply came) then the body;
+// `options` as on curl's command line.
+std::string curl(const std::string& options, const std::string& url) {
+  return run("curl -sS --max-time 20 -o - -w '\\n%{http_code}' " + options + " '" + url + "'").out;
+}
+
+std::string status_of(const std::string& curl_output) {
+  return curl_output.substr(curl_output.rfind('\n') + 1);
+}
+
+std::string web_yml(const TlsFiles& tls, const std::string& body) {
+  return tls.write("web.yml", body);
+}
+
+// --- plain HTTP: deadline and cap -------------------------------------------
+
+TEST(ExporterServer, AStalledClientIsDroppedAtItsDeadlineWhileAnotherIsServed) {
+  ExporterLimits limits;
+  limits.deadline = 1s;
+  Server server(nullptr, limits);
+  RawClient stalled(server.port());
+  stalled.send("GET /metrics HTTP/1.1\r\nHost: 127.");  // and nothing more
+  const HttpResponse other = http(server.port(), "GET", "/metrics");
+  EXPECT_EQ(other.status, 200);
+  EXPECT_NE(other.body.find("corenoise_paused 1"), std::string::npos) << other.body;
+  // Dropped without a reply, well before the client's own 20 s timeout.
+  EXPECT_EQ(stalled.read_to_end(), "");
+}
+
+TEST(ExporterServer, ConnectionsBeyondTheCapAreClosedAtOnceAndTheCapFreesUp) {
+  ExporterLimits limits;
+  limits.max_connections = 2;
+  Server server(nullptr, limits);
+  RawClient first(server.port());
+  RawClient second(server.port());
+  RawClient third(server.port());  // accepted after the first two: over the cap
+  third.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(third.read_to_end(), "") << "closed without a reply";
+  EXPECT_TRUE(first.still_waiting());
+  first.close();
+  // Once the server has seen the first go, a scrape is served again.
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    try {
+      status = http(server.port(), "GET", "/metrics").status;
+    } catch (const std::runtime_error&) {
+      std::this_thread::sleep_for(20ms);  // closed at once: still counted full
+    }
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST(ExporterServer, MalformedRequestsGetA400AndHeadGetsHeadersOnly) {
+  Server server;
+  RawClient bad(server.port());
+  bad.send("NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_EQ(bad.read_to_end().rfind("HTTP/1.1 400", 0), 0u);
+  const HttpResponse head = http(server.port(), "HEAD", "/metrics");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_NE(head.headers.find("content-length: "), std::string::npos) << head.headers;
+  EXPECT_EQ(http(server.port(), "GET", "/metrics?name[]=x").status, 200);
+  EXPECT_EQ(http(server.port(), "TRACE", "/metrics").status, 405);
+}
+
+TEST(ExporterServer, ServesOverIpv6) {
+  std::unique_ptr<Server> server;
+  try {
+    server = std::make_unique<Server>(nullptr, ExporterLimits{}, "[::1]:0");
+  } catch (const std::runtime_error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  const std::string out = curl("-g", "http://[::1]:" + std::to_string(server->port()) + "/metrics");
+  EXPECT_EQ(status_of(out), "200") << out;
+}
+
+// --- TLS and basic auth ------------------------------------------------------
+
+TEST(ExporterServer, TlsWithBasicAuthRightWrongAndMissing) {
+  const TlsFiles tls;
+  // Relative paths are relative to the web config's folder.
+  const auto web = load_web_config(web_yml(tls,
+                                           "tls_server_config:\n"
+                                           "  cert_file: server.crt\n"
+                                           "  key_file: server.key\n"
+                                           "basic_auth_users:\n"
+                                           "  prometheus: " +
+                                               bcrypt_hash("s3cret") + "\n"));
+  Server server(web);
+  const std::string url = "https://localhost:" + std::to_string(server.port());
+  const std::string ca = "--cacert " + tls.path("ca.crt");
+
+  const std::string right = curl(ca + " -u prometheus:s3cret", url + "/metrics");
+  EXPECT_EQ(status_of(right), "200") << right;
+  EXPECT_NE(right.find("corenoise_paused 1"), std::string::npos) << right;
+  // Twice: the second is answered from the cache of good passwords.
+  EXPECT_EQ(status_of(curl(ca + " -u prometheus:s3cret", url + "/")), "200");
+  for (const char* version : {"--tlsv1.2 --tls-max 1.2", "--tlsv1.3"}) {
+    EXPECT_EQ(status_of(curl(ca + " -u prometheus:s3cret " + version, url + "/metrics")), "200")
+        << version;
+  }
+
+  const std::string wrong = curl(ca + " -u prometheus:wrong -D -", url + "/metrics");
+  EXPECT_EQ(status_of(wrong), "401") << wrong;
+  EXPECT_NE(wrong.find("WWW-Authenticate: Basic realm=\"corenoised\""), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("corenoise_"), std::string::npos) << wrong;
+  EXPECT_EQ(status_of(curl(ca + " -u nobody:s3cret", url + "/metrics")), "401");
+  EXPECT_EQ(status_of(curl(ca, url + "/metrics")), "401");
+  EXPECT_EQ(status_of(curl(ca + " -H 'Authorization: Bearer x'", url + "/metrics")), "401");
+  // Routing after authentication, as before.
+  EXPECT_EQ(status_of(curl(ca + " -u prometheus:s3cret", url + "/nope")), "404");
+  EXPECT_EQ(status_of(curl(ca + " -u prometheus:s3cret -X POST", url + "/metrics")), "405");
+  // A client that does not trust the CA gets no reply, nor does plain HTTP.
+  EXPECT_EQ(status_of(curl("-u prometheus:s3cret", url + "/metrics")), "000");
+  EXPECT_EQ(status_of(curl("", "http://127.0.0.1:" + std::to_string(server.port()) + "/")), "000");
+}
+
+TEST(ExporterServer, MinVersionTls13RefusesTls12) {
+  const TlsFiles tls;
+  Server server(load_web_config(web_yml(tls,
+                                        "tls_server_config:\n"
+                                        "  cert_file: server.crt\n"
+                                        "  key_file: server.key\n"
+                                        "  min_version: TLS13\n")));
+  const std::string url = "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  const std::string ca = "--cacert " + tls.path("ca.crt");
+  EXPECT_EQ(status_of(curl(ca + " --tlsv1.2 --tls-max 1.2", url)), "000");
+  EXPECT_EQ(status_of(curl(ca + " --tlsv1.3", url)), "200");
+}
+
+TEST(ExporterServer, RequireAndVerifyClientCertWantsACertificateFromTheCa) {
+  const TlsFiles tls;
+  Server server(load_web_config(web_yml(tls,
+                                        "tls_server_config:\n"
+                                        "  cert_file: server.crt\n"
+                                        "  key_file: server.key\n"
+                                        "  client_auth_type: RequireAndVerifyClientCert\n"
+                                        "  client_ca_file: ca.crt\n")));
+  const std::string url = "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  const std::string ca = "--cacert " + tls.path("ca.crt");
+  EXPECT_EQ(status_of(curl(ca, url)), "000");
+  // The server's own certificate is from the CA but is not for clients.
+  EXPECT_EQ(
+      status_of(
+          curl(ca + " --cert " + tls.path("client.crt") + " --key " + tls.path("client.key"), url)),
+      "200");
+}
+
+TEST(ExporterServer, AReloadAppliesToNewConnections) {
+  const TlsFiles tls;
+  Server server;
+  const std::string port = std::to_string(server.port());
+  EXPECT_EQ(status_of(curl("", "http://127.0.0.1:" + port + "/")), "200");
+  server.reload(load_web_config(web_yml(tls,
+                                        "tls_server_config:\n"
+                                        "  cert_file: server.crt\n"
+                                        "  key_file: server.key\n")));
+  EXPECT_EQ(status_of(curl("", "http://127.0.0.1:" + port + "/")), "000");
+  EXPECT_EQ(status_of(curl("--cacert " + tls.path("ca.crt"), "https://127.0.0.1:" + port + "/")),
+            "200");
+  server.reload(nullptr);
+  EXPECT_EQ(status_of(curl("", "http://127.0.0.1:" + port + "/")), "200");
+}
+
+// A flood of wrong passwords queues on the bcrypt thread; a client whose
+// password already passed is answered from the cache meanwhile.
+TEST(ExporterServer, WrongPasswordsDoNotHoldOffAKnownClient) {
+  const std::string hash = bcrypt_hash("right", 12);  // ~0.2-0.5 s a check
+  const auto web = std::make_shared<WebConfig>();
+  web->auth = std::make_shared<const BasicAuth>(std::map<std::string, std::string>{{"p", hash}});
+  Server server(web);
+  const std::string good = "Authorization: Basic cDpyaWdodA==\r\n";     // p:right
+  ASSERT_EQ(http(server.port(), "GET", "/metrics", good).status, 200);  // pays bcrypt once
+  std::vector<std::unique_ptr<RawClient>> flood;
+  for (int i = 0; i < 6; ++i) {
+    flood.push_back(std::make_unique<RawClient>(server.port()));
+    flood.back()->send(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cDp3cm9uZw==\r\n\r\n");  // p:wrong
+  }
+  std::this_thread::sleep_for(50ms);  // let the server read them all
+  EXPECT_EQ(http(server.port(), "GET", "/metrics", good).status, 200);
+  int waiting = 0;
+  for (auto& c : flood) waiting += c->still_waiting() ? 1 : 0;
+  EXPECT_GT(waiting, 0) << "the known client was served while wrong passwords were checked";
+  for (auto& c : flood) EXPECT_EQ(c->read_to_end().rfind("HTTP/1.1 401", 0), 0u);
+}
+
+// --- the web config file -----------------------------------------------------
+
+std::string load_error(const TlsFiles& tls, const std::string& text) {
+  try {
+    load_web_config(web_yml(tls, text));
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(WebConfig, ErrorsNameTheFileTheKeyAndWhatWasExpected) {
+  const TlsFiles tls;
+  const std::string file = tls.path("web.yml");
+  const std::string tls_head = "tls_server_config:\n  cert_file: server.crt\n  key_file: ";
+  const struct {
+    std::string text;
+    std::string expected;
+  } cases[] = {
+      {"tls_config:\n  cert_file: x\n", "unknown key 'tls_config'"},
+      {tls_head + "server.key\n  cert: x\n", "unknown key 'tls_server_config.cert'"},
+      {"http_server_config:\n  headers: {}\n", "unknown key 'http_server_config.headers'"},
+      {"tls_server_config:\n  key_file: server.key\n", "tls_server_config.cert_file: missing"},
+      {tls_head + "nope.key\n", "tls_server_config.key_file: cannot read " + tls.path("nope.key")},
+      {tls_head + "client.key\n", "does not match the certificate"},
+      {tls_head + "ca.crt\n", "is not a PEM private key"},
+      {tls_head + "server.key\n  min_version: TLS11\n", "tls_server_config.min_version"},
+      {tls_head + "server.key\n  client_auth_type: RequireAndVerifyClientCert\n",
+       "tls_server_config.client_ca_file: missing"},
+      {tls_head + "server.key\n  client_auth_type: Sometimes\n", "expected NoClientCert"},
+      {"basic_auth_users:\n  prometheus: plaintext\n",
+       "basic_auth_users.prometheus: expected a bcrypt hash"},
+      {"basic_auth_users:\n  prometheus: $1$salt$hashhashhashhash\n", "expected a bcrypt hash"},
+      {"basic_auth_users: [a, b]\n", "basic_auth_users: expected a mapping"},
+      {"tls_server_config: [\n", "not YAML"},
+  };
+  for (const auto& c : cases) {
+    const std::string message = load_error(tls, c.text);
+    EXPECT_NE(message.find("web config " + file + ": "), std::string::npos) << c.text << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << c.text << " -> " << message;
+  }
+  EXPECT_NE(load_error(tls, "x").find("expected a mapping"), std::string::npos);
+  try {
+    load_web_config(tls.path("absent.yml"));
+    ADD_FAILURE() << "a missing file loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("absent.yml: cannot read"), std::string::npos) << e.what();
+  }
+  // An empty file and http2 are fine: plain HTTP, no users.
+  EXPECT_EQ(load_error(tls, ""), "");
+  EXPECT_EQ(load_error(tls, "http_server_config:\n  http2: true\n"), "");
+}
+
+TEST(WebConfig, BasicAuthChecksAndRemembersGoodPasswordsOnly) {
+  const BasicAuth auth({{"alice", bcrypt_hash("a")}, {"bob", bcrypt_hash("b")}});
+  EXPECT_FALSE(auth.known_good("alice", "a"));
+  EXPECT_TRUE(auth.verify("alice", "a"));
+  EXPECT_TRUE(auth.known_good("alice", "a"));
+  EXPECT_FALSE(auth.known_good("bob", "a"));
+  EXPECT_FALSE(auth.verify("alice", "b"));
+  EXPECT_FALSE(auth.verify("alice", ""));
+  EXPECT_FALSE(auth.verify("carol", "a"));
+  EXPECT_FALSE(auth.known_good("alice", "b"));
+  // $2y$ (htpasswd's) is the same algorithm.
+  std::string y = bcrypt_hash("c");
+  y[2] = 'y';
+  EXPECT_TRUE(BasicAuth({{"carol", y}}).verify("carol", "c"));
+}
+
+TEST(WebConfig, ParsesBasicAuthorizationHeaders) {
+  std::string user, password;
+  ASSERT_TRUE(parse_basic_authorization("Basic cHJvbWV0aGV1czpzM2M6cmV0", user, password));
+  EXPECT_EQ(user, "prometheus");
+  EXPECT_EQ(password, "s3c:ret");  // a colon in the password stays
+  ASSERT_TRUE(parse_basic_authorization("basic dTo=", user, password));
+  EXPECT_EQ(user, "u");
+  EXPECT_EQ(password, "");
+  EXPECT_FALSE(parse_basic_authorization("Bearer cDpx", user, password));
+  EXPECT_FALSE(parse_basic_authorization("Basic !!!!", user, password));
+  EXPECT_FALSE(parse_basic_authorization("Basic bm9jb2xvbg==", user, password));  // "nocolon"
+  EXPECT_FALSE(parse_basic_authorization("", user, password));
+}
+
+}  // namespace
+}  // namespace corenoise
