@@ -1,68 +1,99 @@
-// Only ranks can report: a real corenoised (as root, so it may read every
-// process's /proc/PID/maps) and `job` reports from senders that are and
-// are not ranks — the test process itself, another user's process, a
-// process that changed user after connecting, a rank bound to one CPU
-// reporting another, and a rank (a process with the in-job library
-// preloaded) reporting twice. Each refusal names its reason, is counted in
+// Who may report what: a real corenoised, run as an unprivileged user of
+// its own (Debian's `daemon`) as the packaged unit runs it, never able to
+// read another user's /proc, and senders that play each forgery of the
+// threat model (docs/control.md) through its user socket: an ordinary
+// user's rank taken, then a replay, a new job id for the same rank, a CPU
+// outside the sender's affinity, a CPU the node lacks, a report without a
+// job-start, time the sender did not live, an end in the future, a sender
+// that changed user, and a connection handed to another process after its
+// owner exited. Each refusal names its reason, is counted in
 // corenoise_job_reports_refused_total{reason} and adds nothing to the job
 // metrics. Needs root (setpriv) and, for the affinity case, CPUs 0 and 1.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "control_socket.h"
+#include "daemon/control/control_protocol.h"
 #include "daemon_process.h"
 #include "job_sender.h"
 #include "process.h"
 #include "quick_daemon.h"
+#include "reachable_binary.h"
+#include "wrapped_daemon.h"
 
 namespace corenoise {
 namespace {
 
+using namespace std::chrono_literals;
 using nlohmann::json;
-using testing::BackgroundProcess;
 using testing::ControlSocket;
-using testing::DaemonProcess;
 using testing::http_get;
+using testing::job_report_line;
+using testing::job_start_line;
 using testing::JobSender;
 using testing::metric_value;
 using testing::send_lines;
 using testing::TempDir;
+using testing::WrappedDaemon;
 
 const std::string kAsNobody = "/usr/bin/setpriv --reuid=nobody --regid=nogroup --clear-groups";
 
-// A well-formed report of `cpus`, each having lost 1.5 s to other processes.
-std::string job_line(const std::string& id, const std::vector<unsigned>& cpus) {
+// `cpus`, each having lost `seconds` to other processes.
+json lost_on(const std::vector<unsigned>& cpus, double seconds) {
   json list = json::array();
-  for (unsigned cpu : cpus)
-    list.push_back({{"cpu", cpu}, {"lost_seconds", {{"other-processes", 1.5}}}});
-  return json({{"command", "job"},
-               {"job_id", id},
-               {"ended_unix_seconds", 1795962900},
-               {"elapsed_seconds", 30},
-               {"ranks", 8},
-               {"cpus", list}})
-      .dump();
+  for (unsigned cpu : cpus) {
+    list.push_back({{"cpu", cpu}, {"lost_seconds", {{"other-processes", seconds}}}});
+  }
+  return list;
 }
 
-// A daemon anyone may connect to, that never runs a round of its own.
+// Whether this kernel says a pidfd's user (PIDFD_GET_INFO, Linux 6.13).
+bool kernel_says_a_pidfds_user() {
+  struct Info {
+    std::uint64_t mask, cgroupid;
+    std::uint32_t fields[12];
+  } info{};
+  info.mask = 1u << 1;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+  const bool said = fd >= 0 && ::ioctl(fd, _IOWR(0xFF, 11, Info), &info) == 0;
+  if (fd >= 0) ::close(fd);
+  return said;
+}
+
+// The daemon as Debian's `daemon` user (uid 1), with no capability: what it
+// takes, it takes from the kernel's word alone.
 class DaemonJobAdmission : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run senders as other users";
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the daemon and senders as others";
     ASSERT_GT(port_, 0) << daemon_.log();
-    ASSERT_TRUE(daemon_.wait_for_log("control socket at")) << daemon_.log();
+    ASSERT_TRUE(daemon_.wait_for_log("user socket at")) << daemon_.log();
   }
 
-  std::string socket() const { return testing::socket_path(dir_); }
+  std::string user_socket() const { return user_socket_beside(testing::socket_path(dir_)); }
   std::string metrics() const { return http_get(port_, "/metrics").second; }
-  std::optional<double> refused(const std::string& reason) const {
-    return metric_value(metrics(),
-                        "corenoise_job_reports_refused_total{reason=\"" + reason + "\"}");
+  // The count of `reason` once it reaches `at_least` (the exporter's view
+  // is rebuilt at most once a second), or its last value after 5 s.
+  double refused(const std::string& reason, double at_least = 1) const {
+    double value = -1;
+    for (const auto end = std::chrono::steady_clock::now() + 5s;
+         std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(100ms)) {
+      value =
+          metric_value(metrics(), "corenoise_job_reports_refused_total{reason=\"" + reason + "\"}")
+              .value_or(-1);
+      if (value >= at_least) break;
+    }
+    return value;
   }
   // Nothing of a refused report reached the job metrics.
   void expect_nothing_counted() const {
@@ -72,124 +103,131 @@ class DaemonJobAdmission : public ::testing::Test {
   }
 
   TempDir dir_;
-  DaemonProcess daemon_{testing::daemon_args(
-      dir_, {"--socket-mode", "0666", "--interval", "86400", "--log-level", "debug"})};
+  WrappedDaemon daemon_{{"/usr/bin/setpriv", "--reuid=daemon", "--regid=daemon", "--clear-groups",
+                         "--inh-caps=-all", "--bounding-set=-all"},
+                        testing::daemon_args(dir_, {"--interval", "86400", "--log-level", "debug"}),
+                        dir_.path() + "/log",
+                        testing::reachable_by_everyone(CORENOISED_BIN)};
   int port_ = daemon_.port();
 };
 
-// (a) Any program that connects, here the test itself: a well-formed report
-// is refused, as is a malformed one or one for a CPU the node lacks.
-TEST_F(DaemonJobAdmission, APlainProcessIsNotARank) {
-  for (const char* reason : {"no_credentials", "wrong_user", "not_a_rank", "cpu_outside_affinity",
-                             "duplicate", "invalid"}) {
-    EXPECT_EQ(refused(reason), 0.0) << reason;
-  }
-  ControlSocket client(socket());
-  const json reply = client.request(job_line("slurm-1", {0}));
-  EXPECT_EQ(reply["ok"], false) << reply.dump();
-  EXPECT_EQ(reply.value("error", "")
-                .rfind("job: refused (not_a_rank): process " + std::to_string(::getpid()) +
-                           " (uid 0) is not a rank of a job: no "
-                           "libcorenoise-job-* library in /proc/",
-                       0),
-            0u)
-      << reply.dump();
-  // What the protocol refuses, and a CPU this node lacks, count as invalid.
-  EXPECT_EQ(client.request(R"({"command":"job","job_id":""})")["ok"], false);
-  const json absent = client.request(job_line("slurm-2", {0, 60000}));
-  EXPECT_NE(absent.value("error", "").find("job: cpu 60000 is not a CPU of this node"),
-            std::string::npos)
-      << absent.dump();
-  EXPECT_EQ(refused("not_a_rank"), 1.0);
-  EXPECT_EQ(refused("invalid"), 2.0);
-  expect_nothing_counted();
-  EXPECT_TRUE(daemon_.wait_for_log("refused a job report (not_a_rank) from process " +
-                                   std::to_string(::getpid()) + " (uid 0): process " +
-                                   std::to_string(::getpid()) + " (uid 0) is not a rank"))
-      << daemon_.log();
-  EXPECT_TRUE(daemon_.wait_for_log("refused a job report (invalid) from process " +
-                                   std::to_string(::getpid()) + " (uid 0): job: cpu 60000"))
-      << daemon_.log();
-}
-
-// (b) Another user's process that is no rank, and a sender that connected
-// as root and became nobody: its credentials are not its process's any more.
-TEST_F(DaemonJobAdmission, AnotherUsersProcessIsRefused) {
-  auto replies = send_lines(socket(), {job_line("slurm-3", {0})}, {false, kAsNobody, ""});
-  EXPECT_EQ(replies[0].value("error", "").rfind("job: refused (not_a_rank): process ", 0), 0u)
-      << replies[0].dump();
-  EXPECT_NE(replies[0].value("error", "").find("(uid 65534) is not a rank"), std::string::npos)
-      << replies[0].dump();
-
-  replies = send_lines(socket(), {job_line("slurm-4", {0})}, {true, "", "--drop-to 65534:65534"});
-  EXPECT_EQ(replies[0].value("error", "").rfind("job: refused (wrong_user): process ", 0), 0u)
-      << replies[0].dump();
-  EXPECT_NE(replies[0].value("error", "").find("runs as uid 65534, not as the sender's uid 0"),
-            std::string::npos)
-      << replies[0].dump();
-  EXPECT_EQ(refused("not_a_rank"), 1.0);
-  EXPECT_EQ(refused("wrong_user"), 1.0);
-  expect_nothing_counted();
-}
-
-// (c) A rank bound to CPU 0 may report CPU 1 only while a rank of its user
-// may run there (the node's first rank reports for the node's ranks).
-// nobody's ranks, so that root's processes of tests running beside this one
-// cannot widen the union.
-TEST_F(DaemonJobAdmission, ACpuOutsideTheRanksAffinityIsRefused) {
-  cpu_set_t mine;
-  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-  if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) GTEST_SKIP() << "needs CPUs 0 and 1";
-  const JobSender bound{true, kAsNobody + " /usr/bin/taskset -c 0", ""};
-  auto replies = send_lines(socket(), {job_line("slurm-5", {0, 1})}, bound);
-  EXPECT_EQ(replies[0]
-                .value("error", "")
-                .rfind("job: refused (cpu_outside_affinity): cpu 1 is "
-                       "outside the affinity of every rank of uid 65534 "
-                       "on this node (the sender's: 0)",
-                       0),
-            0u)
-      << replies[0].dump();
-  EXPECT_EQ(refused("cpu_outside_affinity"), 1.0);
-  expect_nothing_counted();
-
-  // Its peer on CPU 1: a process of nobody with the library mapped.
-  BackgroundProcess peer({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                          "/usr/bin/taskset", "-c", "1", "/usr/bin/env",
-                          "LD_PRELOAD=" + std::string(JOB_LIBRARY), "/bin/sh", "-c",
-                          "echo ready; exec sleep 60"});
-  ASSERT_EQ(peer.wait_line(), "ready\n");
-  replies = send_lines(socket(), {job_line("slurm-5", {0, 1})}, bound);
-  EXPECT_EQ(replies[0], json({{"ok", true}, {"cpus", 2}}));
-  const std::string text = metrics();
-  EXPECT_EQ(metric_value(text, "corenoise_job_reports_total"), 1.0) << text;
-  EXPECT_EQ(
-      metric_value(text, "corenoise_job_lost_seconds_total{cpu=\"1\",cause=\"other-processes\"}"),
-      1.5)
-      << text;
-}
-
-// (d) A rank of another user reports once; the same report again is
-// refused, and the rank still may not act.
-TEST_F(DaemonJobAdmission, ARanksReportIsTakenOnceAndItsDuplicateRefused) {
-  const std::string line = job_line("slurm-77", {0});
+// An ordinary user's rank: its job-start and its report over the user
+// socket are taken; then the same rank's replay and a new job id for it
+// are refused, and so is a mutating command.
+TEST_F(DaemonJobAdmission, AnOrdinaryUsersRankIsTakenOnceThroughTheUserSocket) {
+  const JobSender nobody{kAsNobody + " /usr/bin/taskset -c 0", ""};
   const auto replies =
-      send_lines(socket(), {line, line, R"({"command":"pause"})"}, {true, kAsNobody, ""});
-  EXPECT_EQ(replies[0], json({{"ok", true}, {"cpus", 1}}));
-  EXPECT_EQ(replies[1].value("error", "").rfind("job: refused (duplicate): process ", 0), 0u)
-      << replies[1].dump();
-  EXPECT_NE(replies[1].value("error", "").find("(uid 65534) already reported job 'slurm-77'"),
+      send_lines(user_socket(),
+                 {job_start_line("slurm-7"), job_report_line("slurm-7", 0.5, lost_on({0}, 0.25)),
+                  job_report_line("slurm-7", 0.5, lost_on({0}, 0.25)),
+                  job_report_line("slurm-8", 0.5, lost_on({0}, 0.25)), R"({"command":"pause"})",
+                  R"({"command":"status"})"},
+                 nobody);
+  EXPECT_EQ(replies[0], json({{"ok", true}}));
+  EXPECT_EQ(replies[1], json({{"ok", true}, {"cpus", 1}}));
+  EXPECT_NE(replies[2].value("error", "").find("job: refused (duplicate): "), std::string::npos)
+      << replies[2];
+  EXPECT_NE(replies[3].value("error", "").find("job: refused (wrong_job): "), std::string::npos)
+      << replies[3];
+  EXPECT_NE(replies[4].value("error", "").find("is not served on the user socket"),
             std::string::npos)
-      << replies[1].dump();
-  EXPECT_EQ(replies[2].value("error", ""), "permission denied: 'pause' needs root");
+      << replies[4];
+  EXPECT_EQ(replies[5]["access"], "user") << replies[5];
+  EXPECT_FALSE(replies[5]["jobs"].contains("last_job_id")) << replies[5];
+  EXPECT_EQ(refused("duplicate"), 1.0);
+  EXPECT_EQ(refused("wrong_job"), 1.0);
   const std::string text = metrics();
   EXPECT_EQ(metric_value(text, "corenoise_job_reports_total"), 1.0) << text;
   EXPECT_EQ(
       metric_value(text, "corenoise_job_lost_seconds_total{cpu=\"0\",cause=\"other-processes\"}"),
-      1.5)
+      0.25)
       << text;
-  EXPECT_EQ(refused("duplicate"), 1.0);
-  EXPECT_EQ(metric_value(text, "corenoise_paused"), 0.0);
+  // The daemon ran as `daemon` all along, with no capability.
+  const std::string status = testing::run_command("grep -E '^(Uid|CapEff):' /proc/" +
+                                                  std::to_string(daemon_.pid()) + "/status")
+                                 .out;
+  EXPECT_NE(status.find("Uid:\t1\t1\t1\t1"), std::string::npos) << status;
+  EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
+}
+
+// Forgery: a CPU outside the sender's affinity (a rank bound to CPU 0
+// reporting CPU 1), and a CPU the node lacks.
+TEST_F(DaemonJobAdmission, ACpuOutsideTheSendersAffinityOrTheNodeIsRefused) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  ASSERT_TRUE(CPU_ISSET(0, &mine) && CPU_ISSET(1, &mine)) << "needs CPUs 0 and 1";
+  const JobSender bound{kAsNobody + " /usr/bin/taskset -c 0", ""};
+  const auto replies =
+      send_lines(user_socket(),
+                 {job_start_line("j"), job_report_line("j", 0.5, lost_on({0, 1}, 0.1)),
+                  job_report_line("j", 0.5, lost_on({4095}, 0.1))},
+                 bound);
+  EXPECT_EQ(replies[1]
+                .value("error", "")
+                .rfind("job: refused (cpu_outside_affinity): cpu 1 is "
+                       "outside the affinity of process ",
+                       0),
+            0u)
+      << replies[1];
+  EXPECT_NE(replies[2].value("error", "").find("job: cpu 4095 is not a CPU of this node"),
+            std::string::npos)
+      << replies[2];
+  EXPECT_EQ(refused("cpu_outside_affinity"), 1.0);
+  EXPECT_EQ(refused("invalid"), 1.0);
+  expect_nothing_counted();
+}
+
+// Forgeries: a report without a job-start, more time than the sender lived,
+// and an end in the future.
+TEST_F(DaemonJobAdmission, AReportWithoutJobStartOrOfTimeTheSenderDidNotLiveIsRefused) {
+  const JobSender nobody{kAsNobody, ""};
+  auto replies = send_lines(user_socket(), {job_report_line("j", 0.5, lost_on({0}, 0.1))}, nobody);
+  EXPECT_EQ(replies[0].value("error", "").rfind("job: refused (unregistered): ", 0), 0u)
+      << replies[0];
+  replies = send_lines(user_socket(),
+                       {job_start_line("j"), job_report_line("j", 3600, lost_on({0}, 1)),
+                        job_report_line("j", 0.5, lost_on({0}, 0.1), 4102444800 /* 2100 */)},
+                       nobody);
+  EXPECT_EQ(replies[1].value("error", "").rfind("job: refused (too_long): ", 0), 0u) << replies[1];
+  EXPECT_EQ(replies[2].value("error", "").rfind("job: refused (bad_time): ", 0), 0u) << replies[2];
+  EXPECT_EQ(refused("unregistered"), 1.0);
+  EXPECT_EQ(refused("too_long"), 1.0);
+  EXPECT_EQ(refused("bad_time"), 1.0);
+  expect_nothing_counted();
+}
+
+// Forgery: a sender that changed user after connecting (here root, which
+// becomes nobody). The kernel says the pidfd's user from Linux 6.13; before
+// it, the sender is judged as the user it connected as (docs/control.md,
+// "What is not closed").
+TEST_F(DaemonJobAdmission, ASenderThatChangedUserIsRefusedWhereTheKernelSays) {
+  const auto replies =
+      send_lines(user_socket(), {job_start_line("j")}, JobSender{"", "--drop-to 65534:65534"});
+  if (kernel_says_a_pidfds_user()) {
+    EXPECT_NE(replies[0].value("error", "").find("job: refused (wrong_user): process "),
+              std::string::npos)
+        << replies[0];
+    EXPECT_NE(
+        replies[0].value("error", "").find("runs as uid 65534, not as the uid it connected as (0)"),
+        std::string::npos)
+        << replies[0];
+    EXPECT_EQ(refused("wrong_user"), 1.0);
+  } else {
+    EXPECT_EQ(replies[0], json({{"ok", true}})) << "as the user it connected as";
+  }
+}
+
+// Forgery: a connection handed on after its owner exited, so that the pid
+// the kernel gave no longer names the sender (and may be recycled).
+TEST_F(DaemonJobAdmission, AConnectionWhoseOwnerExitedIsRefused) {
+  const auto replies =
+      send_lines(user_socket(), {job_start_line("j")}, JobSender{kAsNobody, "--hand-to-child"});
+  EXPECT_EQ(replies[0].value("error", "").rfind("job: refused (no_credentials): process ", 0), 0u)
+      << replies[0];
+  EXPECT_NE(replies[0].value("error", "").find("has exited since it connected"), std::string::npos)
+      << replies[0];
+  EXPECT_EQ(refused("no_credentials"), 1.0);
+  expect_nothing_counted();
 }
 
 }  // namespace

@@ -281,7 +281,7 @@ TEST(DaemonPrivileges, ExecutesNothingButItself) {
       continue;
     if (line.find("execve(") != std::string::npos) {
       ++execs;
-      EXPECT_NE(line.find("execve(\"" CORENOISED_BIN "\""), std::string::npos) << line;
+      EXPECT_NE(line.find("execve(\"" + daemon.binary() + "\""), std::string::npos) << line;
     } else if (line.find("clone") != std::string::npos) {
       ++threads;
       EXPECT_NE(line.find("CLONE_THREAD"), std::string::npos)

@@ -1,12 +1,13 @@
-// Sending `job` reports to a real corenoised from another process, as a
-// rank would (tests/tools/job_report_sender with the in-job library
-// preloaded: a process with it mapped) or as a plain process (without).
-// Needs JOB_REPORT_SENDER_BIN and JOB_LIBRARY (tests/CMakeLists.txt).
+// Sending `job-start` and `job` lines to a real corenoised from another
+// process, as a rank does (tests/tools/job_report_sender), under whatever
+// user, affinity or trick `prefix` and the sender's options set up.
+// Needs JOB_REPORT_SENDER_BIN (tests/CMakeLists.txt).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,34 @@ inline std::string shell_word(const std::string& text) {
 }
 
 struct JobSender {
-  bool rank = true;            // with the in-job library preloaded
   std::string prefix;          // commands it runs under: "setpriv ...", "taskset -c 0"
   std::string sender_options;  // job_report_sender's own ("--drop-to 65534:65534")
 };
+
+// A rank's job-start line.
+inline std::string job_start_line(const std::string& id) {
+  return nlohmann::json({{"command", "job-start"}, {"job_id", id}}).dump();
+}
+
+// A rank's report: `cpus` as the protocol has them, ended when the sender
+// sends it ("@now", job_report_sender's) unless `ended` is given.
+inline std::string job_report_line(const std::string& id, double elapsed,
+                                   const nlohmann::json& cpus,
+                                   std::optional<double> ended = std::nullopt) {
+  std::string line = nlohmann::json({{"command", "job"},
+                                     {"job_id", id},
+                                     {"ended_unix_seconds", ended.value_or(0)},
+                                     {"elapsed_seconds", elapsed},
+                                     {"ranks", 2},
+                                     {"cpus", cpus}})
+                         .dump();
+  if (!ended) {
+    const std::string field = "\"ended_unix_seconds\":";
+    const std::size_t value = line.find(field) + field.size();
+    line.replace(value, line.find_first_of(",}", value) - value, "@now");
+  }
+  return line;
+}
 
 // The replies to `lines`, sent one after another on one connection by one
 // sender process (so one SO_PEERCRED pid). A sender that fails, or a reply
@@ -33,10 +58,8 @@ struct JobSender {
 inline std::vector<nlohmann::json> send_lines(const std::string& socket,
                                               const std::vector<std::string>& lines,
                                               const JobSender& sender = {}) {
-  std::string command = sender.prefix + " /usr/bin/env";
-  if (sender.rank) command += " LD_PRELOAD=" + shell_word(JOB_LIBRARY);
-  command += " " + shell_word(JOB_REPORT_SENDER_BIN) + " " + sender.sender_options + " " +
-             shell_word(socket);
+  std::string command = sender.prefix + " " + shell_word(JOB_REPORT_SENDER_BIN) + " " +
+                        sender.sender_options + " " + shell_word(socket);
   for (const std::string& line : lines) command += " " + shell_word(line);
   const CommandResult result = run_command(command);
   EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.err;

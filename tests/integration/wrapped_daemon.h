@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon_process.h"
+#include "reachable_binary.h"
 
 namespace corenoise::testing {
 
@@ -30,9 +31,11 @@ inline std::vector<std::string> as_nobody() {
 
 class WrappedDaemon {
  public:
+  // `binary`: the daemon to run; by default this build's, or a copy of it
+  // that the user the wrapper becomes can execute (reachable_binary.h).
   WrappedDaemon(const std::vector<std::string>& wrapper, const std::vector<std::string>& args,
-                std::string log_path)
-      : log_path_(std::move(log_path)) {
+                std::string log_path, std::string binary = reachable_by_everyone(CORENOISED_BIN))
+      : log_path_(std::move(log_path)), binary_(std::move(binary)) {
     pid_ = fork();
     if (pid_ == 0) {
       const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -40,7 +43,7 @@ class WrappedDaemon {
       dup2(fd, STDERR_FILENO);
       std::vector<char*> argv;
       for (const auto& w : wrapper) argv.push_back(const_cast<char*>(w.c_str()));
-      argv.push_back(const_cast<char*>(CORENOISED_BIN));
+      argv.push_back(const_cast<char*>(binary_.c_str()));
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       execv(argv[0], argv.data());
@@ -59,6 +62,7 @@ class WrappedDaemon {
 
   // The wrapper's pid: the daemon's own when the wrapper execs it (setpriv).
   pid_t pid() const { return pid_; }
+  const std::string& binary() const { return binary_; }
   // A daemon the wrapper forked (strace): killed too when the test ends.
   void adopt(pid_t inner) { inner_ = inner; }
 
@@ -90,6 +94,7 @@ class WrappedDaemon {
 
  private:
   std::string log_path_;
+  std::string binary_;
   pid_t pid_ = -1;
   pid_t inner_ = -1;
   bool exited_ = false;

@@ -1,14 +1,18 @@
 // Sends control-socket request lines to corenoised from one connection and
-// prints each reply line: the sender of the daemon's job-report admission
-// tests. Preloaded with the in-job library (LD_PRELOAD=...libcorenoise-job-
-// mpich.so, which does nothing without MPI_Init) it is a process with the
-// job library mapped, as a rank is; without, a plain process.
+// prints each reply line: the sender of the daemon's job admission tests,
+// which play each forgery of docs/control.md's threat model with it.
 //
-//   job_report_sender [--drop-to UID:GID] SOCKET LINE...
+//   job_report_sender [--drop-to UID:GID] [--hand-to-child] SOCKET LINE...
 //
 // --drop-to: become UID:GID (no supplementary groups) after connecting and
 // before sending, so that the connection's SO_PEERCRED credentials are no
-// longer the process's. Exit 0 once every reply came, 1 otherwise.
+// longer the process's.
+// --hand-to-child: after connecting, fork; the process that connected
+// exits, and its child sends on the inherited connection once it has gone
+// (the pid the daemon was given no longer names the sender).
+// A line "@now" in LINE is replaced by the Unix time when it is sent, so
+// that a report can say it ended just now. Exit 0 once every reply came, 1
+// otherwise.
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -17,13 +21,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: job_report_sender [--drop-to UID:GID] SOCKET LINE...\n");
+  std::fprintf(stderr,
+               "usage: job_report_sender [--drop-to UID:GID] [--hand-to-child] SOCKET LINE...\n");
   return 1;
 }
 
@@ -42,9 +48,19 @@ bool send_all(int fd, const std::string& data) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   long uid = -1, gid = -1;
-  if (!args.empty() && args[0] == "--drop-to") {
-    if (args.size() < 2 || std::sscanf(args[1].c_str(), "%ld:%ld", &uid, &gid) != 2) return usage();
-    args.erase(args.begin(), args.begin() + 2);
+  bool hand_to_child = false;
+  for (;;) {
+    if (!args.empty() && args[0] == "--drop-to") {
+      if (args.size() < 2 || std::sscanf(args[1].c_str(), "%ld:%ld", &uid, &gid) != 2) {
+        return usage();
+      }
+      args.erase(args.begin(), args.begin() + 2);
+    } else if (!args.empty() && args[0] == "--hand-to-child") {
+      hand_to_child = true;
+      args.erase(args.begin());
+    } else {
+      break;
+    }
   }
   if (args.size() < 2) return usage();
   sockaddr_un address{};
@@ -64,13 +80,30 @@ int main(int argc, char** argv) {
                  std::strerror(errno));
     return 1;
   }
+  if (hand_to_child) {
+    const pid_t parent = ::getpid();
+    const pid_t child = ::fork();
+    if (child < 0) return 1;
+    if (child > 0) {
+      // The child prints the replies; this process only has to go.
+      ::_exit(0);
+    }
+    while (::getppid() == parent) ::usleep(1000);
+  }
   timeval timeout{20, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   std::string pending;
   for (std::size_t i = 1; i < args.size(); ++i) {
     // One line at a time, each reply read before the next is sent, so the
     // replies come back in order whatever the daemon does with the line.
-    if (!send_all(fd, args[i] + "\n")) return 1;
+    std::string line = args[i];
+    for (std::size_t at; (at = line.find("@now")) != std::string::npos;) {
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      line.replace(at, 4,
+                   std::to_string(now.tv_sec) + "." + std::to_string(now.tv_nsec / 100000000));
+    }
+    if (!send_all(fd, line + "\n")) return 1;
     std::size_t end;
     while ((end = pending.find('\n')) == std::string::npos) {
       char buffer[4096];
