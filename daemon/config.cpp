@@ -154,18 +154,6 @@ std::vector<DaemonOptionSpec> make_specs() {
        }},
       {"socket", "PATH", "control socket (default: /run/corenoise/ctl.sock)",
        [](DaemonConfig& c, std::string_view v) { c.socket_path = nonempty(v, "a path"); }},
-      {"user-socket", "PATH",
-       "the user socket, mode 0666: every local user's status, results and jobs' reports, "
-       "never a mutating command; none = no user socket (default: user.sock beside the "
-       "control socket)",
-       [](DaemonConfig& c, std::string_view v) { c.user_socket_path = nonempty(v, "a path"); }},
-      {"max-job-ranks-per-user", "N",
-       "running ranks of one user whose job-start the daemon keeps (each holds a pidfd); past "
-       "it a job-start is refused as too_many_ranks (default: 1024)",
-       [](DaemonConfig& c, std::string_view v) {
-         c.job_limits.ranks_per_user =
-             static_cast<std::size_t>(parse_integer(v, 1, 65536, "a count from 1 to 65536"));
-       }},
       {"socket-mode", "OCTAL",
        "permissions of the control socket; whoever may connect may read status and results, "
        "and root and the control group may act (default: 0660)",
@@ -179,6 +167,23 @@ std::vector<DaemonOptionSpec> make_specs() {
        "group owning the control socket, whose members may also pause, resume, run, publish "
        "and calibrate (default: none, root only)",
        [](DaemonConfig& c, std::string_view v) { c.control_group = std::string(v); }},
+      {"user-socket", "PATH",
+       "the user socket, mode 0666: every local user's status, results and jobs' reports, "
+       "never a mutating command; none = no user socket (default: user.sock beside the "
+       "control socket)",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "none" && (v.empty() || v.front() != '/')) {
+           throw std::invalid_argument("got " + quoted(v) + ", expected an absolute path or none");
+         }
+         c.user_socket_path = std::string(v);
+       }},
+      {"max-job-ranks-per-user", "N",
+       "running ranks of one user whose job-start the daemon keeps (each holds a pidfd); past "
+       "it a job-start is refused as too_many_ranks (default: 1024)",
+       [](DaemonConfig& c, std::string_view v) {
+         c.job_limits.ranks_per_user =
+             static_cast<std::size_t>(parse_integer(v, 1, 65536, "a count from 1 to 65536"));
+       }},
       {"state-dir", "DIR", "where per-core calibrations persist (default: /var/lib/corenoise)",
        [](DaemonConfig& c, std::string_view v) { c.state_dir = nonempty(v, "a directory"); }},
       {"busy-threshold", "RATIO",

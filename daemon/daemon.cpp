@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -191,8 +192,16 @@ void Daemon::start() {
   wait_for_signal();
   arm_watchdog();
   schedule_next_round();
+  std::string first_round;
+  if (next_round_unix_seconds_) {
+    first_round = "; the first round in " +
+                  std::to_string(static_cast<long>(
+                      std::ceil(std::max(0.0, *next_round_unix_seconds_ - unix_seconds_now())))) +
+                  " s";
+  }
   notifier_.notify("READY=1\nSTATUS=watching " +
-                   std::to_string(watched_cpus(config_, topology_).size()) + " CPUs");
+                   std::to_string(watched_cpus(config_, topology_).size()) +
+                   " CPUs, not yet probed" + first_round);
   log_info("corenoised " CORENOISE_VERSION " started; a round every ~" +
            std::to_string(static_cast<int>(config_.interval_seconds)) + " s");
 }
@@ -518,7 +527,8 @@ void Daemon::record_round(const std::vector<ModeReport>& reports) {
 json Daemon::round_summary() const {
   const SnapshotPtr snapshot = store_.get();
   std::map<CoreState, std::size_t> counts;
-  for (std::size_t i = 0; i < snapshot->report.pus.size(); ++i)
+  // Before the first round no CPU has a state: not even skipped.
+  for (std::size_t i = 0; !latest_.empty() && i < snapshot->report.pus.size(); ++i)
     ++counts[verdict_of(*snapshot, i).state];
   json states = json::object();
   for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = counts[s];
@@ -669,6 +679,7 @@ json Daemon::status(bool everything) {
       {"cpus", snapshot->report.pus.size()}};
   if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
   if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
+  if (latest_.empty()) reply["not_yet_probed"] = watched_cpus(config_, topology_).size();
   json jobs = {{"reports", job_totals_.reports}, {"running_ranks", job_admission_.registered()}};
   if (job_totals_.last_ended_unix_seconds) {
     if (everything) jobs["last_job_id"] = last_job_id_;

@@ -382,7 +382,16 @@ void print_status(std::ostream& out, const json& reply, double now) {
       out << "cluster reference: published " << duration_text(now - *published) << " ago\n";
     }
   }
-  out << "cores: " << states_text(reply) << '\n';
+  if (const auto fresh = number(reply, "not_yet_probed")) {
+    out << "cores: " << static_cast<long>(*fresh) << " CPUs, not yet probed";
+    if (const auto next = number(reply, "next_round_unix_seconds")) {
+      out << ": the first round comes "
+          << (*next > now ? "in " + duration_text(*next - now) : "now");
+    }
+    out << '\n';
+  } else {
+    out << "cores: " << states_text(reply) << '\n';
+  }
   if (text(reply, "access") == "user") {
     out << "(an ordinary user's view, through the user socket: the last job's id is left out; "
            "pause, resume, run and calibrate need root or the control group)\n";
@@ -391,9 +400,10 @@ void print_status(std::ostream& out, const json& reply, double now) {
   print_culprits(out, reply);
   const auto ok = healthy(reply);
   out << "corenoise: "
-      << (ok == std::nullopt ? "health unknown"
-          : *ok              ? "no CPU persistently unhealthy"
-                             : "unhealthy CPUs found")
+      << (reply.contains("not_yet_probed") ? "no verdict yet"
+          : ok == std::nullopt             ? "health unknown"
+          : *ok                            ? "no CPU persistently unhealthy"
+                                           : "unhealthy CPUs found")
       << '\n';
 }
 

@@ -20,6 +20,7 @@
 #include "probe/wall_clock.h"
 #include "process.h"
 #include "quick_daemon.h"
+#include "reachable_binary.h"
 
 namespace corenoise {
 namespace {
@@ -338,16 +339,29 @@ TEST(Daemon, PrometheusJoinsTheSlowdownWithNodeExportersCpuTime) {
 
 TEST(Daemon, ControlSocketCommandsAndPermissions) {
   TempDir dir;
-  DaemonProcess daemon(round_a_second_args(dir, {"--socket-mode", "0666", "--interval", "3600"}));
-  ASSERT_TRUE(daemon.wait_for_log("control socket at")) << daemon.log();
+  // The sockets as shipped: the control socket 0660, the user socket beside it.
+  DaemonProcess daemon(round_a_second_args(dir, {"--interval", "3600"}));
+  ASSERT_TRUE(daemon.wait_for_log("user socket at")) << daemon.log();
 
-  auto r = run_command(ctl(dir, "run"));  // a round now, reply when done
+  // The first minutes: no verdict, not "skipped", and when the first round comes.
+  auto r = run_command(ctl(dir, "status"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("CPUs, not yet probed: the first round comes in "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("corenoise: no verdict yet"), std::string::npos) << r.out;
+  json status = json::parse(run_command(ctl(dir, "status --json")).out);
+  EXPECT_EQ(status["not_yet_probed"], native_pus()) << status.dump();
+  EXPECT_EQ(status["states"]["skipped"], 0) << status.dump();
+
+  r = run_command(ctl(dir, "run"));  // a round now, reply when done
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
   r = run_command(ctl(dir, "status --json"));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.err;
-  json status = json::parse(r.out);
+  status = json::parse(r.out);
   EXPECT_EQ(status["paused"], false);
   EXPECT_GE(status["rounds"]["isolated"]["count"].get<int>(), 1) << status.dump();
+  EXPECT_FALSE(status.contains("not_yet_probed")) << status.dump();
 
   EXPECT_EQ(run_command(ctl(dir, "pause --seconds 60")).exit_code, 0);
   status = json::parse(run_command(ctl(dir, "status --json")).out);
@@ -357,11 +371,16 @@ TEST(Daemon, ControlSocketCommandsAndPermissions) {
   status = json::parse(run_command(ctl(dir, "status --json")).out);
   EXPECT_EQ(status["paused"], false);
 
-  // Anyone who may connect may read; only root (or the control group) may
-  // change anything.
-  r = run_command("runuser -u nobody -- " + ctl(dir, "status"));
+  // An ordinary user reads through the user socket, told it is their view;
+  // only root (or the control group) may change anything.
+  const std::string as_nobody =
+      "runuser -u nobody -- " + testing::reachable_by_everyone(CORENOISE_BIN) + " ";
+  const std::string socket = " --socket " + dir.path() + "/ctl.sock";
+  r = run_command(as_nobody + "status" + socket);
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
-  r = run_command("runuser -u nobody -- " + ctl(dir, "pause"));
+  EXPECT_NE(r.out.find("an ordinary user's view, through the user socket"), std::string::npos)
+      << r.out;
+  r = run_command(as_nobody + "pause" + socket);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
   status = json::parse(run_command(ctl(dir, "status --json")).out);

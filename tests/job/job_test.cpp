@@ -353,8 +353,8 @@ TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
   }
   EXPECT_GE(testing::metric_value(metrics, "corenoise_job_reports_total").value_or(0), 2.0)
       << metrics;
-  EXPECT_EQ(testing::metric_value(
-                metrics, "corenoise_job_reports_refused_total{reason=\"unregistered\"}"),
+  EXPECT_EQ(testing::metric_value(metrics,
+                                  "corenoise_job_reports_refused_total{reason=\"unregistered\"}"),
             0.0)
       << "a rank's job-start at MPI_Init did not reach the daemon\n"
       << metrics;
