@@ -9,10 +9,11 @@ Debian's `daemon` user, with or without the flood (as `nobody`), and for
 --seconds measures, once a second:
   - a scrape of /metrics (ms),
   - root's `status` on the control socket (ms),
-  - root's `pause` then `resume` (ms for the pair; the round in progress is
-    cancelled, as a job's prolog does),
-and at the end the rounds done, the flood's lines sent and refused by reason,
-and the daemon's peak RSS (VmHWM). Runs alternate quiet and flooded; the
+and counts the rounds done meanwhile; then times five of root's `pause`
+then `resume` pairs (ms for the pair; a pause cancels the round in progress,
+as a job's prolog does, so they come after the rounds are counted). Also
+the flood's lines sent and refused by reason, and the daemon's peak RSS
+(VmHWM). Runs alternate quiet and flooded; the
 table gives the median over runs of each run's median (and p99).
 
   sudo tests/bench/control_flood_bench.py --build-dir build [--runs 5] [--seconds 30]
@@ -35,6 +36,10 @@ import urllib.request
 FLOOD = r'''
 import os, socket, sys, time, json
 path, rate, hold = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+# The sending connection first: once the held ones fill the user's share,
+# the daemon turns away any further connection of this user at the door.
+sender = socket.socket(socket.AF_UNIX)
+sender.connect(path)
 held = []
 refused_at_door = 0
 for _ in range(hold):
@@ -48,8 +53,6 @@ for _ in range(hold):
 line = (json.dumps({"command": "job", "job_id": "flood", "ended_unix_seconds": 1,
                     "elapsed_seconds": 1, "ranks": 1,
                     "cpus": [{"cpu": 0, "lost_seconds": {"steal": 1}}]}) + "\n").encode()
-sender = socket.socket(socket.AF_UNIX)
-sender.connect(path)
 sent = 0
 start = time.monotonic()
 last_trickle = start
@@ -164,11 +167,14 @@ def one_run(args, flooded):
     while time.monotonic() < t_end:
         scrape.append(timed(lambda: urllib.request.urlopen(url, timeout=10).read()))
         status.append(timed(lambda: request(ctl, '{"command":"status"}')))
-        pause.append(timed(lambda: (request(ctl, '{"command":"pause"}'),
-                                    request(ctl, '{"command":"resume"}'))))
         time.sleep(1)
     text = urllib.request.urlopen(url).read().decode()
     rounds = (metric(text, 'corenoise_rounds_total{mode="isolated"}') or 0) - start_rounds
+    for _ in range(5):
+        pause.append(timed(lambda: (request(ctl, '{"command":"pause"}'),
+                                    request(ctl, '{"command":"resume"}'))))
+        time.sleep(0.2)
+    text = urllib.request.urlopen(url).read().decode()
     refused = {m.group(1): float(m.group(2)) for m in re.finditer(
         r'^corenoise_job_reports_refused_total\{reason="(\w+)"\} ([0-9.e+]+)$', text, re.M)}
     hwm = 0

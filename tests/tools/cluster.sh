@@ -209,8 +209,14 @@ cluster_join_cpuset() {
 cluster_start_holder() {
   local i=$1 name=${CLUSTER_NODES[$1]} k
   local dir=$CLUSTER_DIR/$name
-  local inner=$dir/tmp/${CLUSTER_DIR##*/}
+  local inner=$dir/tmp/${CLUSTER_DIR##*/} tree binds=''
   mkdir -p "$dir/run/corenoise" "$dir/state" "$dir/slurmd-spool" "$inner" || return 1
+  # A checkout (and so the programs the node runs) under /tmp stays where it
+  # is in the node's own /tmp, as the cluster's directory does.
+  for tree in "${cluster_tmp_trees[@]}"; do
+    mkdir -p "$dir/tmp${tree#/tmp}" || return 1
+    binds+=" && mount --bind '$tree' '$dir/tmp${tree#/tmp}'"
+  done
   (
     cluster_join_cpuset "$i" || exit 1
     # The node's /tmp holds the cluster's directory at its usual path, so
@@ -218,8 +224,8 @@ cluster_start_holder() {
     # everywhere else.
     # shellcheck disable=SC2016 # the inner shell's own arguments
     exec nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private \
-      sh -c 'hostname "$1" && mount --bind "$2" /run && mount --bind "$5" "$4" && mount --rbind "$3" /tmp &&
-             touch /run/.node-ready && exec sleep infinity' \
+      sh -c 'hostname "$1" && mount --bind "$2" /run && mount --bind "$5" "$4"'"$binds"' &&
+             mount --rbind "$3" /tmp && touch /run/.node-ready && exec sleep infinity' \
       holder "$name" "$dir/run" "$dir/tmp" "$inner" "$CLUSTER_DIR"
   ) </dev/null >>"$dir/holder.log" 2>&1 &
   echo $! >"$dir/holder.pid"
@@ -237,8 +243,11 @@ cluster_enter() {
   shift
   cluster_join_cpuset "$i" || exit 1
   # The caller's directory, where the node sees it too (not its own /tmp, /run).
-  local wd=$PWD
-  [[ $wd == /tmp* || $wd == /run* ]] && wd=/
+  local wd=$PWD tree inside=0
+  for tree in "${cluster_tmp_trees[@]}"; do
+    [[ $wd == "$tree" || $wd == "$tree"/* ]] && inside=1
+  done
+  [[ ($wd == /tmp* && $inside == 0) || $wd == /run* ]] && wd=/
   # --root: entering a mount namespace moves the root to the namespace's
   # own; inside a chroot (a fresh-machine check, a build root) that is the
   # host's file system, not the one the holder's mounts were made in.
@@ -408,7 +417,7 @@ cluster_save() {
   {
     declare -p CLUSTER_DIR CLUSTER_NODES CLUSTER_ADDRS CLUSTER_CPUS CLUSTER_PROMETHEUS
     declare -p cluster_cgroup cluster_corenoise cluster_corenoised cluster_daemon_args \
-      cluster_node_daemon_args
+      cluster_node_daemon_args cluster_tmp_trees
   } | sed -E 's/^declare -[-a-zA-Z]* /declare -g /' >"$CLUSTER_DIR/cluster.env"
 }
 
@@ -461,6 +470,18 @@ cluster_start() {
     cluster_say "corenoise or corenoised not found (build first, or give --corenoise and --corenoised)"
     return 1
   fi
+  # What the nodes run from under /tmp: the checkout, the binaries' folders.
+  cluster_tmp_trees=()
+  local tree listed seen
+  for tree in "$(readlink -f "$cluster_here/../..")" "${cluster_corenoise%/*}" \
+    "${cluster_corenoised%/*}"; do
+    [[ $tree == /tmp/* ]] || continue
+    seen=0
+    for listed in "${cluster_tmp_trees[@]}"; do
+      [[ $tree == "$listed" || $tree == "$listed"/* ]] && seen=1
+    done
+    ((seen)) || cluster_tmp_trees+=("$tree")
+  done
   cluster_require
   cluster_remove_leftovers
   CLUSTER_DIR=$(mktemp -d -t corenoise-cluster.XXXXXX) || return 1

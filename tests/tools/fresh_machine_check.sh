@@ -6,10 +6,16 @@
 # have run the project before keep what earlier runs installed, which is how
 # a missing step hides; this is the check that it does not.
 #
-# Usage: sudo tests/tools/fresh_machine_check.sh [--keep] [--work DIR] [REPO]
+# Usage: sudo tests/tools/fresh_machine_check.sh [--keep] [--work DIR]
+#                                               [--into PATH] [REPO]
 #   REPO        a git repository whose HEAD is checked (default: this one)
 #   --work DIR  where the root is made (default: a new folder under /var/tmp);
 #               removed at the end unless --keep
+#   --into PATH where in the root the clone goes (default: /src). Users clone
+#               anywhere: /root/corenoise (root's home, mode 0700: programs
+#               the tests run as other users must still reach theirs),
+#               /tmp/corenoise (the test cluster gives each node its own
+#               /tmp), a path with a space
 #   --keep      leave the root in place (to look at build/ or rerun by hand:
 #               chroot DIR/root)
 #
@@ -21,12 +27,13 @@
 # here (not root, no debootstrap and none installable).
 set -euo pipefail
 
-KEEP=0 WORK='' REPO=''
+KEEP=0 WORK='' REPO='' INTO=/src
 while (($#)); do
   case $1 in
     --keep) KEEP=1 ;;
     --work) WORK=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --into) INTO=$2; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) REPO=$1 ;;
   esac
   shift
@@ -89,8 +96,9 @@ for f in /etc/apt/sources.list.d/*.sources; do
 done
 ((copied)) || echo "deb $mirror bookworm main" >"$ROOT/etc/apt/sources.list"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-say "debootstrap done in $((SECONDS - start)) s; cloning $(git -C "$REPO" rev-parse --short HEAD)"
-git clone -q --no-local "$REPO" "$ROOT/src"
+[[ $INTO == /* && $INTO != / ]] || { echo "fresh_machine_check: FAIL: --into needs an absolute path" >&2; exit 1; }
+say "debootstrap done in $((SECONDS - start)) s; cloning $(git -C "$REPO" rev-parse --short HEAD) into $INTO"
+git clone -q --no-local "$REPO" "$ROOT$INTO"
 
 # README.md's first two ```sh blocks after "## Quick start".
 mapfile -t commands < <(awk '
@@ -114,9 +122,10 @@ in_root() {
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/run"
-    mount -t tmpfs tmpfs "$root/tmp"
+    # A fresh /tmp for each command, but not over a clone that lives there.
+    [[ $2 == /tmp/* ]] || mount -t tmpfs tmpfs "$root/tmp"
     exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 TERM=dumb bash -c "cd /src && $1"' in_root "$ROOT" "$1"
+      LANG=C.UTF-8 TERM=dumb bash -c "cd \"\$0\" && $1" "$2"' in_root "$ROOT" "$1" "$INTO"
 }
 
 status=0
@@ -129,7 +138,7 @@ for i in 0 1; do
   # The quick start ends in a sweep of this machine, whose exit 2 is its
   # verdict (unhealthy cores: a VM's host can make one vCPU slow for
   # minutes), not a failed set-up -- when it wrote its report.
-  if ((i == 0 && rc == 2)) && [[ -s $ROOT/src/corenoise-report.html ]]; then
+  if ((i == 0 && rc == 2)) && [[ -s $ROOT$INTO/corenoise-report.html ]]; then
     say "command 1: exit 2 is the sweep's verdict on this machine (unhealthy cores); its report was written"
     rc=0
   fi
