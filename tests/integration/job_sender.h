@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "process.h"
+#include "reachable_binary.h"
 
 namespace corenoise::testing {
 
@@ -58,7 +59,9 @@ inline std::string job_report_line(const std::string& id, double elapsed,
 inline std::vector<nlohmann::json> send_lines(const std::string& socket,
                                               const std::vector<std::string>& lines,
                                               const JobSender& sender = {}) {
-  std::string command = sender.prefix + " " + shell_word(JOB_REPORT_SENDER_BIN) + " " +
+  // Run as other users: from where they can reach it.
+  std::string command = sender.prefix + " " +
+                        shell_word(reachable_by_everyone(JOB_REPORT_SENDER_BIN)) + " " +
                         sender.sender_options + " " + shell_word(socket);
   for (const std::string& line : lines) command += " " + shell_word(line);
   const CommandResult result = run_command(command);

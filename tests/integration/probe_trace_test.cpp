@@ -20,6 +20,7 @@
 #include "probe/topology.h"
 #include "process.h"
 #include "quick_daemon.h"
+#include "reachable_binary.h"
 
 namespace corenoise {
 namespace {
@@ -304,13 +305,14 @@ TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
 }
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {
-  const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-  const auto on = run_command(as_nobody + kCorenoise + " probe --cpus 0 --trace on --quiet");
+  const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                                testing::reachable_by_everyone(kCorenoise);
+  const auto on = run_command(as_nobody + " probe --cpus 0 --trace on --quiet");
   EXPECT_EQ(on.exit_code, 1) << on.err;
   EXPECT_NE(on.err.find("--trace on: tracing needs root"), std::string::npos) << on.err;
   EXPECT_TRUE(on.out.empty()) << on.out;
   const auto automatic =
-      run_command(as_nobody + kCorenoise + " probe --cpus 0 --trace auto --json - --confirm no");
+      run_command(as_nobody + " probe --cpus 0 --trace auto --json - --confirm no");
   ASSERT_TRUE(automatic.exit_code == 0 || automatic.exit_code == 2) << automatic.err;
   const json doc = json::parse(automatic.out);
   EXPECT_EQ(doc["trace"], "unavailable: tracing needs root (tracefs)");
