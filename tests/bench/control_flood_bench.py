@@ -40,23 +40,29 @@ path, rate, hold = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 # the daemon turns away any further connection of this user at the door.
 sender = socket.socket(socket.AF_UNIX)
 sender.connect(path)
-held = []
-refused_at_door = 0
-for _ in range(hold):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(path)
-        s.setblocking(False)
-        held.append(s)
-    except OSError:
-        refused_at_door += 1
+
+def fill(held):
+    """Opens connections until `hold` are open (the daemon closes all but
+    the user's share of them at once, and the rest after their line's
+    deadline: they are opened again, so the flood keeps knocking)."""
+    while len(held) < hold:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            s.setblocking(False)
+            held.append(s)
+        except OSError:
+            break
+    return held
+
+
+held = fill([])
 line = (json.dumps({"command": "job", "job_id": "flood", "ended_unix_seconds": 1,
                     "elapsed_seconds": 1, "ranks": 1,
                     "cpus": [{"cpu": 0, "lost_seconds": {"steal": 1}}]}) + "\n").encode()
 sent = 0
 start = time.monotonic()
 last_trickle = start
-buffer = b""
 while True:
     now = time.monotonic()
     target = int((now - start) * rate)
@@ -87,16 +93,7 @@ while True:
                 alive.append(s)
             except OSError:
                 s.close()
-        # Connections the daemon cut are opened again: the flood keeps its 500.
-        while len(alive) < hold:
-            s = socket.socket(socket.AF_UNIX)
-            try:
-                s.connect(path)
-                s.setblocking(False)
-                alive.append(s)
-            except OSError:
-                break
-        held = alive
+        held = fill(alive)
     sys.stdout.write("%d\n" % sent)
     sys.stdout.flush()
     time.sleep(0.01)
