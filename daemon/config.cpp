@@ -167,15 +167,15 @@ std::vector<DaemonOptionSpec> make_specs() {
        "group owning the control socket, whose members may also pause, resume, run, publish "
        "and calibrate (default: none, root only)",
        [](DaemonConfig& c, std::string_view v) { c.control_group = std::string(v); }},
-      {"user-socket", "PATH",
-       "the user socket, mode 0666: every local user's status, results and jobs' reports, "
-       "never a mutating command; none = no user socket (default: user.sock beside the "
-       "control socket)",
+      {"user-socket", "on|off",
+       "on: user.sock beside the control socket, mode 0666, for every local user's status, "
+       "results and jobs' reports, never a mutating command; off: none, and only root's and "
+       "the control group's jobs report (default: on)",
        [](DaemonConfig& c, std::string_view v) {
-         if (v != "none" && (v.empty() || v.front() != '/')) {
-           throw std::invalid_argument("got " + quoted(v) + ", expected an absolute path or none");
+         if (v != "on" && v != "off") {
+           throw std::invalid_argument("got " + quoted(v) + ", expected on or off");
          }
-         c.user_socket_path = std::string(v);
+         c.user_socket = v == "on";
        }},
       {"max-job-ranks-per-user", "N",
        "running ranks of one user whose job-start the daemon keeps (each holds a pidfd); past "

@@ -41,9 +41,9 @@ struct DaemonConfig {
   // deadline); nullopt = auto, derived from the mode's last round.
   std::optional<double> round_deadline_seconds;
   std::string socket_path = "/run/corenoise/ctl.sock";
-  // The user socket (mode 0666: status, results, job-start, job); empty:
-  // user.sock beside socket_path; "none": no user socket.
-  std::string user_socket_path;
+  // The user socket, user.sock beside socket_path (mode 0666: status,
+  // results, job-start, job), or none.
+  bool user_socket = true;
   mode_t socket_mode = 0660;
   // Group owning the socket, whose members may also pause/run/publish/
   // calibrate; empty = the daemon's group, root only. With socket-mode 0666

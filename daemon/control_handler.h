@@ -18,8 +18,9 @@ using Reply = std::function<void(nlohmann::json)>;  // call exactly once
 class ControlHandler {
  public:
   virtual ~ControlHandler() = default;
-  // Read-only. `everything` is false on the user socket: what concerns
-  // other users (the last job's id) is left out there.
+  // Read-only. `everything` is false for a peer that is neither root nor in
+  // the control group: what concerns other users (the last job's id) is
+  // left out for it.
   virtual nlohmann::json status(bool everything) = 0;
   virtual nlohmann::json results() = 0;  // the `corenoise probe --json` document
   // Mutating (the server checks the caller may).

@@ -150,6 +150,11 @@ struct ControlServer::State {
     std::chrono::steady_clock::time_point asked;
   };
   std::map<uid_t, GroupAnswer> group_answers;
+  struct ReadBudget {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point refilled;
+  };
+  std::map<uid_t, ReadBudget> read_budgets;  // of users, when reads_per_second is set
   bool started = false;
   bool stopped = false;
   // The socket file this server created, so stop() never unlinks a file a
@@ -158,6 +163,23 @@ struct ControlServer::State {
   ino_t socket_ino = 0;
   bool socket_created = false;
 };
+
+namespace {
+
+// One connection of a user (not root, not the group) fewer.
+void forget_user_connection(ControlServer::State& state, uid_t uid) {
+  if (auto it = state.user_connections.find(uid);
+      it != state.user_connections.end() && --it->second == 0) {
+    state.user_connections.erase(it);
+  }
+}
+
+// Whether `uid` may have one more status or results now (a token bucket of
+// reads_per_second, bursts of twice that): each renders a document on the
+// event loop that also serves root, the scrapes and the rounds.
+bool may_read(ControlServer::State& state, uid_t uid);
+
+}  // namespace
 
 // One client. Owned by State::connections while open; completion handlers
 // hold a shared_ptr so a closed connection lives until its last one runs.
@@ -169,6 +191,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   struct Peer {
     std::optional<PeerCredentials> credentials;  // nullopt: SO_PEERCRED failed; owns its pidfd
     bool privileged = false;                     // root or the control group
+    // Whom its connections count against: its uid, or (uid_t)-1 without
+    // credentials.
+    uid_t uid() const { return credentials ? credentials->uid : static_cast<uid_t>(-1); }
   };
 
   ControlConnection(std::shared_ptr<ControlServer::State> state, Socket socket, Peer peer)
@@ -189,13 +214,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     socket_.shutdown(Socket::shutdown_both, ignored);
     socket_.close(ignored);
     if (peer_.credentials && peer_.credentials->pidfd >= 0) ::close(peer_.credentials->pidfd);
-    if (!peer_.privileged) {
-      const uid_t uid = peer_.credentials ? peer_.credentials->uid : static_cast<uid_t>(-1);
-      if (auto it = state_->user_connections.find(uid);
-          it != state_->user_connections.end() && --it->second == 0) {
-        state_->user_connections.erase(it);
-      }
-    }
+    if (!peer_.privileged) forget_user_connection(*state_, peer_.uid());
     state_->connections.erase(self);
     state_->connection_count.fetch_sub(1);
   }
@@ -295,6 +314,15 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
                        " use '" + state_->options.control_socket_path + "'"));
       return;
     }
+    const bool reads = std::holds_alternative<StatusRequest>(request) ||
+                       std::holds_alternative<ResultsRequest>(request);
+    if (reads && !peer_.privileged && !may_read(*state_, peer_.uid())) {
+      send(error_reply("too many status and results requests from uid " +
+                       std::to_string(peer_.uid()) + " (at most " +
+                       std::to_string(static_cast<long>(state_->options.reads_per_second)) +
+                       " a second); try again later"));
+      return;
+    }
     if (needs_privilege(request) && !peer_.privileged) {
       std::string message = "permission denied: '" + name + "' needs root";
       if (state_->options.group) message += " or group " + *state_->options.group;
@@ -307,7 +335,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
           [&](const auto& r) {
             using T = std::decay_t<decltype(r)>;
             if constexpr (std::is_same_v<T, StatusRequest>) {
-              send(ok_reply(handler.status(state_->options.privileged)));
+              send(ok_reply(handler.status(peer_.privileged)));
             } else if constexpr (std::is_same_v<T, ResultsRequest>) {
               send(ok_reply(handler.results()));
             } else if constexpr (std::is_same_v<T, PauseRequest>) {
@@ -420,6 +448,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     if (closed_) return;
     auto expiry = asio::steady_timer::clock_type::now() + state_->options.idle_timeout;
     if (line_started_) expiry = std::min(expiry, *line_started_ + state_->options.line_deadline);
+    if (!peer_.privileged && state_->options.max_lifetime.count() > 0) {
+      expiry = std::min(expiry, opened_ + state_->options.max_lifetime);
+    }
     timer_.expires_at(expiry);
     timer_.async_wait(
         [self = shared_from_this()](error_code ec) { self->guard([&] { self->on_timer(ec); }); });
@@ -459,6 +490,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   asio::steady_timer timer_;
   Peer peer_;
   std::optional<asio::steady_timer::time_point> line_started_;  // of the partial line in pending_
+  const asio::steady_timer::time_point opened_ = asio::steady_timer::clock_type::now();
   std::array<char, 4096> chunk_{};
   std::string pending_;                            // received, not yet handled
   std::deque<std::string> out_;                    // replies, in order; front() is being written
@@ -493,6 +525,24 @@ bool privileged(State& state, const std::optional<PeerCredentials>& credentials)
   return answer.member;
 }
 
+bool may_read(State& state, uid_t uid) {
+  const double rate = state.options.reads_per_second;
+  if (rate <= 0) return true;
+  const auto now = std::chrono::steady_clock::now();
+  auto [it, fresh] = state.read_budgets.try_emplace(uid);
+  State::ReadBudget& budget = it->second;
+  if (fresh) {
+    budget = {2 * rate, now};
+  } else {
+    const double elapsed = std::chrono::duration<double>(now - budget.refilled).count();
+    budget.tokens = std::min(2 * rate, budget.tokens + elapsed * rate);
+    budget.refilled = now;
+  }
+  if (budget.tokens < 1) return false;
+  budget.tokens -= 1;
+  return true;
+}
+
 // Why `peer` may not open one more connection, or empty if it may.
 std::string over_limit(const State& state, const ControlConnection::Peer& peer) {
   const ControlServerOptions& o = state.options;
@@ -502,7 +552,7 @@ std::string over_limit(const State& state, const ControlConnection::Peer& peer) 
     return "too many connections to corenoised (at most " + std::to_string(o.max_connections) +
            "); try again later";
   }
-  const uid_t uid = peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1);
+  const uid_t uid = peer.uid();
   const auto mine = state.user_connections.find(uid);
   if (mine != state.user_connections.end() && mine->second >= o.max_connections_per_user) {
     return "too many connections to corenoised from uid " + std::to_string(uid) + " (at most " +
@@ -534,18 +584,13 @@ void on_accept(const std::shared_ptr<State>& state, Socket socket) {
   if (peer.credentials) {
     peer.credentials->pidfd = open_peer_pidfd(socket.native_handle(), peer.credentials->pid);
   }
-  if (!peer.privileged) {
-    ++state->user_connections[peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1)];
-  }
+  if (!peer.privileged) ++state->user_connections[peer.uid()];
   std::shared_ptr<ControlConnection> connection;
   try {
     connection = std::make_shared<ControlConnection>(state, std::move(socket), peer);
   } catch (...) {
     if (peer.credentials && peer.credentials->pidfd >= 0) ::close(peer.credentials->pidfd);
-    if (!peer.privileged) {
-      const uid_t uid = peer.credentials ? peer.credentials->uid : static_cast<uid_t>(-1);
-      if (--state->user_connections[uid] == 0) state->user_connections.erase(uid);
-    }
+    if (!peer.privileged) forget_user_connection(*state, peer.uid());
     throw;
   }
   state->connections.insert(connection);

@@ -68,6 +68,13 @@ struct ControlServerOptions {
   std::size_t reserved_connections = 16;
   // Open connections of one uid other than root's and the group's.
   std::size_t max_connections_per_user = 16;
+  // A connection of such a uid is closed this long after it opened, however
+  // it behaves (a newline every few seconds would otherwise hold it); 0:
+  // never.
+  std::chrono::milliseconds max_lifetime{0};
+  // status and results of such a uid, a second (bursts of twice as many);
+  // each renders a document on the event loop. 0: no limit.
+  double reads_per_second = 0;
   // Replies written but not yet read by the client beyond this: its further
   // requests wait unread, so a client that sends without reading costs the
   // daemon this much memory at most (and is dropped after idle_timeout).

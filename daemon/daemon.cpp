@@ -34,7 +34,11 @@ std::string percent(double ratio) {
 // Each registered rank holds a pidfd: the registrations must leave the
 // daemon room for its sockets, files and connections under RLIMIT_NOFILE
 // (the unit raises it; a daemon started by hand may have 1024).
-JobAdmissionLimits within_descriptors(JobAdmissionLimits limits) {
+JobAdmissionLimits within_descriptors(JobAdmissionLimits limits, std::size_t pus) {
+  // A node's ranks all start at once: one user's burst takes a job-start
+  // and a report from one rank a PU, at least.
+  limits.line_burst = std::max(limits.line_burst, 2.0 * static_cast<double>(pus));
+  limits.lines_per_second = std::max(limits.lines_per_second, static_cast<double>(pus));
   constexpr rlim_t kKeptForTheRest = 1280;  // two servers' connections, files, the trace
   rlimit open_files{};
   if (::getrlimit(RLIMIT_NOFILE, &open_files) == 0 && open_files.rlim_cur != RLIM_INFINITY) {
@@ -49,6 +53,28 @@ JobAdmissionLimits within_descriptors(JobAdmissionLimits limits) {
   }
   limits.ranks_per_user = std::min(limits.ranks_per_user, limits.ranks_total);
   return limits;
+}
+
+// The user socket's, from the control socket's: every local user's (their
+// jobs' ranks, their `corenoise status`), beside the control socket, where
+// the in-job library and `corenoise` look for it.
+ControlServerOptions user_socket_options(ControlServerOptions control) {
+  ControlServerOptions user = std::move(control);
+  user.control_socket_path = user.socket_path;
+  user.socket_path = user_socket_beside(user.socket_path);
+  user.socket_mode = 0666;
+  user.group.reset();  // the file keeps the daemon's group; the control group acts elsewhere
+  user.privileged = false;
+  // The ranks of a big node register at once at MPI_Init (and retry a
+  // refused connection), and report at once at MPI_Finalize; a rank's
+  // report names its own CPUs, far below a publish's 1 MiB.
+  user.max_connections = 1024;
+  user.reserved_connections = 0;
+  user.max_connections_per_user = 64;
+  user.max_line_bytes = 256 * 1024;
+  user.max_lifetime = std::chrono::seconds(60);
+  user.reads_per_second = 20;
+  return user;
 }
 
 AdmissionTime admission_time() {
@@ -85,7 +111,8 @@ Daemon::Daemon(boost::asio::io_context& io, DaemonConfig config, std::vector<std
       ranks_timer_(io),
       signals_(io, SIGTERM, SIGINT, SIGHUP),
       random_(std::random_device{}()),
-      job_admission_(process_facts_, within_descriptors(config_.job_limits)) {
+      job_admission_(process_facts_,
+                     within_descriptors(config_.job_limits, topology_.pus().size())) {
   set_log_level(config_.log_level);
   if (!topology_.is_this_system()) {
     throw ConfigError("topology '" + config_.topology + "' is not this machine: nothing to watch");
@@ -167,23 +194,10 @@ void Daemon::start() {
   control_ = std::make_unique<ControlServer>(io_, *this, options);
   control_->start();
   log_info("control socket at " + config_.socket_path);
-  if (config_.user_socket_path != "none") {
-    // Every local user's: their jobs' ranks, their `corenoise status`.
-    ControlServerOptions user = options;
-    user.socket_path = config_.user_socket_path.empty() ? user_socket_beside(config_.socket_path)
-                                                        : config_.user_socket_path;
-    user.socket_mode = 0666;
-    user.group.reset();  // the file keeps the daemon's group; the control group acts elsewhere
-    user.privileged = false;
-    user.control_socket_path = config_.socket_path;
-    // The ranks of a big node register at once at MPI_Init (and retry a
-    // refused connection), and report at once at MPI_Finalize.
-    user.max_connections = 1024;
-    user.reserved_connections = 0;
-    user.max_connections_per_user = 64;
-    user_control_ = std::make_unique<ControlServer>(io_, *this, user);
+  if (config_.user_socket) {
+    user_control_ = std::make_unique<ControlServer>(io_, *this, user_socket_options(options));
     user_control_->start();
-    log_info("user socket at " + user.socket_path);
+    log_info("user socket at " + user_control_->options().socket_path);
   }
   forget_exited_ranks();
 
@@ -827,7 +841,7 @@ void Daemon::reload() {
   try {
     DaemonConfig fresh = load_config(args_);
     if (fresh.listen != config_.listen || fresh.socket_path != config_.socket_path ||
-        fresh.user_socket_path != config_.user_socket_path ||
+        fresh.user_socket != config_.user_socket ||
         fresh.job_limits.ranks_per_user != config_.job_limits.ranks_per_user ||
         fresh.topology != config_.topology) {
       log_warning(
@@ -835,7 +849,7 @@ void Daemon::reload() {
           "on restart");
       fresh.listen = config_.listen;
       fresh.socket_path = config_.socket_path;
-      fresh.user_socket_path = config_.user_socket_path;
+      fresh.user_socket = config_.user_socket;
       fresh.job_limits = config_.job_limits;
       fresh.topology = config_.topology;
     }

@@ -128,7 +128,7 @@ class Daemon : public ControlHandler {
   SystemdNotifier notifier_;
   std::unique_ptr<Exporter> exporter_;
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<ControlServer> user_control_;  // the user socket; null with user-socket none
+  std::unique_ptr<ControlServer> user_control_;  // the user socket; null with user-socket off
 
   boost::asio::steady_timer round_timer_;
   boost::asio::steady_timer pause_timer_;

@@ -135,10 +135,11 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
      "cpufreq frequency of this CPU when scraped (type=current) and its maximum (type=max), in "
      "hertz."},
     {"corenoise_job_reports_total", MetricType::Counter,
-     "Job reports (corenoise job, at the end of an MPI job) accepted since corenoised started."},
+     "Ranks' job reports (corenoise job, at the end of an MPI job) accepted since corenoised "
+     "started."},
     {"corenoise_job_reports_refused_total", MetricType::Counter,
-     "Job reports refused since corenoised started, by reason (no_credentials, wrong_user, "
-     "not_a_rank, cpu_outside_affinity, duplicate, invalid)."},
+     "job-start and job lines refused since corenoised started, by reason (docs/control.md, "
+     "Threat model)."},
     {"corenoise_job_last_report_timestamp_seconds", MetricType::Gauge,
      "When the job of the latest accepted report ended, in seconds since the Unix epoch."},
     {"corenoise_job_lost_seconds_total", MetricType::Counter,

@@ -33,6 +33,11 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+JobAdmissionVerdict exited_before_affinity(const PeerCredentials& peer) {
+  return refuse(JobRefusal::no_credentials,
+                sender_text(peer) + " exited before the kernel said where it may run");
+}
+
 // The CPUs of `cpus` in neither `a` nor `b` (all sorted).
 std::vector<unsigned> outside(const std::vector<unsigned>& cpus, const std::vector<unsigned>& a,
                               const std::vector<unsigned>& b) {
@@ -122,10 +127,11 @@ std::optional<JobAdmissionVerdict> JobAdmission::spend(uid_t uid, double steady_
     budget.refilled_at = steady_seconds;
   }
   if (budget.tokens < 1) {
-    return refuse(JobRefusal::rate_limited, "uid " + std::to_string(uid) + " sent more than " +
-                                                seconds_text(limits_.lines_per_second) +
-                                                " job-start and job lines a second (bursts of " +
-                                                seconds_text(limits_.line_burst) + ")");
+    return refuse(JobRefusal::rate_limited,
+                  "uid " + std::to_string(uid) + " sent more than " +
+                      std::to_string(std::lround(limits_.lines_per_second)) +
+                      " job-start and job lines a second (bursts of " +
+                      std::to_string(std::lround(limits_.line_burst)) + ")");
   }
   budget.tokens -= 1;
   return std::nullopt;
@@ -170,16 +176,15 @@ JobAdmissionVerdict JobAdmission::start(const std::optional<PeerCredentials>& pe
   }
   std::optional<std::vector<unsigned>> affinity = facts_.affinity(*peer);
   std::unique_ptr<ProcessWatch> process = facts_.watch(*peer);
-  if (!affinity || !process) {
-    return refuse(JobRefusal::no_credentials,
-                  sender_text(*peer) + " exited before the kernel said where it may run");
-  }
-  Registration& r = registrations_[pid];
+  if (!affinity || !process) return exited_before_affinity(*peer);
+  // Whole before it is kept: a registration without its watch must never be.
+  Registration r;
   r.uid = peer->uid;
   r.job_id = request.job_id;
   r.started = now;
   r.affinity = std::move(*affinity);
   r.process = std::move(process);
+  registrations_.insert_or_assign(pid, std::move(r));
   return {};
 }
 
@@ -210,10 +215,7 @@ JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& pe
   for (const JobCpuLoss& loss : report.cpus) cpus.push_back(loss.cpu);
   std::sort(cpus.begin(), cpus.end());
   const std::optional<std::vector<unsigned>> affinity_now = facts_.affinity(*peer);
-  if (!affinity_now) {
-    return refuse(JobRefusal::no_credentials,
-                  sender + " exited before the kernel said where it may run");
-  }
+  if (!affinity_now) return exited_before_affinity(*peer);
   if (const auto missing = outside(cpus, *affinity_now, r.affinity); !missing.empty()) {
     return refuse(JobRefusal::cpu_outside_affinity,
                   "cpu " + format_cpu_list(missing) + " is outside the affinity of " + sender +

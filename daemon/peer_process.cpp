@@ -59,11 +59,12 @@ class PidfdWatch final : public ProcessWatch {
 int open_peer_pidfd(int socket_fd, pid_t pid) {
   int pidfd = -1;
   socklen_t length = sizeof pidfd;
-  if (::getsockopt(socket_fd, SOL_SOCKET, kSoPeerPidfd, &pidfd, &length) == 0 &&
-      length == sizeof pidfd && pidfd >= 0) {
-    return pidfd;  // the kernel makes it close-on-exec
+  if (::getsockopt(socket_fd, SOL_SOCKET, kSoPeerPidfd, &pidfd, &length) == 0) {
+    return length == sizeof pidfd && pidfd >= 0 ? pidfd : -1;  // close-on-exec by the kernel
   }
-  if (pid <= 0) return -1;
+  // A kernel with the option that cannot give it says the peer has exited
+  // (ESRCH, ENODATA, EINVAL): opening its pid now could pin another process.
+  if (errno != ENOPROTOOPT || pid <= 0) return -1;
   const long fd = ::syscall(SYS_pidfd_open, pid, 0);  // close-on-exec by definition
   return fd >= 0 ? static_cast<int>(fd) : -1;
 }

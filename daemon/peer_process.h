@@ -4,8 +4,9 @@
 // /proc/PID directories do not exist (docs/control.md, "Threat model").
 //
 //   - a pidfd pins the process: SO_PEERPIDFD (Linux >= 6.5) gives the one
-//     that connected; older kernels get pidfd_open(pid) at accept, which a
-//     pid recycled between connect() and accept() would fool;
+//     that connected, or none if it has exited; older kernels get
+//     pidfd_open(pid) at accept, which a pid recycled between connect() and
+//     accept() would fool;
 //   - PIDFD_GET_INFO (Linux >= 6.13) says its user now;
 //   - sched_getaffinity(pid) says where it may run (no permission check).
 //

@@ -393,8 +393,8 @@ void print_status(std::ostream& out, const json& reply, double now) {
     out << "cores: " << states_text(reply) << '\n';
   }
   if (text(reply, "access") == "user") {
-    out << "(an ordinary user's view, through the user socket: the last job's id is left out; "
-           "pause, resume, run and calibrate need root or the control group)\n";
+    out << "(an ordinary user's view: the last job's id is left out; pause, resume, run and "
+           "calibrate need root or the control group)\n";
   }
   print_unhealthy(out, reply);
   print_culprits(out, reply);

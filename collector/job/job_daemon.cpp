@@ -76,18 +76,23 @@ json job_request(const std::string& job_id, double ended_unix_seconds, double el
     // microsecond, rounded down (up could pass elapsed_seconds, and the
     // daemon would refuse the whole report): full 17-digit numbers for
     // 4,096 CPUs would pass its 1 MiB line limit.
-    double total = 0;
     for (double& seconds : cpu.lost_seconds) {
       seconds = std::floor(std::clamp(seconds, 0.0, elapsed_seconds) * 1e6) / 1e6;
-      total += seconds;
     }
-    // Together, too, no more than the wall time (the daemon refuses more).
-    if (total > elapsed_seconds) {
+    request.cpus.push_back(cpu);
+  }
+  // All of it, too, no more than the wall time (the daemon refuses more):
+  // one rank's loss split over its CPUs.
+  double total = 0;
+  for (const JobCpuLoss& cpu : request.cpus) {
+    for (double seconds : cpu.lost_seconds) total += seconds;
+  }
+  if (total > elapsed_seconds) {
+    for (JobCpuLoss& cpu : request.cpus) {
       for (double& seconds : cpu.lost_seconds) {
         seconds = std::floor(seconds * (elapsed_seconds / total) * 1e6) / 1e6;
       }
     }
-    request.cpus.push_back(cpu);
   }
   return to_json(ControlRequest{request});
 }

@@ -254,6 +254,7 @@ JobRequest parse_job(const json& r) {
                         std::to_string(kMaxJobCpus) + ")");
   }
   const std::string lost_expected = "a number >= 0 and <= elapsed_seconds (" + echo(elapsed) + ")";
+  double report_total = 0;  // seconds, over every CPU and cause
   job.cpus.reserve(list.size());
   std::set<unsigned> seen;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -274,18 +275,19 @@ JobRequest parse_job(const json& r) {
       }
       loss.lost_seconds[index_of(*job_cause_named(name))] = x;  // named: check_fields passed
     }
-    // The causes split one CPU's lost time: together no more than the wall
-    // time either (a microsecond of rounding allowed).
-    double total = 0;
-    for (double x : loss.lost_seconds) total += x;
-    if (total > job.elapsed_seconds + 1e-6) {
-      throw ProtocolError("job: '" + at + ".lost_seconds' add up to " + echo(total) +
-                          " s, more than elapsed_seconds (" + echo(job.elapsed_seconds) + ")");
-    }
     if (!seen.insert(loss.cpu).second) {
       throw ProtocolError("job: '" + at + "' repeats cpu " + std::to_string(loss.cpu));
     }
+    for (double x : loss.lost_seconds) report_total += x;
     job.cpus.push_back(loss);
+  }
+  // A report is one rank's: what it lost, split over the CPUs it ran on, is
+  // no more than its wall time in all, however many CPUs it names (a
+  // microsecond of rounding allowed).
+  if (report_total > job.elapsed_seconds + 1e-6) {
+    throw ProtocolError("job: the causes of all 'cpus' add up to " + echo(report_total) +
+                        " s, more than elapsed_seconds (" + echo(job.elapsed_seconds) +
+                        "): a rank's loss is split over its CPUs");
   }
   return job;
 }

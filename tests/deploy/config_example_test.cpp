@@ -102,7 +102,7 @@ std::string describe(const DaemonConfig& c) {
   s << "listen=" << c.listen << " interval=" << c.interval_seconds
     << " spread=" << c.interval_spread << " concurrent_every=" << c.concurrent_every
     << " socket=" << c.socket_path << " socket_mode=" << c.socket_mode
-    << " group=" << c.control_group << " user_socket=" << c.user_socket_path
+    << " group=" << c.control_group << " user_socket=" << c.user_socket
     << " job_ranks_per_user=" << c.job_limits.ranks_per_user << " state_dir=" << c.state_dir
     << " busy_threshold=" << c.busy_threshold << " busy_policy=" << static_cast<int>(c.busy_policy)
     << " cpus=" << cpus(c.cpus) << " housekeeping=" << cpus(c.housekeeping_cpus)

@@ -378,7 +378,7 @@ TEST(Daemon, ControlSocketCommandsAndPermissions) {
   const std::string socket = " --socket " + dir.path() + "/ctl.sock";
   r = run_command(as_nobody + "status" + socket);
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;
-  EXPECT_NE(r.out.find("an ordinary user's view, through the user socket"), std::string::npos)
+  EXPECT_NE(r.out.find("an ordinary user's view: the last job's id is left out"), std::string::npos)
       << r.out;
   r = run_command(as_nobody + "pause" + socket);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -406,7 +406,8 @@ TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
 
   // The last CPU of the node as well as the first, where it has two.
   const std::string last = std::to_string(native_pus() - 1);
-  json first_cpus = {{{"cpu", 0}, {"lost_seconds", {{"own-threads", 0.5}, {"more-work", 0.25}}}}};
+  // Within 0.9 s in all: a rank's loss split over its CPUs.
+  json first_cpus = {{{"cpu", 0}, {"lost_seconds", {{"own-threads", 0.5}, {"more-work", 0.125}}}}};
   if (native_pus() > 1) {
     first_cpus.push_back({{"cpu", native_pus() - 1}, {"lost_seconds", {{"steal", 0.25}}}});
   }
@@ -459,7 +460,7 @@ TEST(Daemon, JobReportsBecomeCountersOnMetrics) {
   EXPECT_LE(ended, after) << text;
   EXPECT_EQ(lost("0", "own-threads"), 0.75) << text;
   EXPECT_EQ(lost("0", "interrupts"), 0.125);
-  EXPECT_EQ(lost("0", "more-work"), 0.25);
+  EXPECT_EQ(lost("0", "more-work"), 0.125);
   EXPECT_EQ(lost("0", "steal"), 0.0) << "the refused report counted";
   EXPECT_EQ(lost("0", "page-faults"), 0.0);
   if (native_pus() > 1) {

@@ -80,7 +80,16 @@ int main(int argc, char** argv) {
                  std::strerror(errno));
     return 1;
   }
+  timeval timeout{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   if (hand_to_child) {
+    // One round trip first: the daemon has accepted the connection (and
+    // taken its pidfd) before the process that made it exits.
+    const std::string status = "{\"command\":\"status\"}\n";
+    if (!send_all(fd, status)) return 1;
+    for (char c = 0; c != '\n';) {
+      if (::read(fd, &c, 1) != 1) return 1;
+    }
     const pid_t parent = ::getpid();
     const pid_t child = ::fork();
     if (child < 0) return 1;
@@ -90,8 +99,6 @@ int main(int argc, char** argv) {
     }
     while (::getppid() == parent) ::usleep(1000);
   }
-  timeval timeout{20, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   std::string pending;
   for (std::size_t i = 1; i < args.size(); ++i) {
     // One line at a time, each reply read before the next is sent, so the

@@ -413,19 +413,27 @@ TEST(ControlProtocol, RefusesDeepRepliesInsteadOfOverflowingTheStack) {
       parse_reply(R"({"ok":true,"publication":{"reference":{"r":)" + reference + "}}}"));
 }
 
-// A CPU's causes split its lost time: together no more than the job's wall
-// time, as each alone; a rank's job-start names its job and nothing else.
+// A report's causes split one rank's lost time: together, over all its
+// CPUs, no more than the job's wall time, as each alone; a rank's job-start
+// names its job and nothing else.
 TEST(ControlProtocol, AJobsCausesAddUpToAtMostItsWallTimeAndJobStartNamesAJob) {
   const std::string head =
       R"({"command":"job","job_id":"j","ended_unix_seconds":1,"elapsed_seconds":10,"ranks":1,)";
   EXPECT_NO_THROW(
       parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":6,"interrupts":4}}]})"));
+  // Over several CPUs as over one: a process may not claim its whole life on each.
+  EXPECT_NO_THROW(parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":5}},)"
+                                       R"({"cpu":1,"lost_seconds":{"steal":5}}]})"));
+  EXPECT_THROW(parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":6}},)"
+                                    R"({"cpu":1,"lost_seconds":{"steal":6}}]})"),
+               ProtocolError);
   try {
     parse_request(head + R"("cpus":[{"cpu":0,"lost_seconds":{"steal":6,"interrupts":4.5}}]})");
     ADD_FAILURE() << "expected an error";
   } catch (const ProtocolError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "job: 'cpus[0].lost_seconds' add up to 10.5 s, more than elapsed_seconds (10.0)");
+              "job: the causes of all 'cpus' add up to 10.5 s, more than elapsed_seconds (10.0): "
+              "a rank's loss is split over its CPUs");
     EXPECT_EQ(e.command, "job");
   }
   EXPECT_EQ(

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -763,7 +764,8 @@ TEST_F(ControlServerTest, TheUserSocketServesNoMutatingCommand) {
   const ControlClient c = client();
   const json status = c.request(StatusRequest{});
   EXPECT_EQ(status["ok"], true);
-  EXPECT_EQ(status["everything"], false) << "the user socket's status must leave out other users'";
+  // What concerns other users depends on who asks (root here), not the socket.
+  EXPECT_EQ(status["everything"], ::geteuid() == 0);
   EXPECT_EQ(
       c.request(PauseRequest{}),
       json({{"ok", false},
@@ -898,6 +900,78 @@ TEST_F(ControlServerTest, ATrickledLineIsCutAtItsDeadline) {
             std::string::npos)
       << reply;
   EXPECT_TRUE(eventually([&] { return server_->connection_count() == 0; }));
+}
+
+// A user's status and results are rationed (each renders a document on
+// the loop that serves root); root's are not.
+TEST_F(ControlServerTest, AUsersReadsAreRationedAndRootsAreNot) {
+  if (::geteuid() != 0) GTEST_FAIL() << "this test needs root, to fork a child that becomes nobody";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ControlServerOptions options;
+  options.socket_mode = 0666;
+  options.reads_per_second = 4;  // bursts of 8
+  start_server(options);
+  const auto replies = requests_as(path_, kNobody, kNogroup,
+                                   std::vector<std::string>(12, R"({"command":"status"})"));
+  ASSERT_EQ(replies.size(), 12u);
+  int served = 0;
+  for (const json& reply : replies) {
+    if (reply["ok"] == true) {
+      ++served;
+    } else {
+      EXPECT_EQ(reply["error"],
+                "too many status and results requests from uid 65534 (at most 4 a second); try "
+                "again later");
+    }
+  }
+  EXPECT_GE(served, 8);  // the burst, and what refilled meanwhile
+  EXPECT_LT(served, 12);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(client().request(StatusRequest{})["ok"], true) << i;
+}
+
+// A user's connection ends at its lifetime, however it behaves; root's does
+// not.
+TEST_F(ControlServerTest, AUsersConnectionEndsAtItsLifetime) {
+  if (::geteuid() != 0) GTEST_FAIL() << "this test needs root, to fork a child that becomes nobody";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ControlServerOptions options;
+  options.socket_mode = 0666;
+  options.idle_timeout = 5s;
+  options.max_lifetime = 300ms;
+  start_server(options);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path_.c_str(), sizeof address.sun_path - 1);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(kNogroup) != 0 || ::setuid(kNobody) != 0) {
+      ::_exit(10);
+    }
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(11);
+    // Wait up to 3 s (well under the idle timeout) for the daemon to close it.
+    pollfd p{fd, POLLIN, 0};
+    char c;
+    const char* verdict = ::poll(&p, 1, 3000) == 1 && ::read(fd, &c, 1) == 0 ? "closed" : "open";
+    if (::write(pipe_fds[1], verdict, std::strlen(verdict)) < 0) ::_exit(12);
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  char text[16] = {};
+  const ssize_t n = ::read(pipe_fds[0], text, sizeof text - 1);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_GT(n, 0) << "child status " << status;
+  EXPECT_STREQ(text, "closed");
+  // Root's connection outlives it.
+  RawClient raw(path_);
+  std::this_thread::sleep_for(600ms);
+  ASSERT_TRUE(raw.send("{\"command\":\"status\"}\n"));
+  EXPECT_EQ(raw.reply()["ok"], true);
 }
 
 TEST_F(ControlServerTest, TheControlGroupMayMutate) {

@@ -258,9 +258,8 @@ TEST_F(JobAdmissionTest, AUsersRanksAndLinesAreBounded) {
   EXPECT_ACCEPTED(start_at(103, kUser, 0));
   // The sixth line in one instant is past the burst of five...
   EXPECT_REFUSED(start_at(104, kUser, 0), JobRefusal::rate_limited,
-                 "uid 1000 sent more than 10.000 job-start and job lines a second (bursts of "
-                 "5.000)");
-  // ... and a second later there are ten lines' worth again.
+                 "uid 1000 sent more than 10 job-start and job lines a second (bursts of 5)");
+  // ... and a second later there are five again (the burst's worth).
   EXPECT_REFUSED(start_at(104, kUser, 1), JobRefusal::too_many_ranks, "at most 3 a user");
   EXPECT_EQ(admission.registered(), 4u);
 }

@@ -81,13 +81,18 @@ TEST(JobRequestTest, TheDaemonsParserAcceptsIt) {
   EXPECT_EQ(request["job_id"], "slurm-4242");
   EXPECT_EQ(request["ranks"], 4);
   ASSERT_EQ(request["cpus"].size(), 2u);
-  // Causes with nothing lost are left out; none exceeds the job's wall time.
-  EXPECT_EQ(request["cpus"][0],
-            json({{"cpu", 2}, {"lost_seconds", {{"own-threads", 1.5}, {"interrupts", 0.25}}}}));
-  EXPECT_EQ(request["cpus"][1], json({{"cpu", 3}, {"lost_seconds", {{"other-processes", 20.0}}}}));
+  // Causes with nothing lost are left out; none exceeds the job's wall
+  // time (50 is cut to 20), and all of them together are scaled down to it
+  // (1.5 + 0.25 + 20 = 21.75 s: each times 20 / 21.75, to the microsecond
+  // below), as one rank's loss split over its CPUs is no more than that.
+  EXPECT_EQ(
+      request["cpus"][0],
+      json({{"cpu", 2}, {"lost_seconds", {{"own-threads", 1.37931}, {"interrupts", 0.229885}}}}));
+  EXPECT_EQ(request["cpus"][1],
+            json({{"cpu", 3}, {"lost_seconds", {{"other-processes", 18.390804}}}}));
 
   // And as the daemon reads it, from the line the library sends
-  // (send_job_loss: ControlClient writes encode_line(request)).
+  // (send_job_line: ControlClient writes encode_line(request)).
   std::string line = encode_line(request);
   ASSERT_EQ(line.back(), '\n');
   line.pop_back();
@@ -100,11 +105,11 @@ TEST(JobRequestTest, TheDaemonsParserAcceptsIt) {
   EXPECT_EQ(job.ranks, 4u);
   ASSERT_EQ(job.cpus.size(), 2u);
   EXPECT_EQ(job.cpus[0].cpu, 2u);
-  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::own_threads)], 1.5);
-  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::interrupts)], 0.25);
+  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::own_threads)], 1.37931);
+  EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::interrupts)], 0.229885);
   EXPECT_DOUBLE_EQ(job.cpus[0].lost_seconds[index_of(JobCause::steal)], 0);
   EXPECT_EQ(job.cpus[1].cpu, 3u);
-  EXPECT_DOUBLE_EQ(job.cpus[1].lost_seconds[index_of(JobCause::other_processes)], 20);
+  EXPECT_DOUBLE_EQ(job.cpus[1].lost_seconds[index_of(JobCause::other_processes)], 18.390804);
   // request_from_json reads the same document, as it is and as parsed
   // from that line (the protocol's own encoding: to_json(JobRequest)).
   EXPECT_TRUE(std::holds_alternative<JobRequest>(request_from_json(json::parse(line))));
