@@ -155,7 +155,7 @@ as_user() {
   shift
   # shellcheck disable=SC2016  # expanded by sh
   in_node setpriv --reuid="$user" --regid="$user" --init-groups -- \
-    /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 HOME="/home/$user" USER="$user" \
+    /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 HOME="/home/$user" USER="$user" \
     LOGNAME="$user" sh -c 'cd "$HOME" && exec "$@"' as_user "$@"
 }
 metrics() { in_node curl -sS --max-time 10 "http://127.0.0.1:$port/metrics"; }
@@ -408,7 +408,7 @@ run_job() {
     echo "noise on CPU $cpu: $(head -n1 "$work/inject-$user.log")"
   fi
   as_user "$user" taskset -c "$cpu" "$@" corenoise job --json job.json --html job.html -- \
-    "halo_app_$family" --steps 400 --step-ms 5 >"$work/job-$user.log" 2>&1 || rc=$?
+    "halo_app_$family" --steps 400 --step-ms 5 --larger 1:1.3 >"$work/job-$user.log" 2>&1 || rc=$?
   if [[ -n "$injector" ]]; then
     kill "$injector" 2>/dev/null || true
     wait "$injector" 2>/dev/null || true
@@ -436,14 +436,18 @@ run_job() {
   lost_before="$(lost_series "$before")"
   lost_after="$(lost_series "$after")"
   changed="$(comm -13 <(printf '%s\n' "$lost_before") <(printf '%s\n' "$lost_after"))"
-  [[ -n "$changed" ]] || fail "$user's job added no corenoise_job_lost_seconds_total series or value"
+  [[ -n "$changed" ]] || {
+    cat "$work/job-$user.log" >&2
+    fail "$user's job added no corenoise_job_lost_seconds_total series or value"
+  }
   if grep -v "{cpu=\"$cpu\"," <<<"$changed" | grep -q .; then
     printf '%s\n' "$changed" >&2
     fail "$user's job (CPU $cpu) changed loss on another CPU"
   fi
   echo "$user ($family, CPU $cpu, noise: $noise): 2 reports taken; loss exported:"
   printf '  %s\n' "${changed//$'\n'/$'\n'  }"
-  grep -h "corenoise job:" "$work/job-$user.log" | head -n 3 | sed 's/^/  /' || true
+  echo "  the job's own words:"
+  sed 's/^/    /' "$work/job-$user.log"
 }
 
 phase "cnalice: mpiexec.mpich -n 2 on CPU 0, noise on CPU 0"
@@ -507,7 +511,21 @@ try:
         replies = buf.count(b"\n")
 except OSError:
     pass
-print(f"connected {len(held)} idle, {refused_connect} not; {replies} replies to {lines} lines", flush=True)
+# The daemon answers a connection over the user's cap with one error line
+# and closes it; the others stay open (until its 10 s idle timer).
+capped, still_open = 0, 0
+for c in held:
+    c.settimeout(0.05)
+    try:
+        data = c.recv(4096)
+        if b"too many connections" in data:
+            capped += 1
+    except socket.timeout:
+        still_open += 1
+    except OSError:
+        pass
+print(f"{len(held) + 1} connections: {still_open + 1} served, {capped} refused at the cap, "
+      f"{refused_connect} not connected; {replies} replies to {lines} lines", flush=True)
 time.sleep(hold)
 EOF
 as_user cnbob python3 /usr/local/bin/flood.py 2000 200 12 >"$work/flood.log" 2>&1 &
@@ -526,7 +544,24 @@ kill -0 "$flood_pid" 2>/dev/null || fail "the flood ended before root's commands
 wait "$flood_pid" || fail "the flood failed: $(cat "$work/flood.log")"
 echo "flood: $(cat "$work/flood.log")"
 echo "root under the flood: ${root_commands[*]}"
-after_flood="$(metrics_when 'corenoise_job_reports_refused_total{reason="rate_limited"}' 1)"
+# Every flood line refused and counted: rate_limited past the user's
+# budget, unregistered within it (cnbob's flooding process sent no job-start).
+refusals() { refused_series "$1" | awk '{ sum += $2 } END { print sum + 0 }'; }
+for _ in $(seq 50); do
+  after_flood="$(metrics)"
+  (($(refusals "$after_flood") - $(refusals "$after_forgeries") >= 2000)) && break
+  sleep 0.2
+done
+flood_refused=$(($(refusals "$after_flood") - $(refusals "$after_forgeries")))
+((flood_refused == 2000)) || fail "the flood's 2000 lines made $flood_refused refusals, expected 2000"
+[[ "$(metric "$after_flood" 'corenoise_job_reports_refused_total{reason="rate_limited"}')" != 0 ]] ||
+  fail "the flood was not rate-limited"
+read -r served capped < <(sed -n 's/^[0-9]* connections: \([0-9]*\) served, \([0-9]*\) refused at the cap.*/\1 \2/p' "$work/flood.log")
+[[ -n "${served:-}" ]] || fail "the flood's report is unreadable: $(cat "$work/flood.log")"
+# The user socket's cap a user (daemon/daemon.cpp: max_connections_per_user).
+max_user_connections=64
+((served <= max_user_connections && capped >= 201 - max_user_connections)) ||
+  fail "cnbob held $served connections ($capped refused at the cap), expected at most $max_user_connections"
 [[ "$(lost_series "$after_flood")" == "$(lost_series "$final")" ]] || fail "the flood changed the exported loss"
 [[ "$(metric "$after_flood" corenoise_job_reports_total)" == "$total_reports" ]] || fail "the flood's reports were taken"
 in_node systemctl is-active --quiet corenoised || fail "corenoised is not active after the flood"
