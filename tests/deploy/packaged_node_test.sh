@@ -104,7 +104,7 @@ unshare_pid="" init_pid=""
 # namespace), the root removed.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-  local rc=$? p left
+  local rc=$? p left t0=$SECONDS
   set +e
   if ((rc != 0)) && [[ -n "$init_pid" ]] && [[ -d /proc/$init_pid ]]; then
     echo "--- the node's failed units and corenoised's journal (test failed)" >&2
@@ -139,6 +139,7 @@ cleanup() {
   else
     rm -rf --one-file-system "$work"
   fi
+  echo "teardown (the node's processes, cgroups, mounts and root removed): $((SECONDS - t0)) s"
   return "$rc"
 }
 trap cleanup EXIT
@@ -463,24 +464,53 @@ phase "forgeries from an ordinary user"
 # The job lines as the library sends them (tests/integration/job_sender.h);
 # job_report_sender puts the time for @now.
 start_line='{"command":"job-start","job_id":"forged"}'
-report_line() { # CPU
-  printf '{"command":"job","job_id":"forged","ended_unix_seconds":@now,"elapsed_seconds":0.5,"ranks":2,"cpus":[{"cpu":%s,"lost_seconds":{"other-processes":0.1}}]}' "$1"
+report_line() { # CPU [JOB [ELAPSED [ENDED]]]
+  printf '{"command":"job","job_id":"%s","ended_unix_seconds":%s,"elapsed_seconds":%s,"ranks":2,"cpus":[{"cpu":%s,"lost_seconds":{"other-processes":0.1}}]}' \
+    "${2:-forged}" "${4:-@now}" "${3:-0.5}" "$1"
 }
-forge() { # NAME EXPECTED-REASON CPU-BINDING LINE...
-  local name="$1" reason="$2" cpus="$3" reply
-  shift 3
-  reply="$(as_user cnbob taskset -c "$cpus" job_report_sender /run/corenoise/user.sock "$@" 2>&1 | tail -n1)" || true
-  [[ "$reply" == *"refused ($reason)"* ]] || fail "forgery '$name': expected a refusal ($reason), got: $reply"
-  echo "$name: $reply"
+# forge SENDER-OPTIONS EXPECTED... -- LINE...: cnbob's process bound to CPU 1
+# sends the lines on one connection to the user socket; reply i must hold
+# EXPECTED i.
+declare -A forged=()
+forge() {
+  local options="$1" expected=() lines=() replies i
+  shift
+  while [[ "$1" != -- ]]; do
+    expected+=("$1")
+    shift
+  done
+  shift
+  lines=("$@")
+  # shellcheck disable=SC2086 # the sender's options, words
+  mapfile -t replies < <(as_user cnbob taskset -c 1 job_report_sender $options \
+    /run/corenoise/user.sock "${lines[@]}" 2>&1 || true)
+  for i in "${!expected[@]}"; do
+    [[ "${replies[i]:-}" == *"${expected[i]}"* ]] ||
+      fail "forgery: to ${lines[i]} expected '${expected[i]}', got: ${replies[i]:-nothing} (all: ${replies[*]})"
+    echo "  ${lines[i]:0:70}... -> ${replies[i]:0:150}"
+    if [[ "${expected[i]}" =~ refused\ \(([a-z_]+)\) ]]; then
+      forged[${BASH_REMATCH[1]}]=$((${forged[${BASH_REMATCH[1]}]:-0} + 1))
+    fi
+  done
 }
-forge "a job line without job-start" unregistered 1 "$(report_line 1)"
-forge "a CPU outside the sender's affinity" cpu_outside_affinity 1 "$start_line" "$(report_line 0)"
-after_forgeries="$(metrics_when 'corenoise_job_reports_refused_total{reason="cpu_outside_affinity"}' 1)"
-for reason in unregistered cpu_outside_affinity; do
-  [[ "$(metric "$after_forgeries" "corenoise_job_reports_refused_total{reason=\"$reason\"}")" != 0 ]] ||
-    fail "the refusal $reason is not counted"
+forge "" "refused (unregistered)" '"ok":true' "refused (duplicate)" "refused (wrong_job)" \
+  "refused (cpu_outside_affinity)" "is not a CPU of this node" "refused (too_long)" \
+  "refused (bad_time)" -- \
+  "$(report_line 1)" "$start_line" "$start_line" "$(report_line 1 another-job)" \
+  "$(report_line 0)" "$(report_line 4095)" "$(report_line 1 forged 3600)" \
+  "$(report_line 1 forged 0.5 4102444800)"
+forged[invalid]=1
+# A connection handed to a child once the process that connected exited.
+forge --hand-to-child "refused (no_credentials)" -- "$start_line"
+after_forgeries="$(metrics_when 'corenoise_job_reports_refused_total{reason="no_credentials"}' 1)"
+for reason in "${!forged[@]}"; do
+  series="corenoise_job_reports_refused_total{reason=\"$reason\"}"
+  counted=$(($(metric "$after_forgeries" "$series" | cut -d. -f1) - $(metric "$final" "$series" | cut -d. -f1)))
+  ((counted == forged[$reason])) || fail "$reason: $counted refusals counted, ${forged[$reason]} sent"
 done
+echo "refused and counted: $(for r in "${!forged[@]}"; do printf '%s %s, ' "$r" "${forged[$r]}"; done)"
 [[ "$(lost_series "$after_forgeries")" == "$(lost_series "$final")" ]] || fail "a forgery changed the exported loss"
+[[ "$(metric "$after_forgeries" corenoise_job_reports_total)" == "$total_reports" ]] || fail "a forgery was taken"
 
 # ---- flood --------------------------------------------------------------------------------
 phase "flood from cnbob: 2000 job lines and 200 idle connections; root's pause, status, resume"
