@@ -56,11 +56,16 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # ccache: CI builds everything from a clean clone at every change, and the
 # cache (root's ~/.cache/ccache) turns the files that did not change into
 # lookups: see the compiler launcher below.
+# debootstrap and zstd: Package.PackagedNode makes a fresh Debian 12 root
+# (cached as a zstd tarball under /var/cache/corenoise-tests), installs the
+# built .deb in it and boots its systemd (tests/deploy/packaged_node_test.sh);
+# debootstrap also makes the fresh-machine check's root.
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev clang-format wrk faketime strace
   slurmctld slurmd slurm-client munge curl
-  python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache iputils-ping)
+  python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache iputils-ping
+  debootstrap zstd)
 
 packages=("${build_packages[@]}")
 case "${1:-}" in

@@ -27,7 +27,8 @@ add_test(NAME Package.ScriptsShellcheck
     ${PROJECT_SOURCE_DIR}/deploy/debian/postrm
     ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh
     ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh
-    ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh)
+    ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh
+    ${CMAKE_CURRENT_SOURCE_DIR}/packaged_node_test.sh)
 set_tests_properties(Package.ScriptsShellcheck PROPERTIES TIMEOUT 60 LABELS deploy)
 
 # Package.InstallPrefixFindsItsPlugins: installed under another prefix
@@ -36,3 +37,17 @@ set_tests_properties(Package.ScriptsShellcheck PROPERTIES TIMEOUT 60 LABELS depl
 add_test(NAME Package.InstallPrefixFindsItsPlugins
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(Package.InstallPrefixFindsItsPlugins PROPERTIES TIMEOUT 120 LABELS deploy)
+
+# Package.PackagedNode: the .deb installed with apt into a fresh Debian 12
+# root, a real systemd booted in it, corenoised.service as shipped; two
+# ordinary users' `corenoise job` (mpiexec.mpich, mpirun.openmpi) each on its
+# own CPU taken and exported, forgeries and a flood refused and counted,
+# root's pause/status/resume served (packaged_node_test.sh). Needs root,
+# debootstrap, zstd, Debian's mirror and TCP port 19847 free; the first run
+# on a machine caches the base root under /var/cache/corenoise-tests.
+add_test(NAME Package.PackagedNode
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/packaged_node_test.sh
+    ${CMAKE_CPACK_COMMAND} ${PROJECT_BINARY_DIR}/CPackConfig.cmake ${PROJECT_VERSION}
+    ${PROJECT_BINARY_DIR})
+set_tests_properties(Package.PackagedNode PROPERTIES
+  RUN_SERIAL TRUE TIMEOUT 900 LABELS deploy)
