@@ -382,7 +382,7 @@ done
 
 status_user="$(as_user cnalice corenoise status 2>&1)" ||
   fail "corenoise status as cnalice failed: $status_user"
-grep -q "an ordinary user's view, through the user socket" <<<"$status_user" ||
+grep -q "an ordinary user's view: the last job's id is left out" <<<"$status_user" ||
   fail "corenoise status as cnalice does not say it is an ordinary user's view: $status_user"
 echo "corenoise status as cnalice: $(grep "ordinary user" <<<"$status_user")"
 status_root="$(in_node corenoise status 2>&1)" || fail "corenoise status as root failed: $status_root"
