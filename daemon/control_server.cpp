@@ -116,6 +116,12 @@ void refuse(Socket& socket, const std::string& message) {
   socket.non_blocking(true, ignored);
   const std::string line = encode_line(error_reply(message));
   socket.write_some(asio::buffer(line), ignored);
+  // What the client sent already is read and dropped: a Unix socket closed
+  // with unread data resets its peer (ECONNRESET), whose read would then
+  // lose the refusal above.
+  std::array<char, 4096> sink{};
+  for (int i = 0; i < 256 && socket.read_some(asio::buffer(sink), ignored) > 0; ++i) {
+  }
   socket.shutdown(Socket::shutdown_both, ignored);
   socket.close(ignored);
 }

@@ -101,7 +101,7 @@ TEST(ControlProtocol, ParsesJob) {
   const auto job = std::get<JobRequest>(parse_request(job_line(
       R"([{"cpu":3,"lost_seconds":{"own-threads":0.12,"other-processes":0.0,"interrupts":0.01,)"
       R"("steal":0.0,"page-faults":0.0,"slower-clock":0.0,"more-work":0.3}},)"
-      R"({"cpu":5.0,"lost_seconds":{"steal":12.5}},)"
+      R"({"cpu":5.0,"lost_seconds":{"steal":12.07}},)"
       R"({"cpu":0,"lost_seconds":{}}])")));
   EXPECT_EQ(job.job_id, "slurm-1234");
   EXPECT_EQ(job.ended_unix_seconds, 1795963000.5);
@@ -113,9 +113,10 @@ TEST(ControlProtocol, ParsesJob) {
   EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::interrupts)], 0.01);
   EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::more_work)], 0.3);
   EXPECT_EQ(job.cpus[0].lost_seconds[index_of(JobCause::steal)], 0.0);
-  // A cause may be omitted (0), and may be the whole wall time.
+  // A cause may be omitted (0), and all of them, on all CPUs, may add up to
+  // the whole wall time (0.43 + 12.07 = 12.5).
   EXPECT_EQ(job.cpus[1].cpu, 5u);
-  EXPECT_EQ(job.cpus[1].lost_seconds[index_of(JobCause::steal)], 12.5);
+  EXPECT_EQ(job.cpus[1].lost_seconds[index_of(JobCause::steal)], 12.07);
   EXPECT_EQ(job.cpus[1].lost_seconds[index_of(JobCause::own_threads)], 0.0);
   EXPECT_EQ(job.cpus[2].lost_seconds, JobLostSeconds{});
   // No CPUs, the longest id, the longest job: all valid.
@@ -250,7 +251,8 @@ TEST(ControlProtocol, TheLargestJobReportFitsTheDaemonsLine) {
   for (unsigned cpu = 0; cpu < kMaxJobCpus; ++cpu) {
     JobCpuLoss loss;
     loss.cpu = cpu + 100000;
-    for (double& x : loss.lost_seconds) x = 1234.567891;
+    // As many digits as any, and within the wall time in all (7 x 4096 of them).
+    for (double& x : loss.lost_seconds) x = 348.567891;
     job.cpus.push_back(loss);
   }
   const std::string line = encode_line(to_json(job));
@@ -470,7 +472,7 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
                  1795963000.5,
                  12.5,
                  4,
-                 {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {6, 2.5, 0, 1e-9, 0, 2, 2}}}},
+                 {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {6, 2.5, 0, 1e-9, 0, 1, 1}}}},
       JobStartRequest{"slurm-1234"}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));
