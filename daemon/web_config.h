@@ -13,7 +13,11 @@
 //   http_server_config:
 //     http2: false                   # accepted; corenoised serves HTTP/1.1
 //   basic_auth_users:
-//     prometheus: $2y$10$...         # bcrypt hashes only
+//     prometheus: $2y$10$...         # bcrypt hashes only, cost 14 at most
+//
+// `basic_auth_users: {}` (no users) means no authentication, as in the
+// toolkit. A cost above 14 is refused at load (the toolkit takes any): one
+// check at cost 31 would hold the bcrypt thread for days.
 //
 // Parsing is strict, as the toolkit's is: a key it does not know is an
 // error naming the key and the file. Loading reads the certificate, the key
@@ -85,12 +89,12 @@ struct WebConfig {
   // loaded, client verification and protocol versions applied.
   std::shared_ptr<boost::asio::ssl::context> tls;
   ClientAuth client_auth = ClientAuth::none;
-  std::shared_ptr<const BasicAuth> auth;  // null: no basic_auth_users
+  std::shared_ptr<const BasicAuth> auth;  // null: no basic_auth_users, or none listed
 };
 
 // Reads and checks `path`. Throws std::runtime_error naming the file, the
 // key and what was expected (an unknown key, a missing certificate, a key
-// that does not match it, a hash that is not bcrypt).
+// that does not match it, a hash that is not bcrypt or costs more than 14).
 std::shared_ptr<const WebConfig> load_web_config(const std::string& path);
 
 // The parts of an "Authorization: Basic ..." header value; false if it is

@@ -353,6 +353,33 @@ TEST(WebConfig, ErrorsNameTheFileTheKeyAndWhatWasExpected) {
   EXPECT_EQ(load_error(tls, "http_server_config:\n  http2: true\n"), "");
 }
 
+// As the exporter toolkit: an empty map of users is no authentication.
+TEST(WebConfig, NoUsersMeansNoAuthentication) {
+  const TlsFiles tls;
+  EXPECT_EQ(load_web_config(web_yml(tls, "basic_auth_users: {}\n"))->auth, nullptr);
+  EXPECT_EQ(load_web_config(web_yml(tls, "basic_auth_users:\n"))->auth, nullptr);
+  EXPECT_NE(
+      load_web_config(web_yml(tls, "basic_auth_users:\n  p: " + bcrypt_hash("x") + "\n"))->auth,
+      nullptr);
+}
+
+// Refused before libcrypt is asked about the hash: checking it would cost a
+// bcrypt at that cost (hours at 31), so this test ends at once or hangs.
+TEST(WebConfig, BcryptCostsAbove14AreRefusedNamingTheUserAndTheCost) {
+  const TlsFiles tls;
+  std::string hash = bcrypt_hash("x");  // "$2b$04$..."
+  for (const char* cost : {"15", "31"}) {
+    hash.replace(4, 2, cost);
+    const std::string message = load_error(tls, "basic_auth_users:\n  scraper: " + hash + "\n");
+    EXPECT_NE(
+        message.find("basic_auth_users.scraper: bcrypt cost " + std::string(cost) + " is above 14"),
+        std::string::npos)
+        << message;
+  }
+  hash.replace(4, 2, "05");  // a valid cost with this salt: still a hash libcrypt takes
+  EXPECT_EQ(load_error(tls, "basic_auth_users:\n  scraper: " + hash + "\n"), "");
+}
+
 TEST(WebConfig, BasicAuthChecksAndRemembersGoodPasswordsOnly) {
   const BasicAuth auth({{"alice", bcrypt_hash("a")}, {"bob", bcrypt_hash("b")}});
   EXPECT_FALSE(auth.known_good("alice", "a"));
