@@ -48,9 +48,18 @@ std::string valid_utf8(std::string_view text);
 
 // How much of the daemon a few clients may hold.
 struct ExporterLimits {
-  // Connections served at once; one more is closed as soon as it is
-  // accepted. Prometheus needs one per scrape.
+  // Connections served at once. At the cap, a new one closes the oldest
+  // that has not yet sent its whole request (it holds a slot for nothing);
+  // when every one has, the new one is closed as soon as it is accepted.
+  // Prometheus needs one per scrape.
   int max_connections = 32;
+  // Connections from one peer at once (an IPv4 address, or an IPv6 /64,
+  // which one host usually has whole); one more from it is closed as soon
+  // as it is accepted, so one host cannot fill max_connections.
+  int max_per_peer = 4;
+  // From accept to the whole request, TLS handshake included. A scrape
+  // sends its request at once; a client still silent after this is dropped.
+  std::chrono::milliseconds request_deadline{3000};
   // From accept to the last byte of the reply, TLS handshake included: a
   // client that stalls anywhere is dropped when it passes.
   std::chrono::milliseconds deadline{10000};

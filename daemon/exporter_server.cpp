@@ -5,17 +5,21 @@
 // handshake and then answers nothing, has no IPv6, and its two worker
 // threads with a 10 s request timeout let two slow clients hold every
 // scrape off. Here a connection costs a socket and a few KiB, not a
-// thread; each has an absolute deadline and their number is capped, so
-// slow or stalled clients are dropped and counted against the cap, never
-// against Prometheus's scrape. Serving is cheap enough for the loop: the
-// exposition is rendered once per snapshot (a round) and sent from the
-// cache; only a password not seen before costs real time (bcrypt), and
-// that runs on a thread of its own.
+// thread; each has an absolute deadline (a short one until its request is
+// in) and their number is capped, in all and per peer, so slow, stalled or
+// idle clients are dropped and counted against the caps, never against
+// Prometheus's scrape: one host cannot fill the cap, and at the cap a new
+// connection takes the place of the oldest one still without a request. Serving is cheap enough for
+// the loop: the exposition is rendered once per snapshot (a round) and sent from the cache; only a
+// password not seen before costs real time (bcrypt), and that runs on a thread of its own.
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -94,6 +98,17 @@ tcp::endpoint listen_endpoint(asio::io_context& io, const std::string& listen) {
   return found.begin()->endpoint();
 }
 
+// Who a connection counts against for ExporterLimits::max_per_peer: its
+// IPv4 address (an IPv4-mapped IPv6 one as IPv4), or its IPv6 /64.
+asio::ip::address peer_key(const asio::ip::address& address) {
+  if (address.is_v4()) return address;
+  const auto v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
+  auto bytes = v6.to_bytes();
+  for (std::size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0;
+  return asio::ip::address_v6(bytes);
+}
+
 class Session;
 
 }  // namespace
@@ -133,6 +148,7 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
 
   void accept();
   void on_accept(const boost::system::error_code& ec, tcp::socket socket);
+  void admit(tcp::socket socket);
 
   asio::io_context& io;
   tcp::acceptor acceptor;
@@ -142,7 +158,9 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   std::shared_ptr<const WebConfig> web;
   // Checks passwords not seen before; null once the Exporter stops.
   std::unique_ptr<asio::thread_pool> bcrypt;
-  std::set<Session*> live;  // open connections, closed at once on stop
+  std::set<Session*> live;                    // open connections, closed at once on stop
+  std::map<asio::ip::address, int> per_peer;  // open connections by peer_key()
+  std::uint64_t accepted = 0;                 // connections so far, to order them
   bool stopped = false;
 };
 
@@ -152,22 +170,26 @@ namespace {
 // queued on the loop when the Exporter goes find what they touch.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::shared_ptr<Exporter::Server> server, tcp::socket socket)
-      : server_(std::move(server)), web_(server_->web), deadline_(server_->io) {
+  Session(std::shared_ptr<Exporter::Server> server, tcp::socket socket, asio::ip::address peer)
+      : server_(std::move(server)),
+        web_(server_->web),
+        peer_(peer),
+        serial_(server_->accepted++),
+        accepted_at_(std::chrono::steady_clock::now()),
+        deadline_(server_->io) {
     if (web_ && web_->tls) {
       tls_.emplace(std::move(socket), *web_->tls);
     } else {
       plain_.emplace(std::move(socket));
     }
     server_->live.insert(this);
+    ++server_->per_peer[peer_];
   }
-  ~Session() { server_->live.erase(this); }
+  ~Session() { close(); }
 
   void start() {
-    deadline_.expires_after(server_->limits.deadline);
-    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->close();  // stalled somewhere: handshake, request or reply
-    });
+    // Until the request is in: the short deadline, then the whole one.
+    arm_deadline(std::min(server_->limits.request_deadline, server_->limits.deadline));
     if (tls_) {
       tls_->async_handshake(asio::ssl::stream_base::server,
                             [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -183,14 +205,23 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // Closes the socket and frees its place under the caps at once (the
+  // handlers still queued end as they run).
   void close() {
     if (closed_) return;
     closed_ = true;
     closed_atomic_ = true;
+    server_->live.erase(this);
+    const auto it = server_->per_peer.find(peer_);
+    if (it != server_->per_peer.end() && --it->second <= 0) server_->per_peer.erase(it);
     deadline_.cancel();
     boost::system::error_code ignored;
     lowest().close(ignored);
   }
+
+  // Still waiting for (the rest of) its request: what the cap closes first.
+  bool silent() const { return !request_in_ && !closed_; }
+  std::uint64_t serial() const { return serial_; }
 
  private:
   using Body = http::span_body<const char>;
@@ -205,6 +236,17 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
   tcp::socket& lowest() { return tls_ ? tls_->next_layer() : *plain_; }
+
+  // Closes the connection `after` its accept unless it is done by then.
+  // Re-arming cancels the wait before; a wait that expired just before it
+  // was re-armed finds the new expiry still ahead and does nothing.
+  void arm_deadline(std::chrono::steady_clock::duration after) {
+    deadline_.expires_at(accepted_at_ + after);
+    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      // Stalled somewhere: handshake, request or reply.
+      if (!ec && self->deadline_.expiry() <= std::chrono::steady_clock::now()) self->close();
+    });
+  }
 
   void read() {
     parser_.emplace();
@@ -229,6 +271,8 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return;
     }
+    request_in_ = true;
+    arm_deadline(server_->limits.deadline);
     const auto& request = parser_->get();
     version_ = request.version();
     head_ = request.method() == http::verb::head;
@@ -349,7 +393,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::shared_ptr<Exporter::Server> server_;
   std::shared_ptr<const WebConfig> web_;  // as at accept: a reload applies to new connections
-  std::optional<tcp::socket> plain_;      // without TLS
+  asio::ip::address peer_;                // peer_key() of the client
+  std::uint64_t serial_;                  // order of accept
+  std::chrono::steady_clock::time_point accepted_at_;
+  std::optional<tcp::socket> plain_;                   // without TLS
   std::optional<asio::ssl::stream<tcp::socket>> tls_;  // with
   asio::steady_timer deadline_;
   beast::flat_buffer buffer_;
@@ -358,6 +405,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<const std::string> body_;  // the cached exposition being sent
   unsigned version_ = 11;
   bool head_ = false;
+  bool request_in_ = false;  // the whole request read
   bool closed_ = false;
   std::atomic<bool> closed_atomic_{false};
 };
@@ -383,16 +431,39 @@ void Exporter::Server::on_accept(const boost::system::error_code& ec, tcp::socke
     });
     return;
   }
-  boost::system::error_code ignored;
-  if (static_cast<int>(live.size()) >= limits.max_connections) {
-    log_debug("http: refused a connection: " + std::to_string(live.size()) +
-              " are open, the most there may be");
-    socket.close(ignored);
-  } else {
-    socket.set_option(tcp::no_delay(true), ignored);  // a reply's last segment goes at once
-    std::make_shared<Session>(shared_from_this(), std::move(socket))->start();
-  }
+  admit(std::move(socket));
   accept();
+}
+
+// A new connection under the caps: refused if its peer has max_per_peer
+// open; at max_connections, served in place of the oldest connection that
+// has not sent its whole request, or refused when there is none.
+void Exporter::Server::admit(tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  const asio::ip::address peer = peer_key(remote.address());
+  const auto from_peer = per_peer.find(peer);
+  if (from_peer != per_peer.end() && from_peer->second >= limits.max_per_peer) {
+    log_debug("http: refused a connection from " + remote.address().to_string() + ": " +
+              std::to_string(from_peer->second) + " are open from there, the most there may be");
+    return;  // the socket closes as it goes
+  }
+  if (static_cast<int>(live.size()) >= limits.max_connections) {
+    Session* oldest = nullptr;
+    for (Session* session : live) {
+      if (session->silent() && (!oldest || session->serial() < oldest->serial())) oldest = session;
+    }
+    if (!oldest) {
+      log_debug("http: refused a connection: " + std::to_string(live.size()) +
+                " are open and being served, the most there may be");
+      return;
+    }
+    log_debug("http: closed the oldest connection still without a request, for a new one");
+    oldest->close();
+  }
+  socket.set_option(tcp::no_delay(true), ec);  // a reply's last segment goes at once
+  std::make_shared<Session>(shared_from_this(), std::move(socket), peer)->start();
 }
 
 Exporter::Exporter(asio::io_context& io, const std::string& listen, const SnapshotStore& store,
