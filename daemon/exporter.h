@@ -14,6 +14,7 @@
 #include <prometheus/metric_family.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -95,6 +96,15 @@ class Exporter {
   // The TLS and users for connections accepted from now on (a reload);
   // null for plain HTTP without authentication.
   void set_web_config(std::shared_ptr<const WebConfig> web);
+
+  // For tests only (the daemon never sets it): `hook` is called on `io`'s
+  // thread at two points where a real fault can strike, with "accept" (a
+  // connection accepted, its session not yet made) and "route" (a request
+  // read and authenticated, its reply not yet made). What it throws takes
+  // the path a bad_alloc or an OpenSSL failure there would: that connection
+  // is closed, the others and the event loop go on. Null: no hook. Call it
+  // as set_web_config().
+  void set_fault_hook_for_tests(std::function<void(std::string_view point)> hook);
 
   // The TCP port actually listened on (the chosen one when asked for 0).
   int port() const { return port_; }

@@ -19,6 +19,7 @@
 #include <boost/beast/http.hpp>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -109,6 +110,17 @@ asio::ip::address peer_key(const asio::ip::address& address) {
   return asio::ip::address_v6(bytes);
 }
 
+// What an exception caught by `catch (...)` says, for the log.
+std::string what(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 class Session;
 
 }  // namespace
@@ -149,6 +161,7 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   void accept();
   void on_accept(const boost::system::error_code& ec, tcp::socket socket);
   void admit(tcp::socket socket);
+  void retry_later() noexcept;
 
   asio::io_context& io;
   tcp::acceptor acceptor;
@@ -158,9 +171,10 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   std::shared_ptr<const WebConfig> web;
   // Checks passwords not seen before; null once the Exporter stops.
   std::unique_ptr<asio::thread_pool> bcrypt;
-  std::set<Session*> live;                    // open connections, closed at once on stop
-  std::map<asio::ip::address, int> per_peer;  // open connections by peer_key()
-  std::uint64_t accepted = 0;                 // connections so far, to order them
+  std::set<Session*> live;                           // open connections, closed at once on stop
+  std::map<asio::ip::address, int> per_peer;         // open connections by peer_key()
+  std::uint64_t accepted = 0;                        // connections so far, to order them
+  std::function<void(std::string_view)> fault_hook;  // set_fault_hook_for_tests()
   bool stopped = false;
 };
 
@@ -182,8 +196,13 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       plain_.emplace(std::move(socket));
     }
-    server_->live.insert(this);
     ++server_->per_peer[peer_];
+    try {
+      server_->live.insert(this);
+    } catch (...) {
+      --server_->per_peer[peer_];
+      throw;
+    }
   }
   ~Session() { close(); }
 
@@ -193,12 +212,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (tls_) {
       tls_->async_handshake(asio::ssl::stream_base::server,
                             [self = shared_from_this()](const boost::system::error_code& ec) {
-                              if (ec) {
-                                log_debug("http: TLS handshake failed: " + ec.message());
-                                self->close();
-                                return;
-                              }
-                              self->read();
+                              self->guard([&] {
+                                if (ec) {
+                                  log_debug("http: TLS handshake failed: " + ec.message());
+                                  self->close();
+                                  return;
+                                }
+                                self->read();
+                              });
                             });
     } else {
       read();
@@ -223,6 +244,22 @@ class Session : public std::enable_shared_from_this<Session> {
   bool silent() const { return !request_in_ && !closed_; }
   std::uint64_t serial() const { return serial_; }
 
+  // Runs a completion handler's body. Whatever it throws (bad_alloc in a
+  // reply or a log line, an OpenSSL failure) closes this session only and
+  // goes no further: escaping, it would end io_context::run and the daemon.
+  template <typename F>
+  void guard(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      try {
+        log_debug("http: a connection failed and is closed: " + what(std::current_exception()));
+      } catch (...) {
+      }
+      close();
+    }
+  }
+
  private:
   using Body = http::span_body<const char>;
 
@@ -244,7 +281,9 @@ class Session : public std::enable_shared_from_this<Session> {
     deadline_.expires_at(accepted_at_ + after);
     deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       // Stalled somewhere: handshake, request or reply.
-      if (!ec && self->deadline_.expiry() <= std::chrono::steady_clock::now()) self->close();
+      self->guard([&] {
+        if (!ec && self->deadline_.expiry() <= std::chrono::steady_clock::now()) self->close();
+      });
     });
   }
 
@@ -254,9 +293,11 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(16 * 1024);
     parser_->body_limit(4 * 1024);
     with_stream([this](auto& stream) {
-      http::async_read(stream, buffer_, *parser_,
-                       [self = shared_from_this()](const boost::system::error_code& ec,
-                                                   std::size_t) { self->on_request(ec); });
+      http::async_read(
+          stream, buffer_, *parser_,
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            self->guard([&] { self->on_request(ec); });
+          });
     });
   }
 
@@ -303,15 +344,22 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::post(*server_->bcrypt,
                [self = shared_from_this(), auth = web_->auth, user = std::move(user),
                 password = std::move(password)]() mutable {
-                 const bool ok = !self->closed_quickly() && auth->verify(user, password);
+                 bool ok = false;
+                 try {
+                   ok = !self->closed_quickly() && auth->verify(user, password);
+                 } catch (...) {
+                   // Out of memory: the password is taken as wrong.
+                 }
                  asio::io_context& io = self->server_->io;
                  asio::post(io, [self = std::move(self), ok] {
-                   if (self->closed_) return;
-                   if (ok) {
-                     self->route();
-                   } else {
-                     self->unauthorized();
-                   }
+                   self->guard([&] {
+                     if (self->closed_) return;
+                     if (ok) {
+                       self->route();
+                     } else {
+                       self->unauthorized();
+                     }
+                   });
                  });
                });
   }
@@ -325,6 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void route() {
+    if (server_->fault_hook) server_->fault_hook("route");
     const auto& request = parser_->get();
     std::string_view target(request.target().data(), request.target().size());
     target = target.substr(0, target.find('?'));
@@ -368,9 +417,11 @@ class Session : public std::enable_shared_from_this<Session> {
     response_->content_length(body.size());
     if (!head_) response_->body() = Body::value_type(body.data(), body.size());
     with_stream([this](auto& stream) {
-      http::async_write(stream, *response_,
-                        [self = shared_from_this()](const boost::system::error_code& ec,
-                                                    std::size_t) { self->finish(ec); });
+      http::async_write(
+          stream, *response_,
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            self->guard([&] { self->finish(ec); });
+          });
     });
   }
 
@@ -382,8 +433,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (tls_) {
       // close_notify, so that the client knows the reply is whole; the
       // deadline still bounds a peer that never answers it.
-      tls_->async_shutdown(
-          [self = shared_from_this()](const boost::system::error_code&) { self->close(); });
+      tls_->async_shutdown([self = shared_from_this()](const boost::system::error_code&) {
+        self->guard([&] { self->close(); });
+      });
       return;
     }
     boost::system::error_code ignored;
@@ -419,20 +471,56 @@ void Exporter::Server::accept() {
       });
 }
 
+// Whatever admitting a connection throws (bad_alloc, SSL_new failing in
+// the ssl::stream of a new session) closes that connection only, and the
+// acceptor is always armed again: escaping, it would end io_context::run
+// and the daemon.
 void Exporter::Server::on_accept(const boost::system::error_code& ec, tcp::socket socket) {
   if (stopped) return;
   if (ec) {
     if (ec == asio::error::operation_aborted) return;
     // Out of descriptors or memory: try again shortly rather than spin.
-    log_warning("http: cannot accept a connection: " + ec.message());
-    retry.expires_after(std::chrono::milliseconds(100));
-    retry.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-      if (!e && !self->stopped) self->accept();
-    });
+    try {
+      log_warning("http: cannot accept a connection: " + ec.message());
+    } catch (...) {
+    }
+    retry_later();
     return;
   }
-  admit(std::move(socket));
-  accept();
+  try {
+    if (fault_hook) fault_hook("accept");
+    admit(std::move(socket));
+  } catch (...) {
+    try {
+      log_warning("http: cannot serve a new connection: " + what(std::current_exception()));
+    } catch (...) {
+    }
+  }
+  try {
+    accept();
+  } catch (...) {
+    retry_later();
+  }
+}
+
+// accept() again in 100 ms; if even that cannot be set up (out of memory),
+// the exporter stops accepting and says so rather than end the daemon.
+void Exporter::Server::retry_later() noexcept {
+  try {
+    retry.expires_after(std::chrono::milliseconds(100));
+    retry.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      try {
+        if (!e && !self->stopped) self->accept();
+      } catch (...) {
+        self->retry_later();
+      }
+    });
+  } catch (...) {
+    try {
+      log_error("http: cannot accept connections any more: out of memory");
+    } catch (...) {
+    }
+  }
 }
 
 // A new connection under the caps: refused if its peer has max_per_peer
@@ -505,6 +593,10 @@ Exporter::~Exporter() {
 
 void Exporter::set_web_config(std::shared_ptr<const WebConfig> web) {
   server_->web = std::move(web);
+}
+
+void Exporter::set_fault_hook_for_tests(std::function<void(std::string_view point)> hook) {
+  server_->fault_hook = std::move(hook);
 }
 
 }  // namespace corenoise

@@ -194,6 +194,35 @@ TEST(ExporterServer, AClientSilentPastTheRequestDeadlineIsDropped) {
   EXPECT_EQ(http(server.port(), "GET", "/metrics").status, 200);
 }
 
+// An exception in a connection's handler (bad_alloc, SSL_new failing)
+// closes that connection only: before, it escaped io_context::run, which
+// ended the loop's thread and so the daemon (here: the test program).
+TEST(ExporterServer, AFaultInOneConnectionClosesItOnly) {
+  Server server;
+  std::promise<void> set;
+  boost::asio::post(server.loop.io, [&] {
+    server.exporter->set_fault_hook_for_tests([](std::string_view point) {
+      static int accepts = 0;
+      if (point == "accept" && ++accepts == 1) throw std::bad_alloc();
+      if (point == "route") throw std::runtime_error("a fault while answering");
+    });
+    set.set_value();
+  });
+  set.get_future().wait();
+  RawClient held(server.port(), "127.0.0.2");  // the first accept: it throws
+  EXPECT_EQ(held.read_to_end(), "") << "closed at accept, without a reply";
+  RawClient waiting(server.port(), "127.0.0.3");  // accepted; its request comes later
+  RawClient faulty(server.port());
+  faulty.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(faulty.read_to_end(), "") << "closed at the fault, without a reply";
+  EXPECT_TRUE(waiting.still_waiting());
+  // The loop and the acceptor go on: without the hook, scrapes are served.
+  boost::asio::post(server.loop.io, [&] { server.exporter->set_fault_hook_for_tests(nullptr); });
+  waiting.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(waiting.read_to_end().rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(http(server.port(), "GET", "/metrics").status, 200);
+}
+
 TEST(ExporterServer, MalformedRequestsGetA400AndHeadGetsHeadersOnly) {
   Server server;
   RawClient bad(server.port());
