@@ -175,6 +175,7 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   std::map<asio::ip::address, int> per_peer;         // open connections by peer_key()
   std::uint64_t accepted = 0;                        // connections so far, to order them
   std::function<void(std::string_view)> fault_hook;  // set_fault_hook_for_tests()
+  std::set<asio::ip::address> checking;              // peers with a bcrypt check in flight
   bool stopped = false;
 };
 
@@ -325,7 +326,21 @@ class Session : public std::enable_shared_from_this<Session> {
         unauthorized();
         return;
       }
-      if (!web_->auth->known_good(user, password)) {
+      const std::optional<bool> known = web_->auth->remembered(user, password);
+      if (known == false) {
+        unauthorized();  // failed lately: no bcrypt again
+        return;
+      }
+      if (!known) {
+        // One check in flight per peer: its other requests with a password
+        // not remembered are told to come back, so that one host's flood
+        // queues at most one check ahead of another host's.
+        if (!server_->checking.insert(peer_).second) {
+          respond(http::status::too_many_requests, "text/plain; charset=utf-8",
+                  "429 Too Many Requests: a password from this address is being checked\n",
+                  {{http::field::retry_after, "1"}});
+          return;
+        }
         check_password(std::move(user), std::move(password));
         return;
       }
@@ -333,14 +348,24 @@ class Session : public std::enable_shared_from_this<Session> {
     route();
   }
 
-  // bcrypt on its own thread; the answer comes back to the loop. A flood of
-  // wrong passwords queues there, at most one per open connection, each
-  // bounded by its deadline; the loop and cached users go on meanwhile.
+  // bcrypt on its own thread; the answer comes back to the loop. At most
+  // one check per peer is queued there (`checking`, freed when the answer
+  // is back); the loop and remembered users go on meanwhile.
   void check_password(std::string user, std::string password) {
     if (!server_->bcrypt) {
+      server_->checking.erase(peer_);
       close();
       return;
     }
+    try {
+      post_check(std::move(user), std::move(password));
+    } catch (...) {
+      server_->checking.erase(peer_);
+      throw;
+    }
+  }
+
+  void post_check(std::string user, std::string password) {
     asio::post(*server_->bcrypt,
                [self = shared_from_this(), auth = web_->auth, user = std::move(user),
                 password = std::move(password)]() mutable {
@@ -351,16 +376,22 @@ class Session : public std::enable_shared_from_this<Session> {
                    // Out of memory: the password is taken as wrong.
                  }
                  asio::io_context& io = self->server_->io;
-                 asio::post(io, [self = std::move(self), ok] {
-                   self->guard([&] {
-                     if (self->closed_) return;
-                     if (ok) {
-                       self->route();
-                     } else {
-                       self->unauthorized();
-                     }
+                 // Out of memory here leaves the session to its deadline
+                 // (and its peer 429s): better than ending the daemon.
+                 try {
+                   asio::post(io, [self = std::move(self), ok] {
+                     self->server_->checking.erase(self->peer_);
+                     self->guard([&] {
+                       if (self->closed_) return;
+                       if (ok) {
+                         self->route();
+                       } else {
+                         self->unauthorized();
+                       }
+                     });
                    });
-                 });
+                 } catch (...) {
+                 }
                });
   }
 

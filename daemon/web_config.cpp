@@ -283,10 +283,12 @@ std::string BasicAuth::cache_key(std::string_view user, std::string_view passwor
   return std::string(reinterpret_cast<const char*>(digest), length);
 }
 
-bool BasicAuth::known_good(std::string_view user, std::string_view password) const {
+std::optional<bool> BasicAuth::remembered(std::string_view user, std::string_view password) const {
   const std::string key = cache_key(user, password);
   std::lock_guard lock(mutex_);
-  return good_.contains(key);
+  if (good_.contains(key)) return true;
+  if (bad_.contains(key)) return false;
+  return std::nullopt;
 }
 
 bool BasicAuth::verify(std::string_view user, std::string_view password) const {
@@ -300,12 +302,20 @@ bool BasicAuth::verify(std::string_view user, std::string_view password) const {
   const bool same = out != nullptr && std::strlen(out) == hash.size() &&
                     CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
   OPENSSL_cleanse(&data, sizeof data);
-  if (!same || it == users_.end()) return false;
+  const bool good = same && it != users_.end();
   const std::string key = cache_key(user, password);
   std::lock_guard lock(mutex_);
-  if (good_.size() >= kMaxCached) good_.clear();
-  good_.insert(key);
-  return true;
+  if (good) {
+    if (good_.size() >= kMaxCached) good_.clear();
+    good_.insert(key);
+  } else if (bad_.insert(key).second) {
+    bad_order_.push_back(key);
+    if (bad_order_.size() > kMaxCached) {
+      bad_.erase(bad_order_.front());
+      bad_order_.pop_front();
+    }
+  }
+  return good;
 }
 
 std::shared_ptr<const WebConfig> load_web_config(const std::string& path) {

@@ -335,27 +335,76 @@ TEST(ExporterServer, AReloadAppliesToNewConnections) {
   EXPECT_EQ(status_of(curl("", "http://127.0.0.1:" + port + "/")), "200");
 }
 
-// A flood of wrong passwords queues on the bcrypt thread; a client whose
-// password already passed is answered from the cache meanwhile.
-TEST(ExporterServer, WrongPasswordsDoNotHoldOffAKnownClient) {
+// A flood of wrong passwords, each new, from one host holds off neither a
+// client whose password passed nor another host's first check: one check
+// per peer is in flight (its other requests get 429 at once) and the rest
+// of a flood is closed at accept. Before: every one queued a bcrypt (~0.3 s
+// at cost 12), and 20 of them pushed the new client past its deadline.
+TEST(ExporterServer, AFloodOfWrongPasswordsFromOneHostHoldsOffNoOtherClient) {
   const std::string hash = bcrypt_hash("right", 12);  // ~0.2-0.5 s a check
   const auto web = std::make_shared<WebConfig>();
-  web->auth = std::make_shared<const BasicAuth>(std::map<std::string, std::string>{{"p", hash}});
-  Server server(web);
-  const std::string good = "Authorization: Basic cDpyaWdodA==\r\n";     // p:right
-  ASSERT_EQ(http(server.port(), "GET", "/metrics", good).status, 200);  // pays bcrypt once
+  web->auth = std::make_shared<const BasicAuth>(
+      std::map<std::string, std::string>{{"p", hash}, {"q", bcrypt_hash("right", 12)}});
+  ExporterLimits limits;
+  limits.deadline = 4s;  // the new client's check must come within it
+  // All 20 held at once from one host, so that only the one check in
+  // flight per peer keeps them from queueing 20 checks (~6 s).
+  limits.max_per_peer = 32;
+  Server server(web, limits);
+  const std::string good = "Authorization: Basic cDpyaWdodA==\r\n";  // p:right
+  ASSERT_EQ(http(server.port(), "GET", "/metrics", good, "127.0.0.4").status, 200);
   std::vector<std::unique_ptr<RawClient>> flood;
-  for (int i = 0; i < 4; ++i) {  // max_per_peer from one address
-    flood.push_back(std::make_unique<RawClient>(server.port(), "127.0.0.3"));
-    flood.back()->send(
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cDp3cm9uZw==\r\n\r\n");  // p:wrong
+  for (int i = 0; i < 20; ++i) {
+    flood.push_back(std::make_unique<RawClient>(server.port()));
+    const std::string wrong = "p:wrong" + std::to_string(i);  // new each: no cache helps
+    static constexpr char kAlphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string encoded;
+    for (std::size_t j = 0; j < wrong.size(); j += 3) {
+      unsigned v = static_cast<unsigned char>(wrong[j]) << 16;
+      if (j + 1 < wrong.size()) v |= static_cast<unsigned char>(wrong[j + 1]) << 8;
+      if (j + 2 < wrong.size()) v |= static_cast<unsigned char>(wrong[j + 2]);
+      encoded += kAlphabet[(v >> 18) & 63];
+      encoded += kAlphabet[(v >> 12) & 63];
+      encoded += j + 1 < wrong.size() ? kAlphabet[(v >> 6) & 63] : '=';
+      encoded += j + 2 < wrong.size() ? kAlphabet[v & 63] : '=';
+    }
+    flood.back()->send("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " + encoded +
+                       "\r\n\r\n");
   }
   std::this_thread::sleep_for(50ms);  // let the server read them all
-  EXPECT_EQ(http(server.port(), "GET", "/metrics", good).status, 200);
-  int waiting = 0;
-  for (auto& c : flood) waiting += c->still_waiting() ? 1 : 0;
-  EXPECT_GT(waiting, 0) << "the known client was served while wrong passwords were checked";
-  for (auto& c : flood) EXPECT_EQ(c->read_to_end().rfind("HTTP/1.1 401", 0), 0u);
+  // Known: from the cache at once.
+  EXPECT_EQ(http(server.port(), "GET", "/metrics", good, "127.0.0.4").status, 200);
+  // New, from another host: its first check waits behind one of the flood's.
+  EXPECT_EQ(
+      http(server.port(), "GET", "/metrics", "Authorization: Basic cTpyaWdodA==\r\n", "127.0.0.2")
+          .status,
+      200);  // q:right
+  // Each of the flood: 401 (checked) or 429 (a check from there was in
+  // flight).
+  int answered_401 = 0, answered_429 = 0, closed = 0;
+  for (auto& c : flood) {
+    const std::string reply = c->read_to_end();
+    answered_401 += reply.rfind("HTTP/1.1 401", 0) == 0 ? 1 : 0;
+    answered_429 += reply.rfind("HTTP/1.1 429", 0) == 0 ? 1 : 0;
+    closed += reply.empty() ? 1 : 0;
+  }
+  EXPECT_GE(answered_401, 1);
+  EXPECT_LT(answered_401, 5) << "a check each, one at a time";
+  EXPECT_EQ(answered_401 + answered_429 + closed, 20);
+}
+
+// A wrong password that failed is refused at once when it comes again, even
+// while another check from the same host is in flight (no 429, no bcrypt).
+TEST(ExporterServer, ARepeatedWrongPasswordIsRefusedFromMemory) {
+  const auto web = std::make_shared<WebConfig>();
+  web->auth = std::make_shared<const BasicAuth>(
+      std::map<std::string, std::string>{{"p", bcrypt_hash("right")}});
+  Server server(web);
+  const std::string wrong = "Authorization: Basic cDp3cm9uZw==\r\n";  // p:wrong
+  EXPECT_EQ(http(server.port(), "GET", "/metrics", wrong).status, 401);
+  EXPECT_EQ(web->auth->remembered("p", "wrong"), false);
+  EXPECT_EQ(http(server.port(), "GET", "/metrics", wrong).status, 401);
 }
 
 // --- the web config file -----------------------------------------------------
@@ -438,16 +487,19 @@ TEST(WebConfig, BcryptCostsAbove14AreRefusedNamingTheUserAndTheCost) {
   EXPECT_EQ(load_error(tls, "basic_auth_users:\n  scraper: " + hash + "\n"), "");
 }
 
-TEST(WebConfig, BasicAuthChecksAndRemembersGoodPasswordsOnly) {
+TEST(WebConfig, BasicAuthChecksAndRemembersPasswordsThatPassedAndFailed) {
   const BasicAuth auth({{"alice", bcrypt_hash("a")}, {"bob", bcrypt_hash("b")}});
-  EXPECT_FALSE(auth.known_good("alice", "a"));
+  EXPECT_EQ(auth.remembered("alice", "a"), std::nullopt);
   EXPECT_TRUE(auth.verify("alice", "a"));
-  EXPECT_TRUE(auth.known_good("alice", "a"));
-  EXPECT_FALSE(auth.known_good("bob", "a"));
+  EXPECT_EQ(auth.remembered("alice", "a"), true);
+  EXPECT_EQ(auth.remembered("bob", "a"), std::nullopt);
   EXPECT_FALSE(auth.verify("alice", "b"));
   EXPECT_FALSE(auth.verify("alice", ""));
   EXPECT_FALSE(auth.verify("carol", "a"));
-  EXPECT_FALSE(auth.known_good("alice", "b"));
+  // Failures are remembered too, so a repeated one costs no bcrypt.
+  EXPECT_EQ(auth.remembered("alice", "b"), false);
+  EXPECT_EQ(auth.remembered("carol", "a"), false);
+  EXPECT_EQ(auth.remembered("alice", "a"), true);
   // $2y$ (htpasswd's) is the same algorithm.
   std::string y = bcrypt_hash("c");
   y[2] = 'y';
