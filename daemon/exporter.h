@@ -14,6 +14,7 @@
 #include <prometheus/metric_family.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,9 +49,18 @@ std::string valid_utf8(std::string_view text);
 
 // How much of the daemon a few clients may hold.
 struct ExporterLimits {
-  // Connections served at once; one more is closed as soon as it is
-  // accepted. Prometheus needs one per scrape.
+  // Connections served at once. At the cap, a new one closes the oldest
+  // that has not yet sent its whole request (it holds a slot for nothing);
+  // when every one has, the new one is closed as soon as it is accepted.
+  // Prometheus needs one per scrape.
   int max_connections = 32;
+  // Connections from one peer at once (an IPv4 address, or an IPv6 /64,
+  // which one host usually has whole); one more from it is closed as soon
+  // as it is accepted, so one host cannot fill max_connections.
+  int max_per_peer = 4;
+  // From accept to the whole request, TLS handshake included. A scrape
+  // sends its request at once; a client still silent after this is dropped.
+  std::chrono::milliseconds request_deadline{3000};
   // From accept to the last byte of the reply, TLS handshake included: a
   // client that stalls anywhere is dropped when it passes.
   std::chrono::milliseconds deadline{10000};
@@ -86,6 +96,15 @@ class Exporter {
   // The TLS and users for connections accepted from now on (a reload);
   // null for plain HTTP without authentication.
   void set_web_config(std::shared_ptr<const WebConfig> web);
+
+  // For tests only (the daemon never sets it): `hook` is called on `io`'s
+  // thread at two points where a real fault can strike, with "accept" (a
+  // connection accepted, its session not yet made) and "route" (a request
+  // read and authenticated, its reply not yet made). What it throws takes
+  // the path a bad_alloc or an OpenSSL failure there would: that connection
+  // is closed, the others and the event loop go on. Null: no hook. Call it
+  // as set_web_config().
+  void set_fault_hook_for_tests(std::function<void(std::string_view point)> hook);
 
   // The TCP port actually listened on (the chosen one when asked for 0).
   int port() const { return port_; }

@@ -5,17 +5,22 @@
 // handshake and then answers nothing, has no IPv6, and its two worker
 // threads with a 10 s request timeout let two slow clients hold every
 // scrape off. Here a connection costs a socket and a few KiB, not a
-// thread; each has an absolute deadline and their number is capped, so
-// slow or stalled clients are dropped and counted against the cap, never
-// against Prometheus's scrape. Serving is cheap enough for the loop: the
-// exposition is rendered once per snapshot (a round) and sent from the
-// cache; only a password not seen before costs real time (bcrypt), and
-// that runs on a thread of its own.
+// thread; each has an absolute deadline (a short one until its request is
+// in) and their number is capped, in all and per peer, so slow, stalled or
+// idle clients are dropped and counted against the caps, never against
+// Prometheus's scrape: one host cannot fill the cap, and at the cap a new
+// connection takes the place of the oldest one still without a request. Serving is cheap enough for
+// the loop: the exposition is rendered once per snapshot (a round) and sent from the cache; only a
+// password not seen before costs real time (bcrypt), and that runs on a thread of its own.
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdint>
 #include <exception>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -94,6 +99,28 @@ tcp::endpoint listen_endpoint(asio::io_context& io, const std::string& listen) {
   return found.begin()->endpoint();
 }
 
+// Who a connection counts against for ExporterLimits::max_per_peer: its
+// IPv4 address (an IPv4-mapped IPv6 one as IPv4), or its IPv6 /64.
+asio::ip::address peer_key(const asio::ip::address& address) {
+  if (address.is_v4()) return address;
+  const auto v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
+  auto bytes = v6.to_bytes();
+  for (std::size_t i = 8; i < bytes.size(); ++i) bytes[i] = 0;
+  return asio::ip::address_v6(bytes);
+}
+
+// What an exception caught by `catch (...)` says, for the log.
+std::string what(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 class Session;
 
 }  // namespace
@@ -133,6 +160,8 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
 
   void accept();
   void on_accept(const boost::system::error_code& ec, tcp::socket socket);
+  void admit(tcp::socket socket);
+  void retry_later() noexcept;
 
   asio::io_context& io;
   tcp::acceptor acceptor;
@@ -142,7 +171,11 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   std::shared_ptr<const WebConfig> web;
   // Checks passwords not seen before; null once the Exporter stops.
   std::unique_ptr<asio::thread_pool> bcrypt;
-  std::set<Session*> live;  // open connections, closed at once on stop
+  std::set<Session*> live;                           // open connections, closed at once on stop
+  std::map<asio::ip::address, int> per_peer;         // open connections by peer_key()
+  std::uint64_t accepted = 0;                        // connections so far, to order them
+  std::function<void(std::string_view)> fault_hook;  // set_fault_hook_for_tests()
+  std::set<asio::ip::address> checking;              // peers with a bcrypt check in flight
   bool stopped = false;
 };
 
@@ -152,44 +185,80 @@ namespace {
 // queued on the loop when the Exporter goes find what they touch.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::shared_ptr<Exporter::Server> server, tcp::socket socket)
-      : server_(std::move(server)), web_(server_->web), deadline_(server_->io) {
+  Session(std::shared_ptr<Exporter::Server> server, tcp::socket socket, asio::ip::address peer)
+      : server_(std::move(server)),
+        web_(server_->web),
+        peer_(peer),
+        serial_(server_->accepted++),
+        accepted_at_(std::chrono::steady_clock::now()),
+        deadline_(server_->io) {
     if (web_ && web_->tls) {
       tls_.emplace(std::move(socket), *web_->tls);
     } else {
       plain_.emplace(std::move(socket));
     }
-    server_->live.insert(this);
+    ++server_->per_peer[peer_];
+    try {
+      server_->live.insert(this);
+    } catch (...) {
+      --server_->per_peer[peer_];
+      throw;
+    }
   }
-  ~Session() { server_->live.erase(this); }
+  ~Session() { close(); }
 
   void start() {
-    deadline_.expires_after(server_->limits.deadline);
-    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->close();  // stalled somewhere: handshake, request or reply
-    });
+    // Until the request is in: the short deadline, then the whole one.
+    arm_deadline(std::min(server_->limits.request_deadline, server_->limits.deadline));
     if (tls_) {
       tls_->async_handshake(asio::ssl::stream_base::server,
                             [self = shared_from_this()](const boost::system::error_code& ec) {
-                              if (ec) {
-                                log_debug("http: TLS handshake failed: " + ec.message());
-                                self->close();
-                                return;
-                              }
-                              self->read();
+                              self->guard([&] {
+                                if (ec) {
+                                  log_debug("http: TLS handshake failed: " + ec.message());
+                                  self->close();
+                                  return;
+                                }
+                                self->read();
+                              });
                             });
     } else {
       read();
     }
   }
 
+  // Closes the socket and frees its place under the caps at once (the
+  // handlers still queued end as they run).
   void close() {
     if (closed_) return;
     closed_ = true;
     closed_atomic_ = true;
+    server_->live.erase(this);
+    const auto it = server_->per_peer.find(peer_);
+    if (it != server_->per_peer.end() && --it->second <= 0) server_->per_peer.erase(it);
     deadline_.cancel();
     boost::system::error_code ignored;
     lowest().close(ignored);
+  }
+
+  // Still waiting for (the rest of) its request: what the cap closes first.
+  bool silent() const { return !request_in_ && !closed_; }
+  std::uint64_t serial() const { return serial_; }
+
+  // Runs a completion handler's body. Whatever it throws (bad_alloc in a
+  // reply or a log line, an OpenSSL failure) closes this session only and
+  // goes no further: escaping, it would end io_context::run and the daemon.
+  template <typename F>
+  void guard(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      try {
+        log_debug("http: a connection failed and is closed: " + what(std::current_exception()));
+      } catch (...) {
+      }
+      close();
+    }
   }
 
  private:
@@ -206,15 +275,30 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   tcp::socket& lowest() { return tls_ ? tls_->next_layer() : *plain_; }
 
+  // Closes the connection `after` its accept unless it is done by then.
+  // Re-arming cancels the wait before; a wait that expired just before it
+  // was re-armed finds the new expiry still ahead and does nothing.
+  void arm_deadline(std::chrono::steady_clock::duration after) {
+    deadline_.expires_at(accepted_at_ + after);
+    deadline_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      // Stalled somewhere: handshake, request or reply.
+      self->guard([&] {
+        if (!ec && self->deadline_.expiry() <= std::chrono::steady_clock::now()) self->close();
+      });
+    });
+  }
+
   void read() {
     parser_.emplace();
     // A scrape is a request line and a few headers; no request has a body.
     parser_->header_limit(16 * 1024);
     parser_->body_limit(4 * 1024);
     with_stream([this](auto& stream) {
-      http::async_read(stream, buffer_, *parser_,
-                       [self = shared_from_this()](const boost::system::error_code& ec,
-                                                   std::size_t) { self->on_request(ec); });
+      http::async_read(
+          stream, buffer_, *parser_,
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            self->guard([&] { self->on_request(ec); });
+          });
     });
   }
 
@@ -229,6 +313,8 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return;
     }
+    request_in_ = true;
+    arm_deadline(server_->limits.deadline);
     const auto& request = parser_->get();
     version_ = request.version();
     head_ = request.method() == http::verb::head;
@@ -240,7 +326,21 @@ class Session : public std::enable_shared_from_this<Session> {
         unauthorized();
         return;
       }
-      if (!web_->auth->known_good(user, password)) {
+      const std::optional<bool> known = web_->auth->remembered(user, password);
+      if (known == false) {
+        unauthorized();  // failed lately: no bcrypt again
+        return;
+      }
+      if (!known) {
+        // One check in flight per peer: its other requests with a password
+        // not remembered are told to come back, so that one host's flood
+        // queues at most one check ahead of another host's.
+        if (!server_->checking.insert(peer_).second) {
+          respond(http::status::too_many_requests, "text/plain; charset=utf-8",
+                  "429 Too Many Requests: a password from this address is being checked\n",
+                  {{http::field::retry_after, "1"}});
+          return;
+        }
         check_password(std::move(user), std::move(password));
         return;
       }
@@ -248,27 +348,50 @@ class Session : public std::enable_shared_from_this<Session> {
     route();
   }
 
-  // bcrypt on its own thread; the answer comes back to the loop. A flood of
-  // wrong passwords queues there, at most one per open connection, each
-  // bounded by its deadline; the loop and cached users go on meanwhile.
+  // bcrypt on its own thread; the answer comes back to the loop. At most
+  // one check per peer is queued there (`checking`, freed when the answer
+  // is back); the loop and remembered users go on meanwhile.
   void check_password(std::string user, std::string password) {
     if (!server_->bcrypt) {
+      server_->checking.erase(peer_);
       close();
       return;
     }
+    try {
+      post_check(std::move(user), std::move(password));
+    } catch (...) {
+      server_->checking.erase(peer_);
+      throw;
+    }
+  }
+
+  void post_check(std::string user, std::string password) {
     asio::post(*server_->bcrypt,
                [self = shared_from_this(), auth = web_->auth, user = std::move(user),
                 password = std::move(password)]() mutable {
-                 const bool ok = !self->closed_quickly() && auth->verify(user, password);
+                 bool ok = false;
+                 try {
+                   ok = !self->closed_quickly() && auth->verify(user, password);
+                 } catch (...) {
+                   // Out of memory: the password is taken as wrong.
+                 }
                  asio::io_context& io = self->server_->io;
-                 asio::post(io, [self = std::move(self), ok] {
-                   if (self->closed_) return;
-                   if (ok) {
-                     self->route();
-                   } else {
-                     self->unauthorized();
-                   }
-                 });
+                 // Out of memory here leaves the session to its deadline
+                 // (and its peer 429s): better than ending the daemon.
+                 try {
+                   asio::post(io, [self = std::move(self), ok] {
+                     self->server_->checking.erase(self->peer_);
+                     self->guard([&] {
+                       if (self->closed_) return;
+                       if (ok) {
+                         self->route();
+                       } else {
+                         self->unauthorized();
+                       }
+                     });
+                   });
+                 } catch (...) {
+                 }
                });
   }
 
@@ -281,6 +404,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void route() {
+    if (server_->fault_hook) server_->fault_hook("route");
     const auto& request = parser_->get();
     std::string_view target(request.target().data(), request.target().size());
     target = target.substr(0, target.find('?'));
@@ -324,9 +448,11 @@ class Session : public std::enable_shared_from_this<Session> {
     response_->content_length(body.size());
     if (!head_) response_->body() = Body::value_type(body.data(), body.size());
     with_stream([this](auto& stream) {
-      http::async_write(stream, *response_,
-                        [self = shared_from_this()](const boost::system::error_code& ec,
-                                                    std::size_t) { self->finish(ec); });
+      http::async_write(
+          stream, *response_,
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            self->guard([&] { self->finish(ec); });
+          });
     });
   }
 
@@ -338,8 +464,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (tls_) {
       // close_notify, so that the client knows the reply is whole; the
       // deadline still bounds a peer that never answers it.
-      tls_->async_shutdown(
-          [self = shared_from_this()](const boost::system::error_code&) { self->close(); });
+      tls_->async_shutdown([self = shared_from_this()](const boost::system::error_code&) {
+        self->guard([&] { self->close(); });
+      });
       return;
     }
     boost::system::error_code ignored;
@@ -349,7 +476,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::shared_ptr<Exporter::Server> server_;
   std::shared_ptr<const WebConfig> web_;  // as at accept: a reload applies to new connections
-  std::optional<tcp::socket> plain_;      // without TLS
+  asio::ip::address peer_;                // peer_key() of the client
+  std::uint64_t serial_;                  // order of accept
+  std::chrono::steady_clock::time_point accepted_at_;
+  std::optional<tcp::socket> plain_;                   // without TLS
   std::optional<asio::ssl::stream<tcp::socket>> tls_;  // with
   asio::steady_timer deadline_;
   beast::flat_buffer buffer_;
@@ -358,6 +488,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<const std::string> body_;  // the cached exposition being sent
   unsigned version_ = 11;
   bool head_ = false;
+  bool request_in_ = false;  // the whole request read
   bool closed_ = false;
   std::atomic<bool> closed_atomic_{false};
 };
@@ -371,28 +502,87 @@ void Exporter::Server::accept() {
       });
 }
 
+// Whatever admitting a connection throws (bad_alloc, SSL_new failing in
+// the ssl::stream of a new session) closes that connection only, and the
+// acceptor is always armed again: escaping, it would end io_context::run
+// and the daemon.
 void Exporter::Server::on_accept(const boost::system::error_code& ec, tcp::socket socket) {
   if (stopped) return;
   if (ec) {
     if (ec == asio::error::operation_aborted) return;
     // Out of descriptors or memory: try again shortly rather than spin.
-    log_warning("http: cannot accept a connection: " + ec.message());
-    retry.expires_after(std::chrono::milliseconds(100));
-    retry.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-      if (!e && !self->stopped) self->accept();
-    });
+    try {
+      log_warning("http: cannot accept a connection: " + ec.message());
+    } catch (...) {
+    }
+    retry_later();
     return;
   }
-  boost::system::error_code ignored;
-  if (static_cast<int>(live.size()) >= limits.max_connections) {
-    log_debug("http: refused a connection: " + std::to_string(live.size()) +
-              " are open, the most there may be");
-    socket.close(ignored);
-  } else {
-    socket.set_option(tcp::no_delay(true), ignored);  // a reply's last segment goes at once
-    std::make_shared<Session>(shared_from_this(), std::move(socket))->start();
+  try {
+    if (fault_hook) fault_hook("accept");
+    admit(std::move(socket));
+  } catch (...) {
+    try {
+      log_warning("http: cannot serve a new connection: " + what(std::current_exception()));
+    } catch (...) {
+    }
   }
-  accept();
+  try {
+    accept();
+  } catch (...) {
+    retry_later();
+  }
+}
+
+// accept() again in 100 ms; if even that cannot be set up (out of memory),
+// the exporter stops accepting and says so rather than end the daemon.
+void Exporter::Server::retry_later() noexcept {
+  try {
+    retry.expires_after(std::chrono::milliseconds(100));
+    retry.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      try {
+        if (!e && !self->stopped) self->accept();
+      } catch (...) {
+        self->retry_later();
+      }
+    });
+  } catch (...) {
+    try {
+      log_error("http: cannot accept connections any more: out of memory");
+    } catch (...) {
+    }
+  }
+}
+
+// A new connection under the caps: refused if its peer has max_per_peer
+// open; at max_connections, served in place of the oldest connection that
+// has not sent its whole request, or refused when there is none.
+void Exporter::Server::admit(tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  const asio::ip::address peer = peer_key(remote.address());
+  const auto from_peer = per_peer.find(peer);
+  if (from_peer != per_peer.end() && from_peer->second >= limits.max_per_peer) {
+    log_debug("http: refused a connection from " + remote.address().to_string() + ": " +
+              std::to_string(from_peer->second) + " are open from there, the most there may be");
+    return;  // the socket closes as it goes
+  }
+  if (static_cast<int>(live.size()) >= limits.max_connections) {
+    Session* oldest = nullptr;
+    for (Session* session : live) {
+      if (session->silent() && (!oldest || session->serial() < oldest->serial())) oldest = session;
+    }
+    if (!oldest) {
+      log_debug("http: refused a connection: " + std::to_string(live.size()) +
+                " are open and being served, the most there may be");
+      return;
+    }
+    log_debug("http: closed the oldest connection still without a request, for a new one");
+    oldest->close();
+  }
+  socket.set_option(tcp::no_delay(true), ec);  // a reply's last segment goes at once
+  std::make_shared<Session>(shared_from_this(), std::move(socket), peer)->start();
 }
 
 Exporter::Exporter(asio::io_context& io, const std::string& listen, const SnapshotStore& store,
@@ -434,6 +624,10 @@ Exporter::~Exporter() {
 
 void Exporter::set_web_config(std::shared_ptr<const WebConfig> web) {
   server_->web = std::move(web);
+}
+
+void Exporter::set_fault_hook_for_tests(std::function<void(std::string_view point)> hook) {
+  server_->fault_hook = std::move(hook);
 }
 
 }  // namespace corenoise

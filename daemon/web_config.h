@@ -13,7 +13,11 @@
 //   http_server_config:
 //     http2: false                   # accepted; corenoised serves HTTP/1.1
 //   basic_auth_users:
-//     prometheus: $2y$10$...         # bcrypt hashes only
+//     prometheus: $2y$10$...         # bcrypt hashes only, cost 14 at most
+//
+// `basic_auth_users: {}` (no users) means no authentication, as in the
+// toolkit. A cost above 14 is refused at load (the toolkit takes any): one
+// check at cost 31 would hold the bcrypt thread for days.
 //
 // Parsing is strict, as the toolkit's is: a key it does not know is an
 // error naming the key and the file. Loading reads the certificate, the key
@@ -25,9 +29,11 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -40,9 +46,10 @@ namespace corenoise {
 
 // Checks user names and passwords against bcrypt hashes. A bcrypt check
 // costs ~50-250 ms at cost 10 (the point of bcrypt), so the (user,
-// password) pairs that passed are remembered, keyed on a SHA-256 of the
-// user, the hash and the password (the exporter toolkit does the same),
-// and Prometheus's every-15-s scrape pays for one check per reload.
+// password) pairs checked are remembered, keyed on a SHA-256 of the user,
+// the hash and the password (the exporter toolkit does the same, for
+// failures too): Prometheus's every-15-s scrape pays for one check per
+// reload, and a client repeating a wrong password is refused at once.
 class BasicAuth {
  public:
   // `users`: name -> bcrypt hash ($2a$, $2b$ or $2y$), already validated.
@@ -50,9 +57,10 @@ class BasicAuth {
 
   bool empty() const { return users_.empty(); }
 
-  // True if this pair passed verify() before. Cheap (one SHA-256); call it
+  // What verify() said of this pair lately: true if it passed, false if it
+  // failed, nullopt if it is not remembered. Cheap (one SHA-256); call it
   // anywhere, the event loop included.
-  bool known_good(std::string_view user, std::string_view password) const;
+  std::optional<bool> remembered(std::string_view user, std::string_view password) const;
 
   // The full bcrypt check, slow: call it off the event loop. An unknown
   // user costs the same as a known one (a check against a dummy hash), so
@@ -69,6 +77,10 @@ class BasicAuth {
   // grow it; when full it starts over.
   static constexpr std::size_t kMaxCached = 256;
   mutable std::unordered_set<std::string> good_;
+  // Failed pairs, the oldest dropped first when full: a flood of distinct
+  // wrong passwords only ages it, and costs a bcrypt each all the same.
+  mutable std::unordered_set<std::string> bad_;
+  mutable std::deque<std::string> bad_order_;
 };
 
 enum class ClientAuth {
@@ -85,12 +97,12 @@ struct WebConfig {
   // loaded, client verification and protocol versions applied.
   std::shared_ptr<boost::asio::ssl::context> tls;
   ClientAuth client_auth = ClientAuth::none;
-  std::shared_ptr<const BasicAuth> auth;  // null: no basic_auth_users
+  std::shared_ptr<const BasicAuth> auth;  // null: no basic_auth_users, or none listed
 };
 
 // Reads and checks `path`. Throws std::runtime_error naming the file, the
 // key and what was expected (an unknown key, a missing certificate, a key
-// that does not match it, a hash that is not bcrypt).
+// that does not match it, a hash that is not bcrypt or costs more than 14).
 std::shared_ptr<const WebConfig> load_web_config(const std::string& path);
 
 // The parts of an "Authorization: Basic ..." header value; false if it is

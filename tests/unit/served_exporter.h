@@ -47,12 +47,23 @@ struct HttpResponse {
 
 // A TCP connection to 127.0.0.1:port whose reads time out after
 // `timeout_seconds` (a hung server fails a test instead of hanging it);
-// -1 if it cannot connect.
-inline int connect_loopback(int port, long timeout_seconds = 10) {
+// -1 if it cannot connect. `from`: the source address, another of 127/8
+// (e.g. "127.0.0.2") to be another peer to the server; null for the kernel's
+// choice (127.0.0.1).
+inline int connect_loopback(int port, long timeout_seconds = 10, const char* from = nullptr) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   timeval timeout{timeout_seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (from != nullptr) {
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, from, &source.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -65,8 +76,8 @@ inline int connect_loopback(int port, long timeout_seconds = 10) {
 }
 
 inline HttpResponse http(int port, const std::string& method, const std::string& path,
-                         const std::string& extra_headers = "") {
-  const int fd = connect_loopback(port);
+                         const std::string& extra_headers = "", const char* from = nullptr) {
+  const int fd = connect_loopback(port, 10, from);
   if (fd < 0) throw std::runtime_error("connect failed");
   const std::string request = method + " " + path +
                               " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
