@@ -117,7 +117,9 @@ cleanup() {
   for _ in $(seq 20); do
     left=0
     for p in /proc/[0-9]*; do
-      if [[ "$(readlink "$p/root" 2>/dev/null)" == "$root" ]]; then
+      # A suffix: run inside a chroot (the fresh-machine check), the kernel
+      # names a root in another mount namespace from the real root.
+      if [[ "$(readlink "$p/root" 2>/dev/null)" == *"$root" ]]; then
         kill -9 "${p#/proc/}" 2>/dev/null
         left=1
       fi
@@ -282,8 +284,10 @@ unshare_pid=$!
 disown "$unshare_pid" # killed and awaited by cleanup, without a job notice
 for _ in $(seq 100); do
   for child in $(cat "/proc/$unshare_pid/task/"*/children 2>/dev/null || true); do # SC2013: pids are words
-    if [[ "$(readlink "/proc/$child/exe" 2>/dev/null)" == "$root/usr/lib/systemd/systemd" ||
-      "$(readlink "/proc/$child/exe" 2>/dev/null)" == "$root/lib/systemd/systemd" ]]; then
+    # A suffix, as for the roots above: inside a chroot the kernel names
+    # the node's systemd from the real root.
+    if [[ "$(readlink "/proc/$child/exe" 2>/dev/null)" == *"$root/usr/lib/systemd/systemd" ||
+      "$(readlink "/proc/$child/exe" 2>/dev/null)" == *"$root/lib/systemd/systemd" ]]; then
       init_pid=$child
     fi
   done
