@@ -21,14 +21,17 @@ set_tests_properties(Systemd.UnitSecurity PROPERTIES TIMEOUT 60 LABELS deploy)
 # Package.ScriptsShellcheck: the maintainer scripts run as root on every
 # node; shellcheck (package shellcheck) catches quoting and set -u slips.
 add_test(NAME Package.ScriptsShellcheck
-  COMMAND shellcheck
+  # -x -P SCRIPTDIR: the test scripts source tests/tools/debian_root.sh.
+  COMMAND shellcheck -x -P SCRIPTDIR
     ${PROJECT_SOURCE_DIR}/deploy/debian/postinst
     ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
     ${PROJECT_SOURCE_DIR}/deploy/debian/postrm
     ${CMAKE_CURRENT_SOURCE_DIR}/package_test.sh
     ${CMAKE_CURRENT_SOURCE_DIR}/package_exposure.sh
     ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix_test.sh
-    ${CMAKE_CURRENT_SOURCE_DIR}/packaged_node_test.sh)
+    ${CMAKE_CURRENT_SOURCE_DIR}/packaged_node_test.sh
+    ${PROJECT_SOURCE_DIR}/tests/tools/fresh_machine_check.sh
+    ${PROJECT_SOURCE_DIR}/tests/tools/debian_root.sh)
 set_tests_properties(Package.ScriptsShellcheck PROPERTIES TIMEOUT 60 LABELS deploy)
 
 # Package.InstallPrefixFindsItsPlugins: installed under another prefix

@@ -24,6 +24,8 @@ cpack_config="$2"
 expected_conffiles="$3"
 version="$4"
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=../tools/debian_root.sh
+. "$(dirname "$0")/../tools/debian_root.sh"
 max_exposure=2.0
 
 fail() {
@@ -76,12 +78,7 @@ fi
 
 # ---- build ---------------------------------------------------------------------
 step "cpack -G DEB"
-"$cpack" -G DEB --config "$cpack_config" -B "$work/out" >"$work/cpack.log" 2>&1 || {
-  cat "$work/cpack.log" >&2
-  fail "cpack failed"
-}
-deb="$(find "$work/out" -maxdepth 1 -name "corenoise_${version}_*.deb" -print -quit)"
-[[ -n "$deb" ]] || fail "no corenoise_${version}_*.deb in $work/out"
+deb="$(build_deb "$cpack" "$cpack_config" "$work/out" "$version")" || fail "no package built"
 echo "$(basename "$deb"): $(stat -c %s "$deb") bytes"
 
 # ---- what the .deb holds -------------------------------------------------------------

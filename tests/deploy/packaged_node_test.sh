@@ -39,6 +39,8 @@
 # machine (the shipped `listen` is 0.0.0.0:19847 and the node shares this
 # machine's network). Fails, never skips, when it cannot run.
 set -euo pipefail
+# shellcheck source=../tools/debian_root.sh
+. "$(dirname "$0")/../tools/debian_root.sh"
 
 if (($# != 4)); then
   echo "usage: $0 CPACK CPACK_CONFIG VERSION BUILD_DIR" >&2
@@ -182,9 +184,7 @@ metrics_when() {
 }
 
 # ---- the base root, cached ----------------------------------------------------------
-mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-  grep -E '^(URIs:|deb )' | grep -o 'https\?://[^ ]*' | grep -v security | head -n1 || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(debian_mirror)
 key="$(printf '%s\n' "recipe 1" bookworm minbase "$mirror" "${base_packages[@]}" "${masked_units[@]}" |
   sha256sum | cut -c1-16)"
 tarball="$cache_dir/packaged-node-bookworm-$key.tar.zst"
@@ -199,16 +199,7 @@ if [[ ! -s "$tarball" ]]; then
     tail -n 20 "$work/debootstrap.log" >&2
     fail "debootstrap bookworm from $mirror failed"
   }
-  # Debian's suites and security updates from this machine's sources (only
-  # Debian's: another repository's key is not in the root).
-  rm -f "$base/etc/apt/sources.list"
-  copied=0
-  for f in /etc/apt/sources.list.d/*.sources; do
-    if [[ ! -f $f ]] || ! grep -q 'debian-archive-keyring' "$f"; then continue; fi
-    cp "$f" "$base/etc/apt/sources.list.d/" && copied=1
-  done
-  ((copied)) || echo "deb $mirror bookworm main" >"$base/etc/apt/sources.list"
-  cp /etc/resolv.conf "$base/etc/resolv.conf"
+  debian_sources "$base" "$mirror"
   # shellcheck disable=SC2016  # expanded by the inner bash
   unshare --mount --propagation private -- bash -c '
     set -e
@@ -244,12 +235,7 @@ done
 
 # ---- the .deb ------------------------------------------------------------------------
 phase "cpack -G DEB"
-"$cpack" -G DEB --config "$cpack_config" -B "$work/out" >"$work/cpack.log" 2>&1 || {
-  cat "$work/cpack.log" >&2
-  fail "cpack failed"
-}
-deb="$(find "$work/out" -maxdepth 1 -name "corenoise_${version}_*.deb" -print -quit)"
-[[ -n "$deb" ]] || fail "no corenoise_${version}_*.deb in $work/out"
+deb="$(build_deb "$cpack" "$cpack_config" "$work/out" "$version")" || fail "no package built"
 echo "$(basename "$deb"): $(stat -c %s "$deb") bytes"
 
 phase "unpack the base root"

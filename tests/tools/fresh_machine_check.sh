@@ -49,10 +49,9 @@ if ! command -v debootstrap >/dev/null; then
     skip "debootstrap is missing and could not be installed"
 fi
 
-# This machine's Debian mirror (deb822 or one-line sources), else Debian's.
-mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-  grep -E '^(URIs:|deb )' | grep -o 'https\?://[^ ]*' | grep -v security | head -n1 || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=debian_root.sh
+. "$(dirname "$0")/debian_root.sh"
+mirror=$(debian_mirror)
 
 WORK=${WORK:-$(mktemp -d /var/tmp/corenoise-fresh.XXXXXX)}
 mkdir -p "$WORK"
@@ -85,17 +84,9 @@ debootstrap --variant=minbase bookworm "$ROOT" "$mirror" >"$WORK/debootstrap.log
   echo "fresh_machine_check: FAIL: debootstrap failed" >&2
   exit 1
 }
-# What a fresh machine has: Debian's suites and security updates from this
-# machine's sources (only Debian's: another repository's key is not in the
-# root), and name resolution. The clone is made from outside.
-rm -f "$ROOT/etc/apt/sources.list"
-copied=0
-for f in /etc/apt/sources.list.d/*.sources; do
-  if [[ ! -f $f ]] || ! grep -q 'debian-archive-keyring' "$f"; then continue; fi
-  cp "$f" "$ROOT/etc/apt/sources.list.d/" && copied=1
-done
-((copied)) || echo "deb $mirror bookworm main" >"$ROOT/etc/apt/sources.list"
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# What a fresh machine has (Debian's sources, name resolution); the clone
+# is made from outside.
+debian_sources "$ROOT" "$mirror"
 [[ $INTO == /* && $INTO != / ]] || { echo "fresh_machine_check: FAIL: --into needs an absolute path" >&2; exit 1; }
 say "debootstrap done in $((SECONDS - start)) s; cloning $(git -C "$REPO" rev-parse --short HEAD) into $INTO"
 git clone -q --no-local "$REPO" "$ROOT$INTO"
