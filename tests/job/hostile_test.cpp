@@ -59,8 +59,30 @@ std::string without_ucx_lines(const std::string& text) {
   return kept;
 }
 
+// What a run shows of how it ended: its exit status and its lines, sorted
+// (their order across processes, two ranks or a rank and its child, is the
+// launcher's forwarding, not the program's, and differs from run to run with
+// the library or without it), without UCX's own lines where `ucx_may_warn`.
+struct Outcome {
+  int exit_code;
+  std::vector<std::string> lines;
+  bool operator==(const Outcome&) const = default;
+};
+
+Outcome outcome_of(const testing::CommandResult& run, bool ucx_may_warn) {
+  return {run.exit_code, sorted_lines(ucx_may_warn ? without_ucx_lines(run.out) : run.out)};
+}
+
 // MODE of the family's hostile_app, 2 ranks, without and with the library.
 // `ucx_may_warn`: the program's output is compared without UCX's own lines.
+//
+// The run under the library must end as a run without it can end. Some
+// programs end differently from run to run with no library at all: a rank
+// that returns from main without MPI_Finalize races Hydra's proxy, which in
+// 2 of 30 plain runs here saw the first exit as a bad termination, hung up
+// on the other rank and exited 1 with its banner (exit 0 in the other 28).
+// So where the first plain run ended otherwise, up to 5 more are asked
+// whether any of them ends as the measured one did.
 Compared compare(const MpiLauncher& launcher, const std::string& mode, bool ucx_may_warn = false) {
   Compared c;
   const std::string app = kHostileDir + "/hostile_app_" + launcher.family + " " + mode;
@@ -77,16 +99,12 @@ Compared compare(const MpiLauncher& launcher, const std::string& mode, bool ucx_
     std::remove(path.c_str());
   }
   EXPECT_NE(c.measured.exit_code, 124) << "hung: " << c.measured.err;
-  EXPECT_EQ(c.measured.exit_code, c.plain.exit_code) << c.plain.err << "\n----\n" << c.measured.err;
-  // The same lines: their order across processes (two ranks, a rank and
-  // its child) is the launcher's forwarding, not the program's, and differs
-  // from run to run with the library or without it.
-  if (ucx_may_warn) {
-    EXPECT_EQ(sorted_lines(without_ucx_lines(c.measured.out)),
-              sorted_lines(without_ucx_lines(c.plain.out)));
-  } else {
-    EXPECT_EQ(sorted_lines(c.measured.out), sorted_lines(c.plain.out));
+  const Outcome measured = outcome_of(c.measured, ucx_may_warn);
+  for (int again = 0; again < 5 && outcome_of(c.plain, ucx_may_warn) != measured; ++again) {
+    c.plain = run_command(job + app);
   }
+  EXPECT_EQ(c.measured.exit_code, c.plain.exit_code) << c.plain.err << "\n----\n" << c.measured.err;
+  EXPECT_EQ(measured.lines, outcome_of(c.plain, ucx_may_warn).lines);
   return c;
 }
 
