@@ -809,8 +809,7 @@ void Daemon::job_malformed(std::string_view error, const std::optional<PeerCrede
 
 json Daemon::refuse_job(JobRefusal reason, const std::string& error,
                         const std::optional<PeerCredentials>& peer) {
-  ++job_totals_.refused[index_of(reason)];
-  publish_snapshot_soon();
+  store_.live().count_job_refusal(reason);
   // At debug, as the exporter logs the clients it turns away: any local
   // user who can connect may send refused reports, as many as they like,
   // and corenoise_job_reports_refused_total is where they show. The reason

@@ -76,9 +76,10 @@ class Daemon : public ControlHandler {
                           const std::map<unsigned, CpuSysInfo>& after) const;
   void publish_snapshot();
   // publish_snapshot() now if the last was a second ago or more, else once
-  // that second is up: job lines, refused or taken, come in floods (a
-  // node's ranks at a job's end, or a user's loop), and each would
-  // otherwise rebuild the snapshot and the exporter's rendered text.
+  // that second is up: taken job lines come in floods (a node's ranks at a
+  // job's end), and each would otherwise rebuild the snapshot and the
+  // exporter's rendered text. (Refused lines make no snapshot at all:
+  // LiveCounters.)
   void publish_snapshot_soon();
   // Every 30 s: drops the job registrations of ranks that exited (and
   // their pidfds).

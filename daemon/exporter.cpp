@@ -55,9 +55,10 @@ enum Family : std::size_t {
   kThermalThrottleTotal,
   kCpufreqHertz,
   kJobReportsTotal,
-  kJobReportsRefusedTotal,
   kJobLastReportTimestamp,
   kJobLostSecondsTotal,
+  // From the counters beside the snapshot (collect_live_metrics), after it.
+  kJobReportsRefusedTotal,
   kFamilyCount,
 };
 
@@ -137,14 +138,14 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
     {"corenoise_job_reports_total", MetricType::Counter,
      "Ranks' job reports (corenoise job, at the end of an MPI job) accepted since corenoised "
      "started."},
-    {"corenoise_job_reports_refused_total", MetricType::Counter,
-     "job-start and job lines refused since corenoised started, by reason (docs/control.md, "
-     "Threat model)."},
     {"corenoise_job_last_report_timestamp_seconds", MetricType::Gauge,
      "When the job of the latest accepted report ended, in seconds since the Unix epoch."},
     {"corenoise_job_lost_seconds_total", MetricType::Counter,
      "Time this CPU lost to this cause while jobs ran, as the jobs measured it, summed over every "
      "job reported since corenoised started, in seconds."},
+    {"corenoise_job_reports_refused_total", MetricType::Counter,
+     "job-start and job lines refused since corenoised started, by reason (docs/control.md, "
+     "Threat model)."},
 };
 
 using Labels = std::initializer_list<std::pair<const char*, std::string_view>>;
@@ -300,11 +301,6 @@ void add_jobs(Builder& b, const JobTotals& jobs) {
   // Served from the start, at 0: one series, and increase() then counts
   // the first report too.
   b.add(kJobReportsTotal, {}, static_cast<double>(jobs.reports));
-  // Every reason from the start too: a fixed set of six series.
-  for (JobRefusal reason : kJobRefusals) {
-    b.add(kJobReportsRefusedTotal, {{"reason", to_string(reason)}},
-          static_cast<double>(jobs.refused[index_of(reason)]));
-  }
   b.add(kJobLastReportTimestamp, {}, jobs.last_ended_unix_seconds);
   // A CPU's series appear with the first report that names it, not for
   // every CPU at start: many nodes never run an instrumented job, and seven
@@ -445,6 +441,16 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
   }
   add_sys(b, s);
   add_jobs(b, s.jobs);
+  return std::move(b).take();
+}
+
+std::vector<MetricFamily> collect_live_metrics(const LiveCounts& counts) {
+  Builder b;
+  // Every reason from the start, at 0: a fixed set of series.
+  for (JobRefusal reason : kJobRefusals) {
+    b.add(kJobReportsRefusedTotal, {{"reason", to_string(reason)}},
+          static_cast<double>(counts.job_refused[index_of(reason)]));
+  }
   return std::move(b).take();
 }
 

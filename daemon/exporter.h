@@ -36,6 +36,10 @@ namespace corenoise {
 // is absent or not finite.
 std::vector<prometheus::MetricFamily> collect_metrics(const Snapshot& snapshot);
 
+// The families of the counters beside the snapshot (SnapshotStore::live()),
+// served after collect_metrics()'s. Pure, as collect_metrics().
+std::vector<prometheus::MetricFamily> collect_live_metrics(const LiveCounts& counts);
+
 // The Prometheus text exposition format of `families`, exactly as /metrics
 // serves it (prometheus-cpp's TextSerializer).
 std::string render_metrics(const std::vector<prometheus::MetricFamily>& families);

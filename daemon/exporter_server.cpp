@@ -129,18 +129,26 @@ class Exporter::Collector {
  public:
   explicit Collector(const SnapshotStore& store) : store_(store) {}
 
-  // The exposition text of the current snapshot, rendered with
-  // prometheus-cpp's serializer once per snapshot: a snapshot is immutable
-  // and changes once per round, while Prometheus may scrape every second.
-  // Rendering 512 PUs takes ~25 ms (the serializer); serving the cached text
-  // takes ~1 ms. Thread-safe; concurrent first scrapes wait for one render.
+  // The exposition text of the current snapshot and the live counters
+  // beside it. The snapshot's part is rendered with prometheus-cpp's
+  // serializer once per snapshot: a snapshot is immutable and changes once
+  // per round, while Prometheus may scrape every second. Rendering 512 PUs
+  // takes ~25 ms (the serializer); serving the cached text takes ~1 ms. The
+  // live counters' few series are rendered again only when they moved.
+  // Thread-safe; concurrent first scrapes wait for one render.
   std::shared_ptr<const std::string> exposition() const {
     const SnapshotPtr snapshot = store_.get();
+    const LiveCounts live = store_.live().read();
     std::lock_guard lock(cache_mutex_);
     if (cached_snapshot_ != snapshot || !cached_text_) {
-      cached_text_ =
-          std::make_shared<const std::string>(render_metrics(collect_metrics(*snapshot)));
+      snapshot_text_ = render_metrics(collect_metrics(*snapshot));
       cached_snapshot_ = snapshot;  // held, so its address cannot be reused
+      cached_text_.reset();
+    }
+    if (!cached_text_ || cached_live_ != live) {
+      cached_text_ = std::make_shared<const std::string>(
+          snapshot_text_ + render_metrics(collect_live_metrics(live)));
+      cached_live_ = live;
     }
     return cached_text_;
   }
@@ -149,6 +157,8 @@ class Exporter::Collector {
   const SnapshotStore& store_;
   mutable std::mutex cache_mutex_;
   mutable SnapshotPtr cached_snapshot_;
+  mutable std::string snapshot_text_;  // cached_snapshot_'s families
+  mutable LiveCounts cached_live_;
   mutable std::shared_ptr<const std::string> cached_text_;
 };
 

@@ -1,6 +1,6 @@
 // What jobs reported to this node (the control socket's `job`), summed
-// since the daemon started, and the reports it refused: the state behind
-// corenoise_job_* on /metrics.
+// since the daemon started: the state behind corenoise_job_* on /metrics
+// (the refused lines are counted beside the snapshot: LiveCounters).
 // A plain value, copied into each Snapshot; not thread-safe by itself
 // (the daemon changes it on its event-loop thread only).
 #pragma once
@@ -23,8 +23,6 @@ struct JobTotals {
   // named have an entry (the handler accepts only this node's CPUs, so
   // this holds at most one entry per PU).
   std::map<unsigned, JobLostSeconds> lost_seconds;
-  // Reports refused, by reason (indexed by JobRefusal).
-  std::array<std::uint64_t, kJobRefusalCount> refused{};
 
   // Counts `report` (already validated: the protocol's bounds, this node's
   // CPUs, JobAdmission). Returns the CPU-seconds it added.

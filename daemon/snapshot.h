@@ -5,6 +5,9 @@
 // path and without doing any work beyond rendering.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/job_admission.h"
 #include "daemon/job_totals.h"
 #include "daemon/persistence.h"
 #include "probe/report.h"
@@ -100,15 +104,47 @@ inline bool persistently_healthy(const Snapshot& snapshot) {
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
-// Holds the current snapshot. Thread-safe: set() on the event loop, get()
-// from any thread (exporter threads, control socket).
+// What the counters beside the snapshot read at one moment.
+struct LiveCounts {
+  // Job lines refused, by reason (indexed by JobRefusal).
+  std::array<std::uint64_t, kJobRefusalCount> job_refused{};
+  bool operator==(const LiveCounts&) const = default;
+};
+
+// Counters that move between snapshots, read at every scrape. Any local
+// user may send refused job lines as fast as the control server reads
+// them: each is counted here, so that none makes a new snapshot, nor the
+// exporter render the node again. Thread-safe.
+class LiveCounters {
+ public:
+  void count_job_refusal(JobRefusal reason) {
+    job_refused_[index_of(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
+  LiveCounts read() const {
+    LiveCounts counts;
+    for (std::size_t i = 0; i < kJobRefusalCount; ++i) {
+      counts.job_refused[i] = job_refused_[i].load(std::memory_order_relaxed);
+    }
+    return counts;
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kJobRefusalCount> job_refused_{};
+};
+
+// Holds the current snapshot and the counters beside it: what /metrics
+// serves. Thread-safe: set() and the counters' increments on the event
+// loop, get() and read() from any thread (exporter, control socket).
 class SnapshotStore {
  public:
   SnapshotPtr get() const { return std::atomic_load(&current_); }
   void set(SnapshotPtr snapshot) { std::atomic_store(&current_, std::move(snapshot)); }
+  LiveCounters& live() { return live_; }
+  const LiveCounters& live() const { return live_; }
 
  private:
   SnapshotPtr current_ = std::make_shared<const Snapshot>();
+  LiveCounters live_;
 };
 
 }  // namespace corenoise

@@ -542,14 +542,22 @@ TEST(ExporterTest, JobLossesAfterTwoReports) {
   EXPECT_EQ(series, expected);
 }
 
-// Refused reports are counted by reason and add nothing else.
-TEST(ExporterTest, RefusedJobReportsByReason) {
+// Refused reports are counted by reason and add nothing else. They are
+// counted beside the snapshot: a refusal shows on the next scrape with no
+// new snapshot made (a user's flood of refused lines rebuilds nothing).
+TEST(ExporterTest, RefusedJobReportsByReasonWithoutANewSnapshot) {
   Snapshot s = full_snapshot();
   s.jobs = {};
-  s.jobs.refused[index_of(JobRefusal::unregistered)] = 3;
-  s.jobs.refused[index_of(JobRefusal::duplicate)] = 1;
   Served served(std::move(s));
+  const SnapshotPtr snapshot = served.store.get();
+  for (int i = 0; i < 3; ++i) served.store.live().count_job_refusal(JobRefusal::unregistered);
+  const Exposition before = served.scrape();
+  EXPECT_EQ(before.value("corenoise_job_reports_refused_total", {{"reason", "unregistered"}}), 3.0);
+  EXPECT_EQ(before.value("corenoise_job_reports_refused_total", {{"reason", "duplicate"}}), 0.0);
+
+  served.store.live().count_job_refusal(JobRefusal::duplicate);
   const Exposition e = served.scrape();
+  EXPECT_EQ(served.store.get(), snapshot);
   std::vector<std::string> reasons;
   for (const Sample& x : e.find("corenoise_job_reports_refused_total")) {
     EXPECT_EQ(x.labels.size(), 1u);
@@ -563,6 +571,9 @@ TEST(ExporterTest, RefusedJobReportsByReason) {
   EXPECT_EQ(e.value("corenoise_job_reports_refused_total", {{"reason", "invalid"}}), 0.0);
   EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);
   EXPECT_TRUE(e.find("corenoise_job_lost_seconds_total").empty());
+  // The rest of the page is the snapshot's, as before the refusal.
+  EXPECT_EQ(e.find("corenoise_cpu_info").size(), before.find("corenoise_cpu_info").size());
+  EXPECT_EQ(e.types.at("corenoise_job_reports_refused_total"), "counter");
 }
 
 TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
