@@ -785,15 +785,18 @@ json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>
   const JobAdmissionVerdict verdict = job_admission_.admit(peer, request, admission_time());
   if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
   const double lost = job_totals_.add(request);
-  last_job_id_ = request.job_id;
+  // The scheduler's id where the kernel's cgroups said which Slurm job
+  // the rank ran in; else the rank's own word.
+  last_job_id_ = verdict.scheduler_job_id.value_or(request.job_id);
   publish_snapshot_soon();
   // Debug, not info: one line per job on every node is the metrics' job,
   // not the log's.
-  log_debug("job '" + request.job_id + "' (" + std::to_string(request.ranks) + " ranks, " +
-            std::to_string(request.elapsed_seconds) + " s) from process " +
-            std::to_string(peer->pid) + " (uid " + std::to_string(peer->uid) + ") lost " +
-            std::to_string(lost) + " CPU-seconds on " + std::to_string(request.cpus.size()) +
-            " CPUs of this node");
+  log_debug("job '" + last_job_id_ + "'" +
+            (verdict.scheduler_job_id ? " (Slurm's, from the rank's cgroup)" : "") + " (" +
+            std::to_string(request.ranks) + " ranks, " + std::to_string(request.elapsed_seconds) +
+            " s) from process " + std::to_string(peer->pid) + " (uid " + std::to_string(peer->uid) +
+            ") lost " + std::to_string(lost) + " CPU-seconds on " +
+            std::to_string(request.cpus.size()) + " CPUs of this node");
   return {{"ok", true}, {"cpus", request.cpus.size()}};
 }
 

@@ -12,7 +12,10 @@ struct JobAdmission::Registration {
   uid_t uid = 0;
   std::string job_id;
   AdmissionTime started;
-  std::vector<unsigned> affinity;         // sorted, at job-start
+  std::vector<unsigned> affinity;  // sorted, at job-start
+  // The Slurm job the kernel's cgroups put the rank in, where it named one
+  // and cgroupfs confirmed it.
+  std::optional<SchedulerJob> scheduler_job;
   std::unique_ptr<ProcessWatch> process;  // the registered process, past its connection
   bool reported = false;
 };
@@ -184,8 +187,18 @@ JobAdmissionVerdict JobAdmission::start(const std::optional<PeerCredentials>& pe
   r.started = now;
   r.affinity = std::move(*affinity);
   r.process = std::move(process);
+  // A cgroup the kernel does not confirm (a false claim, or a rank in a
+  // cgroup namespace of its own) is passed over: the rank is then taken on
+  // its own word for the job id, as one that names no cgroup.
+  if (!request.cgroup.empty()) {
+    if (const std::optional<SlurmCgroup> cgroup = parse_slurm_cgroup(request.cgroup)) {
+      r.scheduler_job = facts_.slurm_job(*peer, *cgroup);
+    }
+  }
+  JobAdmissionVerdict verdict;
+  if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;
   registrations_.insert_or_assign(pid, std::move(r));
-  return {};
+  return verdict;
 }
 
 JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& peer,
@@ -222,6 +235,15 @@ JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& pe
                       " (" + format_cpu_list(*affinity_now) + " now, " +
                       format_cpu_list(r.affinity) + " at its job-start)");
   }
+  if (r.scheduler_job && r.scheduler_job->cpus) {
+    const std::vector<unsigned>& job_cpus = *r.scheduler_job->cpus;
+    if (const auto missing = outside(cpus, job_cpus, {}); !missing.empty()) {
+      return refuse(JobRefusal::cpu_outside_affinity,
+                    "cpu " + format_cpu_list(missing) + " is outside the cpuset of Slurm job " +
+                        r.scheduler_job->id + " (" + format_cpu_list(job_cpus) + "), which " +
+                        sender + " runs in");
+    }
+  }
 
   const double lived = now.steady_seconds - r.started.steady_seconds;
   if (report.elapsed_seconds > lived + kJobStartSlackSeconds) {
@@ -238,7 +260,9 @@ JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& pe
                                             seconds_text(now.unix_seconds) + ")");
   }
   r.reported = true;
-  return {};
+  JobAdmissionVerdict verdict;
+  if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;
+  return verdict;
 }
 
 }  // namespace corenoise

@@ -7,8 +7,10 @@
 // Only what the kernel vouches for without privilege is used (the daemon
 // runs as its own user, with no capability and other users' /proc hidden):
 // the connection's SO_PEERCRED credentials and pidfd, the sender's user now
-// (PIDFD_GET_INFO) and its CPU affinity (sched_getaffinity), all through
-// ProcessFacts (daemon/peer_process.h); and the daemon's own clock.
+// (PIDFD_GET_INFO), its CPU affinity (sched_getaffinity) and, where it
+// names the Slurm job cgroup it runs in, what cgroupfs says of that cgroup
+// (daemon/slurm_job.h), all through ProcessFacts (daemon/peer_process.h);
+// and the daemon's own clock.
 //
 // A rank sends `job-start` at MPI_Init: its registration (who, since when,
 // where it may run). At MPI_Finalize it sends one `job` report for its own
@@ -18,7 +20,8 @@
 //   3. registered from this very process, while this daemon ran
 //      (unregistered), for the same job (wrong_job), and has not reported
 //      since (duplicate),
-//   4. may run on every CPU of the report, now or when it registered
+//   4. may run on every CPU of the report, now or when it registered, and
+//      within its Slurm job's cpuset where the kernel put it in one
 //      (cpu_outside_affinity),
 //   5. claims no more time than it lived since registering, and no end in
 //      the future or before it registered (too_long, bad_time),
@@ -28,8 +31,10 @@
 // daemon checks the CPUs are this node's (invalid).
 //
 // Threading: not thread-safe; the daemon calls it on its event-loop thread.
-// Cost: a few system calls a line; no file is read, nothing is scanned but
-// the registrations of a user at its cap (forget_exited).
+// Cost: a few system calls a line; no file is read but, at a job-start
+// naming a Slurm cgroup, that cgroup's cgroup.procs and its job's cpuset;
+// nothing is scanned but the registrations of a user at its cap
+// (forget_exited).
 #pragma once
 
 #include <sys/types.h>
@@ -97,6 +102,9 @@ struct AdmissionTime {
 struct JobAdmissionVerdict {
   std::optional<JobRefusal> refusal;  // nullopt: accepted
   std::string error;                  // empty when accepted
+  // Accepted from a rank the kernel's cgroups put in a Slurm job: that
+  // job's id, the scheduler's word rather than the rank's.
+  std::optional<std::string> scheduler_job_id;
 };
 
 class JobAdmission {

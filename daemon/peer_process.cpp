@@ -111,4 +111,12 @@ std::unique_ptr<ProcessWatch> KernelProcessFacts::watch(const PeerCredentials& p
   return std::make_unique<PidfdWatch>(copy);
 }
 
+std::optional<SchedulerJob> KernelProcessFacts::slurm_job(const PeerCredentials& peer,
+                                                          const SlurmCgroup& cgroup) const {
+  std::optional<SchedulerJob> job = confirm_slurm_job(mounts_, cgroup, peer.pid);
+  // Still running after the read: the pid in cgroup.procs was the peer's.
+  if (!job || !running(peer)) return std::nullopt;
+  return job;
+}
+
 }  // namespace corenoise

@@ -8,7 +8,9 @@
 //     pidfd_open(pid) at accept, which a pid recycled between connect() and
 //     accept() would fool;
 //   - PIDFD_GET_INFO (Linux >= 6.13) says its user now;
-//   - sched_getaffinity(pid) says where it may run (no permission check).
+//   - sched_getaffinity(pid) says where it may run (no permission check);
+//   - cgroupfs says which Slurm job it runs in, where it names one
+//     (daemon/slurm_job.h).
 //
 // ProcessFacts is the interface job admission asks (daemon/job_admission.h),
 // so that its unit tests can state facts a test process could not arrange;
@@ -22,9 +24,11 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "daemon/control/control_requests.h"
+#include "daemon/slurm_job.h"
 
 namespace corenoise {
 
@@ -56,14 +60,26 @@ class ProcessFacts {
   // A watch on the peer's process that outlives the connection; nullptr
   // without a pidfd.
   virtual std::unique_ptr<ProcessWatch> watch(const PeerCredentials& peer) const = 0;
+  // The Slurm job of `cgroup`, the cgroup the peer names, if the kernel
+  // says the peer runs in it; nullopt if not, or not any more.
+  virtual std::optional<SchedulerJob> slurm_job(const PeerCredentials& peer,
+                                                const SlurmCgroup& cgroup) const = 0;
 };
 
 class KernelProcessFacts final : public ProcessFacts {
  public:
+  // `mounts`: where this process sees the cgroup hierarchies.
+  explicit KernelProcessFacts(CgroupMounts mounts = CgroupMounts::of_this_process())
+      : mounts_(std::move(mounts)) {}
   bool running(const PeerCredentials& peer) const override;
   std::optional<uid_t> effective_uid(const PeerCredentials& peer) const override;
   std::optional<std::vector<unsigned>> affinity(const PeerCredentials& peer) const override;
   std::unique_ptr<ProcessWatch> watch(const PeerCredentials& peer) const override;
+  std::optional<SchedulerJob> slurm_job(const PeerCredentials& peer,
+                                        const SlurmCgroup& cgroup) const override;
+
+ private:
+  CgroupMounts mounts_;
 };
 
 }  // namespace corenoise

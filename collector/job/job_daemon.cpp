@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "daemon/control/control_client.h"
+#include "daemon/control/slurm_cgroup.h"
 
 namespace corenoise {
 
@@ -98,7 +99,7 @@ json job_request(const std::string& job_id, double ended_unix_seconds, double el
 }
 
 json job_start_request(const std::string& job_id) {
-  return to_json(ControlRequest{JobStartRequest{job_id}});
+  return to_json(ControlRequest{JobStartRequest{job_id, slurm_cgroup_of_this_process()}});
 }
 
 std::string send_job_line(const std::string& socket_path, const json& request) {

@@ -38,7 +38,8 @@ nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
 // sending at once) is tried again, at random intervals, for up to a
 // second.
 std::string send_job_line(const std::string& socket_path, const nlohmann::json& request);
-// The job-start request for `job_id`.
+// The job-start request for `job_id`, with the Slurm job cgroup this
+// process runs in, if any (daemon/control/slurm_cgroup.h).
 nlohmann::json job_start_request(const std::string& job_id);
 
 // The launcher's id for this job (SLURM_JOB_ID, PMIX_NAMESPACE,

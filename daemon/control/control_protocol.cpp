@@ -9,6 +9,8 @@
 #include <span>
 #include <tuple>
 
+#include "daemon/control/slurm_cgroup.h"
+
 namespace corenoise {
 namespace {
 
@@ -219,9 +221,19 @@ std::string parse_job_id(const std::string& command, const json& id) {
 }
 
 JobStartRequest parse_job_start(const json& r) {
-  check_fields("job-start", r, {"job_id"});
+  check_fields("job-start", r, {"job_id", "cgroup"});
   check_required("job-start", r, {"job_id"});
-  return {parse_job_id("job-start", r["job_id"])};
+  JobStartRequest start{parse_job_id("job-start", r["job_id"]), {}};
+  if (const auto it = r.find("cgroup"); it != r.end()) {
+    if (!it->is_string() || !parse_slurm_cgroup(it->get_ref<const std::string&>())) {
+      fail("job-start", "cgroup",
+           "a line of /proc/PID/cgroup naming a Slurm job's cgroup (at most " +
+               std::to_string(kMaxCgroupLineChars) + " printable ASCII characters)",
+           *it);
+    }
+    start.cgroup = it->get<std::string>();
+  }
+  return start;
 }
 
 // Any local user may send a job report (docs/control.md, Permissions), so
@@ -433,6 +445,7 @@ json to_json(const ControlRequest& request) {
     out["cpus"] = std::move(cpus);
   } else if (const auto* start = std::get_if<JobStartRequest>(&request)) {
     out["job_id"] = start->job_id;
+    if (!start->cgroup.empty()) out["cgroup"] = start->cgroup;
   }
   return out;
 }

@@ -63,6 +63,9 @@ struct JobRequest {
 // end can claim no more time than that (daemon/job_admission.h).
 struct JobStartRequest {
   std::string job_id;  // as in JobRequest; the report must name the same
+  // The rank's line of /proc/self/cgroup that names a Slurm job's cgroup
+  // (daemon/control/slurm_cgroup.h); empty when it runs in none.
+  std::string cgroup;
 };
 
 // Who is on the other end of a connection: SO_PEERCRED of the accepted

@@ -442,8 +442,21 @@ TEST(ControlProtocol, AJobsCausesAddUpToAtMostItsWallTimeAndJobStartNamesAJob) {
       std::get<JobStartRequest>(parse_request(R"({"command":"job-start","job_id":"s-1"})")).job_id,
       "s-1");
   EXPECT_FALSE(needs_privilege(JobStartRequest{"s-1"}));
-  for (const char* bad : {R"({"command":"job-start"})", R"({"command":"job-start","job_id":""})",
-                          R"({"command":"job-start","job_id":"j","cpus":[]})"}) {
+  // With the Slurm cgroup the rank runs in: v2's line, or v1's.
+  for (const std::string cgroup : {"0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1",
+                                   "4:cpuset:/slurm/uid_1000/job_42/step_0/task_1"}) {
+    const auto start = std::get<JobStartRequest>(
+        parse_request(R"({"command":"job-start","job_id":"42","cgroup":")" + cgroup + R"("})"));
+    EXPECT_EQ(start.cgroup, cgroup);
+  }
+  for (
+      const char* bad :
+      {R"({"command":"job-start"})", R"({"command":"job-start","job_id":""})",
+       R"({"command":"job-start","job_id":"j","cpus":[]})",
+       // A cgroup that is not a Slurm job's, or a path that leaves its hierarchy.
+       R"({"command":"job-start","job_id":"j","cgroup":"0::/user.slice/user-1000.slice"})",
+       R"({"command":"job-start","job_id":"j","cgroup":"0::/system.slice/slurmstepd.scope/job_4/../../etc"})",
+       R"({"command":"job-start","job_id":"j","cgroup":7})"}) {
     try {
       parse_request(bad);
       ADD_FAILURE() << bad;
@@ -473,7 +486,8 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
                  12.5,
                  4,
                  {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {6, 2.5, 0, 1e-9, 0, 1, 1}}}},
-      JobStartRequest{"slurm-1234"}};
+      JobStartRequest{"slurm-1234"},
+      JobStartRequest{"1234", "0::/system.slice/slurmstepd.scope/job_1234/step_0/user/task_0"}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));
     const ControlRequest back = parse_request(std::string_view(line).substr(0, line.size() - 1));

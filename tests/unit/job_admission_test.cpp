@@ -25,6 +25,9 @@ struct FakeProcess {
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
   std::optional<uid_t> euid;
   std::vector<unsigned> affinity;
+  // The Slurm cgroup it runs in (a /proc/PID/cgroup path) and that job.
+  std::string slurm_cgroup;
+  SchedulerJob slurm_job;
 };
 
 class FakeWatch final : public ProcessWatch {
@@ -56,6 +59,12 @@ class FakeFacts final : public ProcessFacts {
     const FakeProcess* p = find(peer);
     if (p == nullptr) return nullptr;
     return std::make_unique<FakeWatch>(p->alive);
+  }
+  std::optional<SchedulerJob> slurm_job(const PeerCredentials& peer,
+                                        const SlurmCgroup& cgroup) const override {
+    const FakeProcess* p = find(peer);
+    if (p == nullptr || !*p->alive || p->slurm_cgroup != cgroup.path) return std::nullopt;
+    return p->slurm_job;
   }
 
   std::map<pid_t, FakeProcess> processes;
@@ -225,6 +234,40 @@ TEST_F(JobAdmissionTest, TimeTheSenderDidNotLiveIsRefused) {
   EXPECT_REFUSED(admit(4242, kUser, report("j", {0}, 20, kStart - 60), 20), JobRefusal::bad_time,
                  "says its job ended at");
   EXPECT_ACCEPTED(admit(4242, kUser, report("j", {0}, 20.9, kStart + 20), 20));
+}
+
+// A rank in a Slurm job's cgroup, which the kernel confirms: the job is
+// the scheduler's (its id is Slurm's, whatever the rank calls it), and a
+// CPU outside the job's cpuset is refused even where the rank's affinity
+// has it. A cgroup the kernel does not confirm is not believed: the rank
+// is taken on its own word, as one that names none.
+TEST_F(JobAdmissionTest, ASlurmJobsCgroupIsBelievedOnlyWhereTheKernelConfirmsIt) {
+  const std::string v2 = "/system.slice/slurmstepd.scope/job_42/step_0/user/task_0";
+  process(4242, kUser, {0, 1, 2, 3});
+  facts_.processes[4242].slurm_cgroup = v2;
+  facts_.processes[4242].slurm_job = {"42", std::vector<unsigned>{0, 1}};
+  const JobAdmissionVerdict started =
+      admission_.start(peer(4242, kUser), JobStartRequest{"42", "0::" + v2}, at(0));
+  EXPECT_FALSE(started.refusal) << started.error;
+  EXPECT_EQ(started.scheduler_job_id, "42");
+  EXPECT_REFUSED(admit(4242, kUser, report("42", {1, 2})), JobRefusal::cpu_outside_affinity,
+                 "cpu 2 is outside the cpuset of Slurm job 42 (0-1)");
+  const JobAdmissionVerdict taken = admit(4242, kUser, report("42", {0, 1}));
+  EXPECT_FALSE(taken.refusal) << taken.error;
+  EXPECT_EQ(taken.scheduler_job_id, "42");
+
+  // Another job's cgroup, which does not hold this rank: passed over.
+  process(4343, kUser, {0, 1, 2, 3});
+  facts_.processes[4343].slurm_cgroup = v2;
+  facts_.processes[4343].slurm_job = {"42", std::vector<unsigned>{0, 1}};
+  const JobAdmissionVerdict claimed = admission_.start(
+      peer(4343, kUser),
+      JobStartRequest{"7", "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0"}, at(0));
+  EXPECT_FALSE(claimed.refusal) << claimed.error;
+  EXPECT_FALSE(claimed.scheduler_job_id);
+  const JobAdmissionVerdict own_word = admit(4343, kUser, report("7", {2, 3}));
+  EXPECT_FALSE(own_word.refusal) << own_word.error;
+  EXPECT_FALSE(own_word.scheduler_job_id);
 }
 
 // A user's budget: live registrations, and lines a second.
