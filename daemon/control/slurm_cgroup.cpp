@@ -56,17 +56,16 @@ std::optional<SlurmCgroup> parse_slurm_cgroup(std::string_view line) {
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::optional<std::string> job = numbered(parts[i], "job_");
     if (!job) continue;
-    std::optional<std::string> uid;
-    if (unified && parts[i - 1] == "slurmstepd.scope") {
-      // v2
-    } else if (!unified && i >= 2 && parts[i - 2] == "slurm" &&
-               (uid = numbered(parts[i - 1], "uid_"))) {
+    const bool v2 = unified && parts[i - 1] == "slurmstepd.scope";
+    const std::optional<std::string> uid = !unified && i >= 2 && parts[i - 2] == "slurm"
+                                               ? numbered(parts[i - 1], "uid_")
+                                               : std::nullopt;
+    if (!v2 && !uid) continue;
+    if (uid) {
       unsigned long value = 0;
       std::from_chars(uid->data(), uid->data() + uid->size(), value);
-      if (value > static_cast<uid_t>(-1) - 1) return std::nullopt;
+      if (value >= static_cast<uid_t>(-1)) return std::nullopt;  // (uid_t)-1 is no user
       cgroup.uid = static_cast<uid_t>(value);
-    } else {
-      continue;
     }
     cgroup.job_id = *job;
     for (std::size_t k = 0; k <= i; ++k) cgroup.job_path += "/" + std::string(parts[k]);
