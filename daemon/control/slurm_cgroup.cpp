@@ -57,9 +57,11 @@ std::optional<SlurmCgroup> parse_slurm_cgroup(std::string_view line) {
     const std::optional<std::string> job = numbered(parts[i], "job_");
     if (!job) continue;
     const bool v2 = unified && parts[i - 1] == "slurmstepd.scope";
-    const std::optional<std::string> uid = !unified && i >= 2 && parts[i - 2] == "slurm"
-                                               ? numbered(parts[i - 1], "uid_")
-                                               : std::nullopt;
+    // "slurm", or "slurm_NODE" where slurmd was built for several on a host
+    // (Debian's is: its cgroups are /slurm_HOSTNAME/uid_U/job_N/step_S).
+    const bool v1_root = i >= 2 && (parts[i - 2] == "slurm" || parts[i - 2].starts_with("slurm_"));
+    const std::optional<std::string> uid =
+        !unified && v1_root ? numbered(parts[i - 1], "uid_") : std::nullopt;
     if (!v2 && !uid) continue;
     if (uid) {
       unsigned long value = 0;

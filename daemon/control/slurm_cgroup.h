@@ -4,7 +4,9 @@
 //   cgroup v2 (Slurm's cgroup/v2 plugin, Debian 12's default hierarchy):
 //     0::/system.slice/slurmstepd.scope/job_N/step_S/user/task_T
 //   cgroup v1 (cgroup/v1, its cpuset and freezer hierarchies):
-//     K:cpuset:/slurm/uid_U/job_N/step_S/task_T
+//     K:cpuset:/slurm/uid_U/job_N/step_S/task_T, or /slurm_NODE/uid_U/...
+//     where slurmd was built for several on a host (Debian 12's Slurm
+//     22.05: K:cpuset:/slurm_HOST/uid_U/job_N/step_S, tasks in the step)
 // A rank names its line in `job-start`; corenoised believes it only once
 // the kernel's cgroup.procs of that cgroup lists the sender (daemon/
 // slurm_job.h), and then the job id is the scheduler's, not the rank's word.

@@ -4,7 +4,8 @@
 # slurm-client), started and stopped by each case from a temporary directory
 # on ports of their own (1-2 s). slurmd runs the health check, prolog and
 # epilog against a real corenoised; srun --mpi=pmi2 and --mpi=pmix start
-# rank-per-core sweeps. Needs root (slurmd), jq and shellcheck.
+# rank-per-core sweeps; under its cgroup/v1 plugin, `corenoise job` ranks are
+# taken as their Slurm job's. Needs root (slurmd), jq and shellcheck.
 #
 # Skipped (exit status 2) only when Slurm is not installed; Slurm installed
 # but not working is a failure. RUN_SERIAL: the drain case injects real
@@ -14,7 +15,8 @@ set(CORENOISE_SLURM_REAL_TESTS
   "HealthCheckLeavesAHealthyNode healthcheck_leaves_healthy_node"
   "PrologEpilogPauseAndResumeAroundSrun prolog_epilog_pause_resume_around_srun"
   "SrunRankPerCorePmi2 srun_rank_per_core_pmi2"
-  "SrunRankPerCorePmix srun_rank_per_core_pmix")
+  "SrunRankPerCorePmix srun_rank_per_core_pmix"
+  "JobRanksInSlurmCgroups job_ranks_in_slurm_cgroups")
 foreach(entry IN LISTS CORENOISE_SLURM_REAL_TESTS)
   separate_arguments(entry)
   list(GET entry 0 name)

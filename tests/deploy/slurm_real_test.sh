@@ -315,6 +315,99 @@ case_srun_rank_per_core_pmix() {
   srun_sweep pmix openmpi libmpi.so.40 mpich
 }
 
+# --- the ranks' Slurm job, in the kernel's words -----------------------------------
+
+# write_line_sender: $tmp/sender.py, a program that sends job-start (naming
+# CGROUP, if not empty) and a small report for JOB_ID on SOCKET from one
+# process, and prints both replies: python3 sender.py JOB_ID CGROUP SOCKET.
+write_line_sender() {
+  cat >"$tmp/sender.py" <<'EOF'
+import json, os, socket, sys, time
+job_id, cgroup, path = sys.argv[1], sys.argv[2], sys.argv[3]
+start = {"command": "job-start", "job_id": job_id}
+if cgroup:
+    start["cgroup"] = cgroup
+cpu = min(os.sched_getaffinity(0))
+report = {"command": "job", "job_id": job_id, "ended_unix_seconds": time.time(),
+          "elapsed_seconds": 0.01, "ranks": 1,
+          "cpus": [{"cpu": cpu, "lost_seconds": {"more-work": 0.001}}]}
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+f = s.makefile("rw")
+for line in (start, report):
+    f.write(json.dumps(line) + "\n")
+    f.flush()
+    print(f.readline().strip())
+EOF
+}
+
+# last_job_id: what corenoised's status names as the last job.
+last_job_id() { "$real_corenoise" status --json | jq -r .jobs.last_job_id; }
+
+# Ranks under Slurm's cgroup plugin (cgroup/v1: proctrack/cgroup and
+# task/cgroup), with corenoised at debug: a real `corenoise job` of an mpi4py
+# program under srun --mpi=pmix names its job's cgroup at job-start, and the
+# daemon takes the job id from Slurm; a process inside a job that calls its
+# job something else is still Slurm's job; a process outside every job that
+# names a running job's cgroup is not believed.
+case_job_ranks_in_slurm_cgroups() {
+  if [[ ! -e /sys/fs/cgroup/cpuset/cpuset.cpus || ! -d /sys/fs/cgroup/freezer ]]; then
+    # Slurm's cgroup/v2 plugin needs slurmd under systemd (a delegated scope).
+    echo "SKIP: needs the cgroup v1 cpuset and freezer hierarchies for Slurm's cgroup/v1 plugin" >&2
+    exit 2
+  fi
+  start_daemon --interval 3600 --log-level debug "${quick[@]}"
+  slurm_cluster_init
+  printf 'CgroupPlugin=cgroup/v1\nConstrainCores=yes\n' >"$SLURM_CLUSTER_DIR/cgroup.conf"
+  start_cluster ProctrackType=proctrack/cgroup TaskPlugin=task/cgroup,task/affinity
+  local user_socket=$tmp/user.sock job
+  cat >"$tmp/app.py" <<'EOF'
+from mpi4py import MPI
+import time
+comm = MPI.COMM_WORLD
+for step in range(20):
+    begin = time.time()
+    while time.time() - begin < 0.01 * (3 if comm.rank == 1 else 1):
+        pass
+    comm.Barrier()
+EOF
+  # The job's shell expands its variables, not this one.
+  # shellcheck disable=SC2016
+  timeout 60 srun --mpi=pmix -n 2 --cpu-bind=cores sh -c 'echo "job=$SLURM_JOB_ID"; exec "$@"' sh \
+    "$real_corenoise" job --quiet --json "$tmp/job.json" -- /usr/bin/python3 "$tmp/app.py" \
+    >"$tmp/job.out" 2>"$tmp/srun.err" || fail "srun corenoise job failed"
+  job=$(sed -n 's/^job=//p' "$tmp/job.out" | head -n 1)
+  [[ $job =~ ^[0-9]+$ ]] || fail "the job printed no job id"
+  (($(grep -cF "job '$job' (Slurm's, from the rank's cgroup)" "$tmp/corenoised.log") == 2)) ||
+    fail "corenoised did not take both ranks' reports as Slurm job $job's"
+  [[ $(last_job_id) == "$job" ]] || fail "status names another job than $job"
+
+  write_line_sender
+  # Inside a job, calling it "mine": the kernel says it is Slurm's.
+  # shellcheck disable=SC2016
+  timeout 30 srun -n 1 sh -c 'echo "job=$SLURM_JOB_ID"; exec /usr/bin/python3 "$1" mine "$(grep -E "^[0-9]+:cpuset:" /proc/self/cgroup)" "$2"' \
+    sh "$tmp/sender.py" "$user_socket" >"$tmp/inside.out" 2>"$tmp/srun.err" || fail "srun of the sender failed"
+  job=$(sed -n 's/^job=//p' "$tmp/inside.out")
+  (($(grep -c '"ok": *true' "$tmp/inside.out") == 2)) || fail "the sender inside job $job was refused: $(cat "$tmp/inside.out")"
+  [[ $(last_job_id) == "$job" ]] || fail "a rank of Slurm job $job that called it 'mine' was taken at its word"
+
+  # Outside every job, naming a running job's cgroup: not believed.
+  timeout 60 srun -n 1 sleep 30 >/dev/null 2>&1 &
+  local sleeper=$! cgroup='' i
+  for ((i = 0; i < 100 && ${#cgroup} == 0; i++)); do
+    cgroup=$(find /sys/fs/cgroup/cpuset/slurm*/uid_0 -mindepth 2 -maxdepth 2 -name step_0 2>/dev/null | head -n 1 || true)
+    [[ -n $cgroup ]] || sleep 0.1
+  done
+  [[ -n $cgroup ]] || fail "no cgroup of the sleeping job"
+  local claim="3:cpuset:${cgroup#/sys/fs/cgroup/cpuset}"
+  /usr/bin/python3 "$tmp/sender.py" outsider "$claim" "$user_socket" >"$tmp/outside.out" || fail "the outside sender failed"
+  kill "$sleeper" 2>/dev/null || true
+  wait "$sleeper" 2>/dev/null || true
+  (($(grep -c '"ok": *true' "$tmp/outside.out") == 2)) || fail "the outside sender was refused: $(cat "$tmp/outside.out")"
+  [[ $(last_job_id) == outsider ]] || fail "a process outside every job was believed in $claim"
+  echo "Slurm job cgroups: job $job's ranks taken as Slurm's; a claim from outside ($claim) passed over"
+}
+
 # --- the scripts themselves -------------------------------------------------------
 
 case_shellcheck() {

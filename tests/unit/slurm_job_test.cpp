@@ -41,6 +41,11 @@ TEST(SlurmCgroup, ReadsTheJobFromSlurmsTwoLayouts) {
   EXPECT_EQ(v1->job_path, "/slurm/uid_1000/job_7");
   EXPECT_EQ(v1->uid, 1000u);
   EXPECT_TRUE(parse_slurm_cgroup("3:cpu,cpuacct:/slurm/uid_0/job_1/step_0/task_0"));
+  // Debian 12's slurmd (built for several on a host), as a real srun showed.
+  const auto debian = parse_slurm_cgroup("3:cpuset:/slurm_vm/uid_0/job_1/step_0");
+  ASSERT_TRUE(debian);
+  EXPECT_EQ(debian->job_id, "1");
+  EXPECT_EQ(debian->job_path, "/slurm_vm/uid_0/job_1");
 }
 
 TEST(SlurmCgroup, RefusesWhatIsNotASlurmJobsCgroup) {
