@@ -846,6 +846,47 @@ TEST(JobCommand, AProgramWithoutMpiRunsUntouched) {
   EXPECT_EQ(help.out, "--help\n");
 }
 
+// ld.so splits LD_PRELOAD at spaces and colons, with no escape: the
+// library in a folder whose path holds a space (a checkout or a prefix
+// under "/home/a user/") goes in by its name, its folder first on
+// LD_LIBRARY_PATH, and measures the job; a folder with a colon, where
+// LD_LIBRARY_PATH splits too, is refused before the program runs.
+TEST(JobCommand, ALibraryInAFolderWithASpaceOrAColonIsPreloadedOrRefused) {
+  const std::filesystem::path library =
+      std::filesystem::path(CORENOISE_BIN).parent_path() / "libcorenoise-job-mpich.so";
+  const std::string spaced = temp_path("plugins with a space");
+  const std::string colon = temp_path("plugins:colon");
+  for (const std::string& folder : {spaced, colon}) {
+    std::filesystem::create_directories(folder);
+    std::filesystem::create_symlink(library, folder + "/libcorenoise-job-mpich.so");
+  }
+  const auto job = [&](const std::string& folder) {
+    return "env CORENOISE_MPI_PLUGIN_DIR=" + testing::shell_word(folder) + " LD_LIBRARY_PATH=/x " +
+           kMpich.launcher() + " -n 2 " + kCorenoise + " job --no-daemon ";
+  };
+  const auto variables =
+      run_command(job(spaced) + "-- /bin/sh -c 'echo \"$LD_PRELOAD|$LD_LIBRARY_PATH\"'");
+  EXPECT_EQ(variables.exit_code, 0) << variables.err;
+  const std::string each_rank = "libcorenoise-job-mpich.so|" + spaced + ":/x\n";
+  EXPECT_EQ(variables.out, each_rank + each_rank);
+  EXPECT_EQ(variables.err, "");
+  const std::string path = temp_path("spaced.json");
+  const auto measured = run_command(job(spaced) + "--json " + path + " -- " + kBsp +
+                                    " --steps 20 --step-products 64");
+  EXPECT_EQ(measured.exit_code, 0) << measured.err;
+  EXPECT_EQ(measured.err.find("ld.so"), std::string::npos) << measured.err;
+  EXPECT_EQ(read_json(path)["ranks_reported"], 2) << measured.err;
+  std::remove(path.c_str());
+  const std::string marker = temp_path("ran");
+  const auto refused = run_command(job(colon) + "-- /bin/touch " + marker);
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("cannot preload " + colon + "/libcorenoise-job-mpich.so"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the program ran";
+  for (const std::string& folder : {spaced, colon}) std::filesystem::remove_all(folder);
+}
+
 TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
   const std::string marker = temp_path("ran");
   const std::string program = " -- /bin/touch " + marker;
