@@ -8,6 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
@@ -132,6 +135,34 @@ int report_from_spill_dir(const JobLaunch& launch) {
   return kExitHealthy;
 }
 
+// `library` first in the program's LD_PRELOAD, before the caller's. ld.so
+// splits LD_PRELOAD at spaces and colons, with no escape, so a library
+// whose path holds one (a build or a prefix under "/home/a user/") goes in
+// by its file name, found through its folder put first on LD_LIBRARY_PATH,
+// which splits at colons and semicolons only.
+void add_preload(const std::filesystem::path& library,
+                 std::map<std::string, std::string>* environment) {
+  const auto caller = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  std::string entry = library.string();
+  if (entry.find_first_of(" :") != std::string::npos) {
+    const std::string folder = library.parent_path().string();
+    if (folder.find_first_of(":;") != std::string::npos) {
+      throw std::runtime_error("cannot preload " + entry +
+                               ": LD_PRELOAD splits at spaces and colons and LD_LIBRARY_PATH at "
+                               "colons and semicolons; install corenoise where its path has no "
+                               "colon or semicolon");
+    }
+    entry = library.filename().string();
+    const std::string path = caller("LD_LIBRARY_PATH");
+    (*environment)["LD_LIBRARY_PATH"] = folder + (path.empty() ? "" : ":" + path);
+  }
+  const std::string preload = caller("LD_PRELOAD");
+  (*environment)["LD_PRELOAD"] = entry + (preload.empty() ? "" : ":" + preload);
+}
+
 }  // namespace
 
 JobLaunch parse_job_options(const std::vector<std::string>& args) {
@@ -244,10 +275,7 @@ int run_job_command(const std::vector<std::string>& args) {
         // Only rank 0 writes; it checks before the job starts.
         if (mpi.rank <= 0) check_writable(launch.environment);
         launch.environment["CORENOISE_JOB_FAMILY"] = family;
-        const char* preload = std::getenv("LD_PRELOAD");
-        launch.environment["LD_PRELOAD"] =
-            library->string() +
-            (preload != nullptr && *preload != '\0' ? std::string(":") + preload : "");
+        add_preload(*library, &launch.environment);
         for (const auto& [name, value] : launch.environment)
           ::setenv(name.c_str(), value.c_str(), 1);
         std::vector<char*> argv;

@@ -45,7 +45,8 @@ PY
 }
 
 launch="mpirun.openmpi --bind-to core -n 2 -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS"
-job() { echo "$corenoise job --no-daemon --quiet --json $report -- $python $story $*"; }
+# A command line for bash -c: the paths as shell words (BUILD_DIR may hold a space).
+job() { echo "$(printf %q "$corenoise") job --no-daemon --quiet --json $report -- $python $story $*"; }
 
 # case name, command line
 run_case() {

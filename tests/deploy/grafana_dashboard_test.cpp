@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../shell_word.h"
 #include "prometheus_contract.h"
 
 namespace corenoise::deploy_test {
@@ -207,7 +208,8 @@ TEST_F(GrafanaDashboard, QueriesAreValidPromQL) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("corenoise_dashboard_rules_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << file.dump(2);  // JSON is YAML: promtool reads it.
-  const std::string command = std::string(PROMTOOL_BIN) + " check rules " + path.string() + " 2>&1";
+  const std::string command =
+      testing::shell_word(PROMTOOL_BIN) + " check rules " + path.string() + " 2>&1";
   std::string output;
   FILE* pipe = ::popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr) << command;

@@ -80,11 +80,9 @@ export CORENOISE_SOCKET=$tmp/ctl.sock FAKE_LOGGER_LOG=$tmp/logger.log
 : >"$FAKE_LOGGER_LOG"
 mkdir -p "$tmp/bin" "$tmp/sys"
 ln -s "$fixtures/bin/logger" "$tmp/bin/logger"
-cat >"$tmp/corenoise-slurm" <<EOF
-CORENOISE_BIN=$real_corenoise
-CORENOISE_SOCKET=$CORENOISE_SOCKET
-CORENOISE_SLURM_JOBS_DIR=$tmp/jobs
-EOF
+# Sourced by deploy/slurm: shell words, whatever the checkout's path.
+printf 'CORENOISE_BIN=%q\nCORENOISE_SOCKET=%q\nCORENOISE_SLURM_JOBS_DIR=%q\n' \
+  "$real_corenoise" "$CORENOISE_SOCKET" "$tmp/jobs" >"$tmp/corenoise-slurm"
 
 # wrapper NAME: $tmp/NAME, which slurmd runs in place of deploy/slurm/NAME
 # (see the top of this file); each run appends "rc=N" to $tmp/NAME.runs and
@@ -297,12 +295,13 @@ srun_sweep() {
     fail "the sweep's report: $(jq -c '{node_count, layout, probed: [.nodes[].probed_cores]}' "$tmp/sweep.json")"
   # LD_DEBUG_OUTPUT writes one file per process: srun's, and the ranks'.
   local -a ranks
-  mapfile -t ranks < <(grep -l 'file=[^ ]*libcorenoise-mpi-' "$tmp"/ld/rank.* || true)
+  # A file's name is what stands between "file=" and " [" (it may hold spaces).
+  mapfile -t ranks < <(grep -l 'file=[^[]*libcorenoise-mpi-' "$tmp"/ld/rank.* || true)
   ((${#ranks[@]} == 2)) || fail "${#ranks[@]} processes loaded a corenoise MPI plugin, expected 2 ranks"
   for file in "${ranks[@]}"; do
-    grep -q "file=[^ ]*libcorenoise-mpi-$family\.so" "$file" || fail "a rank did not load libcorenoise-mpi-$family.so"
-    grep -q "file=[^ ]*$library" "$file" || fail "a rank did not load $library"
-    if grep -q "file=[^ ]*libcorenoise-mpi-$other\.so" "$file"; then fail "a rank loaded libcorenoise-mpi-$other.so"; fi
+    grep -q "file=[^[]*libcorenoise-mpi-$family\.so" "$file" || fail "a rank did not load libcorenoise-mpi-$family.so"
+    grep -q "file=[^[]*$library" "$file" || fail "a rank did not load $library"
+    if grep -q "file=[^[]*libcorenoise-mpi-$other\.so" "$file"; then fail "a rank loaded libcorenoise-mpi-$other.so"; fi
   done
   echo "srun --mpi=$flavour: exit status $rc, both ranks ran libcorenoise-mpi-$family.so with $library"
 }

@@ -25,8 +25,9 @@ using testing::http_get;
 using testing::run_command;
 using testing::TempDir;
 
-const std::string kMpiexec = MPIEXEC_MPICH_BIN;
-const std::string kCorenoise = CORENOISE_BIN;
+// Words for run_command's shell lines.
+const std::string kMpiexec = testing::shell_word(MPIEXEC_MPICH_BIN);
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
 const std::string kTimeout = "timeout -k 10 240 ";
 
 std::vector<std::string> daemon_args(const TempDir& dir) {

@@ -35,8 +35,9 @@ using testing::run_command;
 using testing::TempDir;
 using testing::WrappedDaemon;
 
-const std::string kCorenoise = CORENOISE_BIN;
-const std::string kCorenoised = CORENOISED_BIN;
+// Words for run_command's shell lines.
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
+const std::string kCorenoised = testing::shell_word(CORENOISED_BIN);
 
 using testing::daemon_args;
 using testing::rounds;

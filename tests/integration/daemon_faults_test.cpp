@@ -39,7 +39,7 @@ using testing::metric_value;
 using testing::run_command;
 using testing::TempDir;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 const std::string kFakeTime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 // Quick rounds, isolated only, at a steady 0.3 s: behaviour, not figures.

@@ -37,7 +37,7 @@ using testing::run_command;
 using testing::TempDir;
 using testing::url_encoded;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 
 // The hardening tests' quick rounds (quick_daemon.h), a round a second.
 // `changes` as in merged_options().
@@ -373,8 +373,9 @@ TEST(Daemon, ControlSocketCommandsAndPermissions) {
 
   // An ordinary user reads through the user socket, told it is their view;
   // only root (or the control group) may change anything.
-  const std::string as_nobody =
-      "runuser -u nobody -- " + testing::reachable_by_everyone(CORENOISE_BIN) + " ";
+  const std::string as_nobody = "runuser -u nobody -- " +
+                                testing::shell_word(testing::reachable_by_everyone(CORENOISE_BIN)) +
+                                " ";
   const std::string socket = " --socket " + dir.path() + "/ctl.sock";
   r = run_command(as_nobody + "status" + socket);
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.out << r.err;

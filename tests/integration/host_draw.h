@@ -220,9 +220,10 @@ auto draw_on_a_fair_host(const char* what, Measure measure, Judge judge) {
 
 // Before a test whose measurement cannot be drawn again (a daemon's
 // rounds over time, asserted round by round): probes CPUs 0 and 1 with
-// `corenoise` until a round finds the host fair, the clean vCPU losing at
-// most kHostMargin more than the other, as draw_on_a_fair_host does, and then lets the test
-// run whatever the last round found.
+// `corenoise` (a shell_word) until a round finds the host fair, the clean
+// vCPU losing at most kHostMargin more than the other, as
+// draw_on_a_fair_host does, and then lets the test run whatever the last
+// round found.
 inline void wait_for_a_fair_host(const std::string& corenoise) {
   draw_on_a_fair_host(
       "host before the test", [&] { return run_command(corenoise + " probe --cpus 0,1 --json -"); },

@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 using testing::run_command;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 
 std::size_t native_pus() { return Topology::load("native").pus().size(); }
 
@@ -33,7 +33,7 @@ double now_seconds() {
 // `corenoise inject ARGS`, to run in the background (killed when the test
 // ends).
 std::vector<std::string> inject(std::vector<std::string> args) {
-  args.insert(args.begin(), {kCorenoise, "inject"});
+  args.insert(args.begin(), {CORENOISE_BIN, "inject"});
   return args;
 }
 

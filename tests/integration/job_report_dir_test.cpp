@@ -20,7 +20,7 @@
 namespace corenoise::testing {
 namespace {
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 
 struct ReportRun {
   CommandResult result;

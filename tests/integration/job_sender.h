@@ -16,13 +16,6 @@
 
 namespace corenoise::testing {
 
-// `text` as one word for /bin/sh.
-inline std::string shell_word(const std::string& text) {
-  std::string word = "'";
-  for (char c : text) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return word + "'";
-}
-
 struct JobSender {
   std::string prefix;          // commands it runs under: "setpriv ...", "taskset -c 0"
   std::string sender_options;  // job_report_sender's own ("--drop-to 65534:65534")

@@ -27,7 +27,7 @@ using nlohmann::json;
 using testing::MpiLauncher;
 using testing::run_command;
 
-const std::string kCheck = MPI_ENV_CHECK_BIN;
+const std::string kCheck = testing::shell_word(MPI_ENV_CHECK_BIN);  // for run_command
 // Generous: 4 busy-polling ranks on 2 loaded cores start slowly.
 const std::string kTimeout = "timeout -k 10 180 ";
 

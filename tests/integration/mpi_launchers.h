@@ -11,24 +11,26 @@
 #include <string>
 #include <vector>
 
+#include "process.h"
+
 namespace corenoise::testing {
 
 struct MpiLauncher {
-  std::string family;  // "mpich", "openmpi": CORENOISE_MPI's spelling
-  std::string program;
+  std::string family;   // "mpich", "openmpi": CORENOISE_MPI's spelling
+  std::string program;  // the launcher's path
   // The start of MPI_Get_library_version's first line under this family.
   std::string library_prefix;
   // MPICH's MPIR_CVAR_NUM_CLIQUES splits one host into fake nodes; Open MPI
   // has no such knob (two nodes need two hosts: tests/tools/netns_sweep.sh).
   bool fakes_nodes = false;
 
-  // The launcher as root may run it: Open MPI's mpirun refuses root unless
-  // both variables are set.
+  // The launcher as root may run it, for a shell line: Open MPI's mpirun
+  // refuses root unless both variables are set.
   std::string launcher() const {
     if (family == "openmpi") {
-      return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + program;
+      return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + shell_word(program);
     }
-    return program;
+    return shell_word(program);
   }
   // A job of `ranks` ranks on this host, every rank given `env` (" NAME=VALUE"
   // pairs as a list), up to the program to run.

@@ -17,7 +17,7 @@ using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::run_command;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 const std::string kFixtures = CORENOISE_FIXTURES;
 
 // Short rounds: these tests check behaviour, not figures.
@@ -108,8 +108,9 @@ TEST(ProbeCli, BothModesSayWhereEachModeGoes) {
 }
 
 TEST(ProbeCli, AnotherMachinesTopologyIsListedNotProbed) {
-  const auto r = run_command(kCorenoise + " probe --topology " + kFixtures +
-                             "/topology/spr-2s-120c-240t.xml --json -");
+  const auto r =
+      run_command(kCorenoise + " probe --topology " +
+                  testing::shell_word(kFixtures + "/topology/spr-2s-120c-240t.xml") + " --json -");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);
   ASSERT_EQ(doc["cpus"].size(), 240u);
@@ -135,7 +136,7 @@ TEST(ProbeCli, BadInputExitsOneNamingTheInput) {
       {"--mode sideways", "expected isolated, concurrent or both"},
       {"--trace sideways", "--trace: got 'sideways', expected auto, on or off"},
       {"--topology /nonexistent/topo.xml", "/nonexistent/topo.xml"},
-      {"--topology " + kFixtures + "/proc/garbage/stat", "stat"},
+      {"--topology " + testing::shell_word(kFixtures + "/proc/garbage/stat"), "stat"},
       {"--json /nonexistent/dir/out.json", "cannot write '/nonexistent/dir/out.json'"},
       {"--no-such-option 1", "unknown option '--no-such-option'"},
       {"--samples", "--samples needs a value"},

@@ -29,7 +29,7 @@ using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::run_command;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 const std::string kInstances = "/sys/kernel/tracing/instances";
 
 std::size_t native_pus() { return Topology::load("native").pus().size(); }
@@ -279,7 +279,7 @@ TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
   for (const char* mode : {"isolated", "concurrent"}) {
     SCOPED_TRACE(mode);
     const auto r = run_command(
-        "timeout -k 10 120 " + std::string(MPIEXEC_MPICH_BIN) + " -n 2 -bind-to core " +
+        "timeout -k 10 120 " + testing::shell_word(MPIEXEC_MPICH_BIN) + " -n 2 -bind-to core " +
         kCorenoise + " sweep --rank-per-core --trace on --full --mode " + mode + " --json " + path);
     ASSERT_EQ(r.exit_code, 2) << r.out << r.err;
     std::ifstream in(path);
@@ -306,7 +306,7 @@ TEST_F(ProbeTrace, ARankPerCoreSweepNamesTheInjectorOnItsRanksCore) {
 
 TEST_F(ProbeTrace, OnWithoutPrivilegesFailsSayingWhyAndAutoCarriesOn) {
   const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups " +
-                                testing::reachable_by_everyone(kCorenoise);
+                                testing::shell_word(testing::reachable_by_everyone(CORENOISE_BIN));
   const auto on = run_command(as_nobody + " probe --cpus 0 --trace on --quiet");
   EXPECT_EQ(on.exit_code, 1) << on.err;
   EXPECT_NE(on.err.find("--trace on: tracing needs root"), std::string::npos) << on.err;

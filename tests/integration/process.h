@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "../shell_word.h"
+
 namespace corenoise::testing {
 
 struct CommandResult {
@@ -24,6 +26,7 @@ struct CommandResult {
 };
 
 // Runs `command` with /bin/sh; stdout and stderr are captured separately.
+// A path spliced into `command` goes in as a shell_word (../shell_word.h).
 inline CommandResult run_command(const std::string& command) {
   char err_path[] = "/tmp/corenoise-test-stderr-XXXXXX";
   const int fd = mkstemp(err_path);

@@ -18,7 +18,7 @@ using testing::DaemonProcess;
 using testing::run_command;
 using testing::TempDir;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 const std::string kTimeout = "timeout -k 10 240 ";
 const std::string kQuick = " --samples 3 --reps 4 --detour-window 0.005 --stream-bytes 8388608";
 

@@ -26,8 +26,9 @@ using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::run_command;
 
-const std::string kMpiexec = MPIEXEC_MPICH_BIN;
-const std::string kCorenoise = CORENOISE_BIN;
+// Words for run_command's shell lines.
+const std::string kMpiexec = testing::shell_word(MPIEXEC_MPICH_BIN);
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
 const std::string kTimeout = "timeout -k 10 180 ";
 const std::string kTwoNodes = " -genv MPIR_CVAR_NUM_CLIQUES 2";
 // Quick rounds: a few ms per core, so the suite stays short on 2 cores.
@@ -364,7 +365,7 @@ class OneFamilyInstalled : public ::testing::Test {
     dir_ = temp_path("plugins");
     std::filesystem::create_directories(dir_);
     add("libcorenoise-mpi-openmpi.so",
-        std::filesystem::path(kCorenoise).parent_path() / "libcorenoise-mpi-openmpi.so");
+        std::filesystem::path(CORENOISE_BIN).parent_path() / "libcorenoise-mpi-openmpi.so");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void add(const std::string& name, const std::filesystem::path& plugin) const {

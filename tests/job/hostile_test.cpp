@@ -24,7 +24,7 @@ using nlohmann::json;
 using testing::MpiLauncher;
 using testing::run_command;
 
-const std::string kCorenoise = CORENOISE_BIN;
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);  // for run_command
 const std::string kHostileDir = HOSTILE_APP_DIR;
 const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
 const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
@@ -85,7 +85,8 @@ Outcome outcome_of(const testing::CommandResult& run, bool ucx_may_warn) {
 // whether any of them ends as the measured one did.
 Compared compare(const MpiLauncher& launcher, const std::string& mode, bool ucx_may_warn = false) {
   Compared c;
-  const std::string app = kHostileDir + "/hostile_app_" + launcher.family + " " + mode;
+  const std::string app =
+      testing::shell_word(kHostileDir + "/hostile_app_" + launcher.family) + " " + mode;
   const std::string job = "timeout -k 5 60 " + launcher.bound_job(2);
   c.plain = run_command(job + app);
   const std::string path = temp_path(mode + "-" + launcher.family + ".json");
@@ -244,9 +245,9 @@ TEST(JobHostile, SigtermToOneRankEndsTheJobAndLeavesTheSpillFiles) {
                                       "tr '\\0' '\\n' < /proc/$p/environ | grep -qE "
                                       "'^(PMI_RANK|OMPI_COMM_WORLD_RANK)=1$' && kill -TERM $p; "
                                       "done; exit; fi; sleep 0.1; done) & ";
-    const auto result =
-        run_command(kill_rank_one + "timeout -k 5 60 " + l->bound_job(2) + kCorenoise +
-                    " job --no-daemon --quiet --json " + path + " -- " + app + " sleep");
+    const auto result = run_command(kill_rank_one + "timeout -k 5 60 " + l->bound_job(2) +
+                                    kCorenoise + " job --no-daemon --quiet --json " + path +
+                                    " -- " + testing::shell_word(app) + " sleep");
     EXPECT_NE(result.exit_code, 0);
     EXPECT_NE(result.exit_code, 124) << "hung: " << result.err;
     Compared c;

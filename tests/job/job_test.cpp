@@ -52,13 +52,15 @@ using testing::MpiLauncher;
 using testing::read_json;
 using testing::run_command;
 
-const std::string kCorenoise = CORENOISE_BIN;
-const std::string kPython = PYTHON_BIN;
+// Words for run_command's shell lines (the paths are the macros).
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
+const std::string kPython = testing::shell_word(PYTHON_BIN);
+const std::string kBsp = testing::shell_word(BSP_STEP_APP_BIN);
+const std::string kLargeCount = testing::shell_word(LARGE_COUNT_APP_BIN);
+const std::string kHaloMpich = testing::shell_word(HALO_APP_MPICH_BIN);
+const std::string kHaloOpenMpi = testing::shell_word(HALO_APP_OPENMPI_BIN);
+// Paths.
 const std::string kStory = STORY_SCRIPT;
-const std::string kBsp = BSP_STEP_APP_BIN;
-const std::string kLargeCount = LARGE_COUNT_APP_BIN;
-const std::string kHaloMpich = HALO_APP_MPICH_BIN;
-const std::string kHaloOpenMpi = HALO_APP_OPENMPI_BIN;
 const std::string kHaloFortranDir = HALO_FORTRAN_DIR;
 const std::string kScalapackInputs = SCALAPACK_INPUTS;
 const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
@@ -104,8 +106,9 @@ JobRun run_story_once(const std::string& launch, const std::string& job,
                       const std::string& story_args, const std::string& name) {
   const std::string path = temp_path(name + ".json");
   JobRun run;
-  run.result = run_command("timeout -k 5 120 " + launch + kCorenoise + " job " + job + " --json " +
-                           path + " -- " + kPython + " " + kStory + " " + story_args);
+  run.result =
+      run_command("timeout -k 5 120 " + launch + kCorenoise + " job " + job + " --json " + path +
+                  " -- " + kPython + " " + testing::shell_word(kStory) + " " + story_args);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.report = read_json(path);
   std::remove(path.c_str());
@@ -201,8 +204,8 @@ TEST(JobStory, OwnThreadsOnOneRankAreNamedWithTheirThreads) {
 TEST(JobStory, AnotherProcessOnOneRanksCoreIsNamedByCommand) {
   // Busy half of every 10 ms at normal priority: the scheduler shares the
   // core between it and the rank.
-  BackgroundProcess noise({kCorenoise, "inject", "--cpus", "1", "--seconds", "60", "--duty", "0.5",
-                           "--period", "0.01", "--normal"});
+  BackgroundProcess noise({CORENOISE_BIN, "inject", "--cpus", "1", "--seconds", "60", "--duty",
+                           "0.5", "--period", "0.01", "--normal"});
   ASSERT_EQ(noise.wait_line().rfind("ready", 0), 0u);
   const JobRun run = run_story("--steps 150", "other-process");
   expect_rank_one(run, "other-processes");
@@ -295,7 +298,7 @@ TEST(JobStory, OpenblasNumThreadsTwoOnARankBoundToOneCoreAddsNoThread) {
   // An MPMD launch: the same script, one rank per context.
   const std::string path = temp_path("openblas-two.json");
   const std::string story = kCorenoise + " job --no-daemon --json " + path + " -- " + kPython +
-                            " " + kStory + " --steps 100 --size 192";
+                            " " + testing::shell_word(kStory) + " --steps 100 --size 192";
   const std::string each = " -x OMP_NUM_THREADS -np 1 env OPENBLAS_NUM_THREADS=";
   const auto run = testing::draw_on_a_fair_host(
       "story",
@@ -434,10 +437,11 @@ TEST(JobFindings, UnboundRanksOfOneNodeAreNamed) {
 // has one NUMA node, which is the whole node), two ranks each bound to
 // CPUs 0-1 are each bound to all of NUMA node 0.
 TEST(JobFindings, RanksBoundToTheSameNumaNodeAreADomainBinding) {
-  const JobRun run = run_bsp("env CORENOISE_JOB_SYS_ROOT=" + std::string(CORENOISE_FIXTURES) +
-                                 "/sys/two-numa-nodes " + kMpich.launcher() +
-                                 " -genvlist CORENOISE_JOB_SYS_ROOT -bind-to user:0+1,0+1 -n 2 ",
-                             "numa");
+  const JobRun run = run_bsp(
+      "env CORENOISE_JOB_SYS_ROOT=" +
+          testing::shell_word(std::string(CORENOISE_FIXTURES) + "/sys/two-numa-nodes") + " " +
+          kMpich.launcher() + " -genvlist CORENOISE_JOB_SYS_ROOT -bind-to user:0+1,0+1 -n 2 ",
+      "numa");
   const json* f = finding(run.report, "domain-binding");
   ASSERT_NE(f, nullptr) << run.report["findings"].dump(1);
   EXPECT_EQ((*f)["ranks"], json::array({0, 1}));
@@ -472,8 +476,8 @@ TEST(JobFindings, TheStorysXlaFlagsAreQuotedWithTheWordXlaDrops) {
 }
 
 TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
-  BackgroundProcess noise({kCorenoise, "inject", "--cpus", "1", "--seconds", "60", "--duty", "0.3",
-                           "--period", "0.01"});
+  BackgroundProcess noise({CORENOISE_BIN, "inject", "--cpus", "1", "--seconds", "60", "--duty",
+                           "0.3", "--period", "0.01"});
   ASSERT_EQ(noise.wait_line().rfind("ready", 0), 0u);
   const std::string path = temp_path("bsp.json");
   JobRun run;
@@ -537,8 +541,8 @@ void expect_rank_one_in_exchanges(const JobRun& run, const std::string& cause) {
 // 1's): SCHED_FIFO, as an interrupt thread, or `normal` priority.
 JobRun run_halo_beside_noise(bool normal, const std::string& job, const std::string& halo_app,
                              const std::string& args, const std::string& name) {
-  std::vector<std::string> inject{kCorenoise, "inject", "--cpus", "1",        "--seconds",
-                                  "60",       "--duty", "0.3",    "--period", "0.01"};
+  std::vector<std::string> inject{CORENOISE_BIN, "inject", "--cpus", "1",        "--seconds",
+                                  "60",          "--duty", "0.3",    "--period", "0.01"};
   if (normal) inject.push_back("--normal");
   BackgroundProcess noise(inject);
   EXPECT_EQ(noise.wait_line().rfind("ready", 0), 0u);
@@ -647,13 +651,13 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
         << " is missing (apt-get install "
         << (launcher.family == "mpich" ? "libmpich-dev" : "libopenmpi-dev")
         << ", which brings gfortran)";
-    const auto plain =
-        run_command("timeout -k 5 60 " + launcher.bound_job(2) + program + " 200 300");
+    const auto plain = run_command("timeout -k 5 60 " + launcher.bound_job(2) +
+                                   testing::shell_word(program) + " 200 300");
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     const std::string path = temp_path("fortran-" + launcher.family + ".json");
-    const auto result =
-        run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
-                    " job --no-daemon --json " + path + " -- " + program + " 200 300");
+    const auto result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                                    " job --no-daemon --json " + path + " -- " +
+                                    testing::shell_word(program) + " 200 300");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.out, plain.out);
     const json report = read_json(path);
@@ -672,9 +676,9 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
 
     const std::string late_path = temp_path("fortran-late-" + launcher.family + ".json");
     JobRun run;
-    run.result =
-        run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
-                    " job --no-daemon --json " + late_path + " -- " + program + " 200 300 1");
+    run.result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                             " job --no-daemon --json " + late_path + " -- " +
+                             testing::shell_word(program) + " 200 300 1");
     ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
     run.report = read_json(late_path);
     std::remove(late_path.c_str());
@@ -726,7 +730,8 @@ TEST(JobScalapack, DebiansTestProgramsGiveTheSameVerdicts) {
       ASSERT_EQ(::access(binary.c_str(), X_OK), 0)
           << binary << ": apt-get install scalapack-mpi-test "
           << "(deploy/dev-setup.sh --tests does)";
-      const std::string in_dir = "cd " + kScalapackInputs + " && timeout -k 5 120 ";
+      const std::string in_dir =
+          "cd " + testing::shell_word(kScalapackInputs) + " && timeout -k 5 120 ";
       const auto plain = run_command(in_dir + launcher.launcher() + " -n 2 " + binary);
       ASSERT_EQ(plain.exit_code, 0) << plain.err;
       const std::string path = temp_path("scalapack.json");
@@ -789,7 +794,7 @@ TEST(JobLost, KilledRankLeavesWhatWasGathered) {
 // the program's, not the library's.
 TEST(JobLost, RankThatSkipsFinalizeIsReportedMissing) {
   const std::string path = temp_path("lost.json");
-  const std::string job = "timeout -k 2 15 " + kMpich.program + " -disable-auto-cleanup -n 3 ";
+  const std::string job = "timeout -k 2 15 " + kMpich.launcher() + " -disable-auto-cleanup -n 3 ";
   const std::string program = kBsp + " --steps 20 --step-products 64 --skip-finalize-rank 2";
   const auto plain = run_command(job + program);
   const auto result = run_command(
@@ -829,16 +834,57 @@ TEST(JobCalls, LargeCountCollectivesAreStepsAndSites) {
 // The command itself: a program that never calls MPI_Init runs untouched
 // with the library preloaded; bad input stops before anything runs.
 TEST(JobCommand, AProgramWithoutMpiRunsUntouched) {
-  const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise +
+  const auto result = run_command(kMpich.launcher() + " -n 1 " + kCorenoise +
                                   " job --no-daemon -- /bin/sh -c 'echo $LD_PRELOAD'");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("libcorenoise-job-mpich.so"), std::string::npos) << result.out;
   EXPECT_EQ(result.err, "");
   // The program's own --help is the program's.
-  const auto help = run_command(kMpich.program + " -n 1 " + kCorenoise +
+  const auto help = run_command(kMpich.launcher() + " -n 1 " + kCorenoise +
                                 " job --no-daemon -- /bin/sh -c 'echo \"$1\"' sh --help");
   EXPECT_EQ(help.exit_code, 0) << help.err;
   EXPECT_EQ(help.out, "--help\n");
+}
+
+// ld.so splits LD_PRELOAD at spaces and colons, with no escape: the
+// library in a folder whose path holds a space (a checkout or a prefix
+// under "/home/a user/") goes in by its name, its folder first on
+// LD_LIBRARY_PATH, and measures the job; a folder with a colon, where
+// LD_LIBRARY_PATH splits too, is refused before the program runs.
+TEST(JobCommand, ALibraryInAFolderWithASpaceOrAColonIsPreloadedOrRefused) {
+  const std::filesystem::path library =
+      std::filesystem::path(CORENOISE_BIN).parent_path() / "libcorenoise-job-mpich.so";
+  const std::string spaced = temp_path("plugins with a space");
+  const std::string colon = temp_path("plugins:colon");
+  for (const std::string& folder : {spaced, colon}) {
+    std::filesystem::create_directories(folder);
+    std::filesystem::create_symlink(library, folder + "/libcorenoise-job-mpich.so");
+  }
+  const auto job = [&](const std::string& folder) {
+    return "env CORENOISE_MPI_PLUGIN_DIR=" + testing::shell_word(folder) + " LD_LIBRARY_PATH=/x " +
+           kMpich.launcher() + " -n 2 " + kCorenoise + " job --no-daemon ";
+  };
+  const auto variables =
+      run_command(job(spaced) + "-- /bin/sh -c 'echo \"$LD_PRELOAD|$LD_LIBRARY_PATH\"'");
+  EXPECT_EQ(variables.exit_code, 0) << variables.err;
+  const std::string each_rank = "libcorenoise-job-mpich.so|" + spaced + ":/x\n";
+  EXPECT_EQ(variables.out, each_rank + each_rank);
+  EXPECT_EQ(variables.err, "");
+  const std::string path = temp_path("spaced.json");
+  const auto measured = run_command(job(spaced) + "--json " + path + " -- " + kBsp +
+                                    " --steps 20 --step-products 64");
+  EXPECT_EQ(measured.exit_code, 0) << measured.err;
+  EXPECT_EQ(measured.err.find("ld.so"), std::string::npos) << measured.err;
+  EXPECT_EQ(read_json(path)["ranks_reported"], 2) << measured.err;
+  std::remove(path.c_str());
+  const std::string marker = temp_path("ran");
+  const auto refused = run_command(job(colon) + "-- /bin/touch " + marker);
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("cannot preload " + colon + "/libcorenoise-job-mpich.so"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the program ran";
+  for (const std::string& folder : {spaced, colon}) std::filesystem::remove_all(folder);
 }
 
 TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
@@ -855,7 +901,7 @@ TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
       {" job --frobnicate" + program, "--frobnicate"},
   };
   for (const auto& c : cases) {
-    const auto result = run_command(kMpich.program + " -n 1 " + kCorenoise + c.args);
+    const auto result = run_command(kMpich.launcher() + " -n 1 " + kCorenoise + c.args);
     EXPECT_EQ(result.exit_code, 1) << c.args << ": " << result.err;
     EXPECT_NE(result.err.find(c.message), std::string::npos) << c.args << ": " << result.err;
     EXPECT_NE(::access(marker.c_str(), F_OK), 0) << c.args << " ran the program";
@@ -864,7 +910,7 @@ TEST(JobCommand, BadInputIsRefusedBeforeTheProgramRuns) {
   const auto alone = run_command("env -u PMI_FD -u PMI_RANK " + kCorenoise + " job -- /bin/true");
   EXPECT_EQ(alone.exit_code, 1);
   EXPECT_NE(alone.err.find("no MPI launcher started this process"), std::string::npos) << alone.err;
-  const auto missing = run_command(kMpich.program + " -n 1 " + kCorenoise +
+  const auto missing = run_command(kMpich.launcher() + " -n 1 " + kCorenoise +
                                    " job --no-daemon -- /nonexistent/program");
   EXPECT_EQ(missing.exit_code, 127) << missing.err;
   EXPECT_NE(missing.err.find("cannot run '/nonexistent/program'"), std::string::npos)

@@ -32,7 +32,10 @@ stray=$(nm -D --undefined-only "$job_library" | awk '$1 == "U" && $2 !~ /@/ && $
 # function's address taken would stop a process without MPI from starting.
 at_load=$(readelf -rW "$job_library" | awk '$3 != "R_X86_64_JUMP_SLOT" && $5 ~ /^P?MPI_/ { print $5 }')
 [ -z "$at_load" ] || fail "$job_library binds at load: $at_load"
-LD_PRELOAD="$job_library" /bin/true || fail "a program without MPI does not start with $job_library"
+# By name from its folder, as `corenoise job` preloads it where its path
+# holds a space (LD_PRELOAD splits at spaces and has no escape).
+LD_PRELOAD="${job_library##*/}" LD_LIBRARY_PATH="${job_library%/*}" /bin/true ||
+  fail "a program without MPI does not start with $job_library"
 echo "ok: $job_library names no MPI library; undefined: $(nm -D --undefined-only "$job_library" | grep -cE ' P?MPI_') MPI_ and PMPI_ functions only"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/corenoise-abi.XXXXXX")

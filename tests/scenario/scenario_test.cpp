@@ -53,8 +53,9 @@ using nlohmann::json;
 using testing::BackgroundProcess;
 using testing::run_command;
 
-const std::string kMpiexec = MPIEXEC_BIN;
-const std::string kCorenoise = CORENOISE_BIN;
+// Words for run_command's shell lines.
+const std::string kMpiexec = testing::shell_word(MPIEXEC_BIN);
+const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
 const std::string kTimeout = "timeout -k 5 60 ";
 
 std::string temp_path(const std::string& name) {
@@ -78,7 +79,7 @@ double median(std::vector<double> v) {
 // in two pairs of one run, whose median then fell to 0.754). 50-70 s in
 // all on a 2-core VM.
 constexpr int kPairs = 7;
-const std::string kApp = BSP_STEP_APP_BIN;
+const std::string kApp = testing::shell_word(BSP_STEP_APP_BIN);
 // 40 steps of 50-160 ms (this VM's clean core at its two speeds, CPU 1 at
 // twice that): 4-6 s per run, each step spanning five or more periods of
 // the injected noise.
@@ -130,7 +131,7 @@ double app_step_seconds(const json& app) {
 }
 
 TEST(Scenario, SweepRanksTheNoisyCoreWorstAndPredictsTheBarrierWait) {
-  BackgroundProcess injector({kCorenoise, "inject", "--cpus", "1", "--duty", "0.5", "--period",
+  BackgroundProcess injector({CORENOISE_BIN, "inject", "--cpus", "1", "--duty", "0.5", "--period",
                               "0.01", "--seconds", "900"});
   // SCHED_FIFO: the injected thread preempts the rank the moment it wakes.
   ASSERT_EQ(injector.wait_line(),

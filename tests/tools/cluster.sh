@@ -312,9 +312,8 @@ cluster_write_slurm_scripts() {
   deploy=$(readlink -f "$cluster_here/../../deploy/slurm")
   mkdir -p "$dir/bin" "$dir/logbin"
   ln -sf "$(readlink -f "$cluster_here/../deploy/slurm_fixtures/bin/logger")" "$dir/logbin/logger"
-  cat >"$dir/corenoise-slurm" <<EOF
-CORENOISE_BIN=$cluster_corenoise
-EOF
+  # Sourced by deploy/slurm: a shell word, whatever the checkout's path.
+  printf 'CORENOISE_BIN=%q\n' "$cluster_corenoise" >"$dir/corenoise-slurm"
   # ssh for the launchers, into the nodes of this cluster.
   printf '#!/bin/sh\nexec %q --dir %q ssh "$@"\n' "$cluster_here/cluster.sh" "$dir" >"$dir/bin/ssh"
   chmod 0755 "$dir/bin/ssh"

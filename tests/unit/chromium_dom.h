@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/shell_word.h"
+
 namespace corenoise::testing {
 
 inline std::string chromium_binary() {
@@ -59,7 +61,7 @@ inline std::string render_in_chromium(const std::string& page, const std::string
   // A fresh profile each time, and nothing that reaches for the network:
   // the page must draw from its own bytes.
   const std::string dom =
-      run_command("timeout 120 " + chromium +
+      run_command("timeout 120 " + shell_word(chromium) +
                   " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
                   " --disable-background-networking --disable-component-update --disable-sync"
                   " --user-data-dir=" +

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "collector/report/web_assets.h"
+#include "tests/shell_word.h"
 #include "tests/unit/chromium_dom.h"
 
 namespace corenoise {
@@ -89,9 +90,11 @@ TEST(ReportPage, AReportThePageCannotReadShowsAnErrorInChromium) {
 
 int run_embed(const std::filesystem::path& web, const std::filesystem::path& out,
               std::string* output) {
-  const std::string command = std::string(CORENOISE_CMAKE) + " -DWEB_DIR=" + web.string() +
-                              " -DOUTPUT=" + out.string() + " -P " + CORENOISE_WEB_DIR +
-                              "/embed.cmake 2>&1";
+  using testing::shell_word;
+  const std::string command = shell_word(CORENOISE_CMAKE) +
+                              " -DWEB_DIR=" + shell_word(web.string()) +
+                              " -DOUTPUT=" + shell_word(out.string()) + " -P " +
+                              shell_word(std::string(CORENOISE_WEB_DIR) + "/embed.cmake") + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   char buffer[4096];
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
