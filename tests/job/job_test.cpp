@@ -241,11 +241,14 @@ TEST(JobStory, LargerMatricesOnOneRankAreMoreWork) {
 // as one rank's JIT compile would. The warm-up names it, with the step
 // and the script's line; the steady state and the whole job name nobody.
 TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
-  // Steps of ~50 ms, so that one step's extra work stands above what the
-  // host takes from a vCPU over a few steps (13 ms of steal was seen).
-  // The whole job must name nobody: a draw is fair only where the host
-  // left the warm-up's share of the job's 5 % floor (kJobWarmUpRatio).
-  const JobRun run = run_story("--steps 60 --iterations 40 --first-step 1:2", "first-step",
+  // Steps of ~40 ms (200 iterations of the batch: ~9 ms per 40 on this
+  // VM), so that one step's extra work stands above what the host takes
+  // from a vCPU at one barrier (13 ms of steal was seen, and at 40
+  // iterations an 8.5 ms stall of rank 0 outranked the warm-up's 7.8 ms in
+  // a fresh-machine run). The whole job must name nobody: a draw is fair
+  // only where the host left the warm-up's share of the job's 5 % floor
+  // (kJobWarmUpRatio).
+  const JobRun run = run_story("--steps 60 --iterations 200 --first-step 1:2", "first-step",
                                "--no-daemon", testing::kJobWarmUpRatio);
   const json& report = run.report;
   SCOPED_TRACE(run.result.err);
