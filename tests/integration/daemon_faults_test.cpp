@@ -566,18 +566,25 @@ void expect_stuck_probe_cut_at_the_deadline(const std::string& mode) {
       << daemon.log();
 
   // Catch CPU 1's probe thread in a round (it lives as long as the round).
+  // A thread caught after its last sample, on its way out, may let the
+  // round end on time (seen once in a fresh-machine run, concurrent mode):
+  // then it is let go and caught again in a later round, up to 3 times.
   std::unique_ptr<StoppedThread> stuck;
-  ASSERT_TRUE(eventually([&] {
-    const pid_t tid = thread_named(daemon.pid(), "probe-cpu1");
-    if (tid > 0) stuck = std::make_unique<StoppedThread>(tid);
-    if (stuck && !stuck->stopped()) stuck.reset();  // it ended first: the next round
-    return stuck != nullptr;
-  })) << "never caught the probe thread of CPU 1";
-  const auto caught = std::chrono::steady_clock::now();
-
-  ASSERT_TRUE(daemon.wait_for_log(
-      "round cut short at its deadline; abandoned the probe thread of cpu 1", 30s))
-      << daemon.log();
+  std::chrono::steady_clock::time_point caught;
+  bool cut_short = false;
+  for (int attempt = 0; attempt < 3 && !cut_short; ++attempt) {
+    stuck.reset();
+    ASSERT_TRUE(eventually([&] {
+      const pid_t tid = thread_named(daemon.pid(), "probe-cpu1");
+      if (tid > 0) stuck = std::make_unique<StoppedThread>(tid);
+      if (stuck && !stuck->stopped()) stuck.reset();  // it ended first: the next round
+      return stuck != nullptr;
+    })) << "never caught the probe thread of CPU 1";
+    caught = std::chrono::steady_clock::now();
+    cut_short = daemon.wait_for_log(
+        "round cut short at its deadline; abandoned the probe thread of cpu 1", 10s);
+  }
+  ASSERT_TRUE(cut_short) << daemon.log();
   const double cut =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - caught).count();
   // Within the deadline and the grace after it, from the round's start.
