@@ -185,7 +185,13 @@ struct Exporter::Server : std::enable_shared_from_this<Exporter::Server> {
   std::map<asio::ip::address, int> per_peer;         // open connections by peer_key()
   std::uint64_t accepted = 0;                        // connections so far, to order them
   std::function<void(std::string_view)> fault_hook;  // set_fault_hook_for_tests()
-  std::set<asio::ip::address> checking;              // peers with a bcrypt check in flight
+  // The bcrypt check in flight per peer, with the sessions that sent the
+  // same (user, password) meanwhile and wait for its answer.
+  struct Check {
+    std::string key;  // BasicAuth::pair_key() of the pair checked
+    std::vector<std::shared_ptr<Session>> waiting;
+  };
+  std::map<asio::ip::address, Check> checking;
   bool stopped = false;
 };
 
@@ -342,16 +348,23 @@ class Session : public std::enable_shared_from_this<Session> {
         return;
       }
       if (!known) {
-        // One check in flight per peer: its other requests with a password
-        // not remembered are told to come back, so that one host's flood
-        // queues at most one check ahead of another host's.
-        if (!server_->checking.insert(peer_).second) {
+        // One check in flight per peer, so that one host's flood queues at
+        // most one check ahead of another host's. A request with the pair
+        // being checked waits for that answer (Prometheus and another client
+        // behind one address, or a scrape retried); one with another pair
+        // is told to come back.
+        std::string key = web_->auth->pair_key(user, password);
+        const auto [check, fresh] = server_->checking.try_emplace(peer_);
+        if (fresh) {
+          check->second.key = std::move(key);
+          check_password(std::move(user), std::move(password));
+        } else if (check->second.key == key) {
+          check->second.waiting.push_back(shared_from_this());
+        } else {
           respond(http::status::too_many_requests, "text/plain; charset=utf-8",
                   "429 Too Many Requests: a password from this address is being checked\n",
                   {{http::field::retry_after, "1"}});
-          return;
         }
-        check_password(std::move(user), std::move(password));
         return;
       }
     }
@@ -379,30 +392,56 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::post(*server_->bcrypt,
                [self = shared_from_this(), auth = web_->auth, user = std::move(user),
                 password = std::move(password)]() mutable {
-                 bool ok = false;
+                 // nullopt: not checked, the client having gone meanwhile.
+                 std::optional<bool> ok;
                  try {
-                   ok = !self->closed_quickly() && auth->verify(user, password);
+                   if (!self->closed_quickly()) ok = auth->verify(user, password);
                  } catch (...) {
-                   // Out of memory: the password is taken as wrong.
+                   ok = false;  // out of memory: the password is taken as wrong
                  }
                  asio::io_context& io = self->server_->io;
-                 // Out of memory here leaves the session to its deadline
-                 // (and its peer 429s): better than ending the daemon.
+                 // Out of memory here leaves the session to its deadline (and its
+                 // peer 429s): better than ending the daemon.
                  try {
-                   asio::post(io, [self = std::move(self), ok] {
-                     self->server_->checking.erase(self->peer_);
-                     self->guard([&] {
-                       if (self->closed_) return;
-                       if (ok) {
-                         self->route();
-                       } else {
-                         self->unauthorized();
-                       }
-                     });
+                   asio::post(io, [self = std::move(self), ok, user = std::move(user),
+                                   password = std::move(password)]() mutable {
+                     self->on_checked(ok, std::move(user), std::move(password));
                    });
                  } catch (...) {
                  }
                });
+  }
+
+  // On the loop: the answer for this session and for those that wait for
+  // it. Unchecked because this client went, the check passes to the first
+  // that still waits.
+  void on_checked(std::optional<bool> ok, std::string user, std::string password) {
+    const auto check = server_->checking.find(peer_);
+    std::vector<std::shared_ptr<Session>> waiting;
+    if (check != server_->checking.end()) waiting.swap(check->second.waiting);
+    if (!ok) {
+      std::erase_if(waiting, [](const auto& session) { return session->closed_; });
+      if (!waiting.empty()) {
+        const std::shared_ptr<Session> next = waiting.front();
+        check->second.waiting.assign(waiting.begin() + 1, waiting.end());
+        next->guard([&] { next->check_password(std::move(user), std::move(password)); });
+        return;
+      }
+    }
+    if (check != server_->checking.end()) server_->checking.erase(check);
+    resume_checked(ok.value_or(false));
+    for (const auto& session : waiting) session->resume_checked(ok.value_or(false));
+  }
+
+  void resume_checked(bool ok) {
+    guard([&] {
+      if (closed_) return;
+      if (ok) {
+        route();
+      } else {
+        unauthorized();
+      }
+    });
   }
 
   // Read on the bcrypt thread: a stale false only costs one useless check.

@@ -269,7 +269,7 @@ std::string base64_decode(std::string_view in, bool& ok) {
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
 
-std::string BasicAuth::cache_key(std::string_view user, std::string_view password) const {
+std::string BasicAuth::pair_key(std::string_view user, std::string_view password) const {
   const auto it = users_.find(std::string(user));
   std::string material(user);
   material += ':';
@@ -284,7 +284,7 @@ std::string BasicAuth::cache_key(std::string_view user, std::string_view passwor
 }
 
 std::optional<bool> BasicAuth::remembered(std::string_view user, std::string_view password) const {
-  const std::string key = cache_key(user, password);
+  const std::string key = pair_key(user, password);
   std::lock_guard lock(mutex_);
   if (good_.contains(key)) return true;
   if (bad_.contains(key)) return false;
@@ -303,7 +303,7 @@ bool BasicAuth::verify(std::string_view user, std::string_view password) const {
                     CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
   OPENSSL_cleanse(&data, sizeof data);
   const bool good = same && it != users_.end();
-  const std::string key = cache_key(user, password);
+  const std::string key = pair_key(user, password);
   std::lock_guard lock(mutex_);
   if (good) {
     if (good_.size() >= kMaxCached) good_.clear();

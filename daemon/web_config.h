@@ -68,9 +68,10 @@ class BasicAuth {
   // the hashes is constant-time.
   bool verify(std::string_view user, std::string_view password) const;
 
- private:
-  std::string cache_key(std::string_view user, std::string_view password) const;
+  // The pair's key in the memory above: equal keys, equal pairs. Cheap.
+  std::string pair_key(std::string_view user, std::string_view password) const;
 
+ private:
   std::map<std::string, std::string> users_;
   mutable std::mutex mutex_;
   // Bounded: a flood of distinct right passwords (there are few) cannot

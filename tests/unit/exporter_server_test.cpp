@@ -394,6 +394,35 @@ TEST(ExporterServer, AFloodOfWrongPasswordsFromOneHostHoldsOffNoOtherClient) {
   EXPECT_EQ(answered_401 + answered_429 + closed, 20);
 }
 
+// Requests with the pair being checked wait for that one check rather than
+// being told to come back: Prometheus and another client behind one address
+// (a test beside a real Prometheus got a 429 so) are all served.
+TEST(ExporterServer, RequestsWithThePairBeingCheckedShareTheCheck) {
+  const auto web = std::make_shared<WebConfig>();
+  web->auth = std::make_shared<const BasicAuth>(
+      std::map<std::string, std::string>{{"p", bcrypt_hash("right", 12)}});
+  ExporterLimits limits;
+  limits.max_per_peer = 8;
+  Server server(web, limits);
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cDpyaWdodA==\r\n\r\n";
+  auto first = std::make_unique<RawClient>(server.port());
+  first->send(request);
+  std::this_thread::sleep_for(20ms);  // its check is in flight
+  std::vector<std::unique_ptr<RawClient>> same;
+  for (int i = 0; i < 3; ++i) {
+    same.push_back(std::make_unique<RawClient>(server.port()));
+    same.back()->send(request);
+  }
+  // Another pair from there meanwhile is told to come back.
+  RawClient other(server.port());
+  other.send("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cDpvdGhlcg==\r\n\r\n");
+  EXPECT_EQ(other.read_to_end().rfind("HTTP/1.1 429", 0), 0u);
+  EXPECT_EQ(first->read_to_end().rfind("HTTP/1.1 200", 0), 0u);
+  for (auto& c : same) EXPECT_EQ(c->read_to_end().rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(web->auth->remembered("p", "right"), true);
+}
+
 // A wrong password that failed is refused at once when it comes again, even
 // while another check from the same host is in flight (no 429, no bcrypt).
 TEST(ExporterServer, ARepeatedWrongPasswordIsRefusedFromMemory) {
