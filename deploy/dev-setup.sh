@@ -40,6 +40,8 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # beside corenoise from a Python driver;
 # clang libclang-rt-14-dev: libFuzzer and the sanitizers (docs/reliability.md);
 # clang-format: the style check (tests/style/format_check.sh);
+# universal-ctags: the function length check finds definitions and their
+# ends (tests/style/function_length_check.sh);
 # wrk: the exporter's load benchmark; faketime: steps the daemon's wall clock;
 # strace: proves the daemon starts no other program;
 # slurmctld slurmd slurm-client munge: a real one-node Slurm (health check,
@@ -62,7 +64,7 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # debootstrap also makes the fresh-machine check's root.
 test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
-  clang libclang-rt-14-dev clang-format wrk faketime strace
+  clang libclang-rt-14-dev clang-format universal-ctags wrk faketime strace
   slurmctld slurmd slurm-client munge curl
   python3-mpi4py python3-numpy scalapack-mpi-test patchelf ccache iputils-ping
   debootstrap zstd)
