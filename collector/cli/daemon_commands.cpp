@@ -15,7 +15,7 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "collector/report/units.h"
+#include "probe/units.h"
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
 #include "probe/wall_clock.h"

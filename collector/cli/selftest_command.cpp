@@ -14,7 +14,7 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "collector/report/units.h"
+#include "probe/units.h"
 #include "probe/cpu_list.h"
 #include "probe/report.h"
 #include "probe/runner.h"

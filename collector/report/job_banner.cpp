@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collector/job/cause_advice.h"
-#include "collector/report/units.h"
+#include "probe/units.h"
 #include "probe/cpu_list.h"
 
 namespace corenoise {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "collector/cluster/node_health.h"
-#include "collector/report/units.h"
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/report/units.h"
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {

@@ -1,4 +1,4 @@
-#include "collector/report/units.h"
+#include "probe/units.h"
 
 #include <cmath>
 #include <cstdio>

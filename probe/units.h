@@ -1,6 +1,7 @@
 // Numbers in words for people, one way everywhere: the terminal views of
 // every command (sweep and collect summaries, the probe table, the job's
-// banner, `status`, the self-test) format through these, so that a figure
+// banner, `status`, the self-test) and the daemon's log format through
+// these (here, at the bottom of the layers, so that the daemon can), so that a figure
 // reads the same in each and a missing one is always kMissing. JSON keeps
 // base units (seconds, hertz, ratios) and never passes through here.
 //
