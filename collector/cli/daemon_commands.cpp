@@ -15,9 +15,9 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "probe/units.h"
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
+#include "probe/units.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {

@@ -14,10 +14,10 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "probe/units.h"
 #include "probe/cpu_list.h"
 #include "probe/report.h"
 #include "probe/runner.h"
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {

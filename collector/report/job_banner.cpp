@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "collector/job/cause_advice.h"
-#include "probe/units.h"
 #include "probe/cpu_list.h"
+#include "probe/units.h"
 
 namespace corenoise {
 
