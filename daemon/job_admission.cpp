@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "probe/cpu_list.h"
+#include "probe/units.h"
 
 namespace corenoise {
 
@@ -28,12 +29,6 @@ JobAdmissionVerdict refuse(JobRefusal reason, const std::string& why) {
 
 std::string sender_text(const PeerCredentials& peer) {
   return "process " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) + ")";
-}
-
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", seconds);
-  return text;
 }
 
 JobAdmissionVerdict exited_before_affinity(const PeerCredentials& peer) {
@@ -247,17 +242,17 @@ JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& pe
 
   const double lived = now.steady_seconds - r.started.steady_seconds;
   if (report.elapsed_seconds > lived + kJobStartSlackSeconds) {
-    return refuse(JobRefusal::too_long,
-                  sender + " reports " + seconds_text(report.elapsed_seconds) +
-                      " s of job, but started it " + seconds_text(lived) + " s ago");
+    return refuse(JobRefusal::too_long, sender + " reports " + fixed(report.elapsed_seconds, 3) +
+                                            " s of job, but started it " + fixed(lived, 3) +
+                                            " s ago");
   }
   if (report.ended_unix_seconds > now.unix_seconds + kJobEndSlackSeconds ||
       report.ended_unix_seconds < r.started.unix_seconds - kJobEndSlackSeconds) {
     return refuse(JobRefusal::bad_time, sender + " says its job ended at " +
-                                            seconds_text(report.ended_unix_seconds) +
+                                            fixed(report.ended_unix_seconds, 3) +
                                             " (Unix seconds), outside its job-start (" +
-                                            seconds_text(r.started.unix_seconds) + ") to now (" +
-                                            seconds_text(now.unix_seconds) + ")");
+                                            fixed(r.started.unix_seconds, 3) + ") to now (" +
+                                            fixed(now.unix_seconds, 3) + ")");
   }
   r.reported = true;
   JobAdmissionVerdict verdict;

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -132,20 +131,11 @@ SelftestOptions parse(const std::vector<std::string>& args) {
   }
   const double threshold = options.settings.thresholds.noisy_excess_noise;
   if (options.duty < 2 * threshold || options.duty >= 1) {
-    char text[200];
-    std::snprintf(text, sizeof text,
-                  "--duty: got %g, expected at least twice --noisy-excess-noise (%g) and below 1, "
-                  "so that the vCPUs' own spread cannot decide the outcome",
-                  options.duty, threshold);
-    throw UsageError(text);
+    throw UsageError("--duty: got " + general_text(options.duty) +
+                     ", expected at least twice --noisy-excess-noise (" + general_text(threshold) +
+                     ") and below 1, so that the vCPUs' own spread cannot decide the outcome");
   }
   return options;
-}
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
 }
 
 // `corenoise inject` in a child process: the probe moves every thread of
@@ -156,9 +146,11 @@ class Injector {
   Injector(unsigned cpu, double duty, double period) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("cannot make a pipe for corenoise inject");
-    const std::vector<std::string> argv = {
-        "corenoise",  "inject",   "--cpus",       std::to_string(cpu), "--duty",
-        number(duty), "--period", number(period), "--seconds",         "3600"};
+    const std::vector<std::string> argv = {"corenoise", "inject",
+                                           "--cpus",    std::to_string(cpu),
+                                           "--duty",    round_trip_text(duty),
+                                           "--period",  round_trip_text(period),
+                                           "--seconds", "3600"};
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("cannot start corenoise inject");
     if (pid_ == 0) {

@@ -8,11 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {
@@ -39,10 +40,7 @@ class Fd {
 };
 
 std::string seconds_text(milliseconds d) {
-  const double s = static_cast<double>(d.count()) / 1000;
-  char text[32];
-  std::snprintf(text, sizeof text, s == std::floor(s) ? "%.0f s" : "%.1f s", s);
-  return text;
+  return short_seconds_text(static_cast<double>(d.count()) / 1000);
 }
 
 int remaining_ms(Clock::time_point deadline) {
