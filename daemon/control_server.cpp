@@ -313,57 +313,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       return;
     }
     const std::string name(command_name(request));
-    if (needs_privilege(request) && !state_->options.privileged) {
-      send(error_reply("permission denied: '" + name + "' is not served on the user socket '" +
-                       state_->options.socket_path + "'; root" +
-                       (state_->options.group ? " and group " + *state_->options.group : "") +
-                       " use '" + state_->options.control_socket_path + "'"));
-      return;
-    }
-    const bool reads = std::holds_alternative<StatusRequest>(request) ||
-                       std::holds_alternative<ResultsRequest>(request);
-    if (reads && !peer_.privileged && !may_read(*state_, peer_.uid())) {
-      send(error_reply("too many status and results requests from uid " +
-                       std::to_string(peer_.uid()) + " (at most " +
-                       std::to_string(static_cast<long>(state_->options.reads_per_second)) +
-                       " a second); try again later"));
-      return;
-    }
-    if (needs_privilege(request) && !peer_.privileged) {
-      std::string message = "permission denied: '" + name + "' needs root";
-      if (state_->options.group) message += " or group " + *state_->options.group;
-      send(error_reply(message));
-      return;
-    }
-    ControlHandler& handler = state_->handler;
+    if (const auto why = refusal(request, name)) return send(error_reply(*why));
     try {
-      std::visit(
-          [&](const auto& r) {
-            using T = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<T, StatusRequest>) {
-              send(ok_reply(handler.status(peer_.privileged)));
-            } else if constexpr (std::is_same_v<T, ResultsRequest>) {
-              send(ok_reply(handler.results()));
-            } else if constexpr (std::is_same_v<T, PauseRequest>) {
-              send(ok_reply(handler.pause(r)));
-            } else if constexpr (std::is_same_v<T, ResumeRequest>) {
-              send(ok_reply(handler.resume()));
-            } else if constexpr (std::is_same_v<T, PublishRequest>) {
-              send(ok_reply(handler.publish(r)));
-            } else if constexpr (std::is_same_v<T, JobRequest>) {
-              send(ok_reply(handler.job(r, peer_.credentials)));
-            } else if constexpr (std::is_same_v<T, JobStartRequest>) {
-              send(ok_reply(handler.job_start(r, peer_.credentials)));
-            } else if constexpr (std::is_same_v<T, RunRequest>) {
-              busy_ = true;
-              handler.run(r, make_reply());
-            } else {
-              static_assert(std::is_same_v<T, CalibrateRequest>);
-              busy_ = true;
-              handler.calibrate(make_reply());
-            }
-          },
-          request);
+      dispatch(request);
     } catch (const std::exception& e) {
       fail_async();
       send(error_reply(name + " failed: " + e.what()));
@@ -371,6 +323,65 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       fail_async();
       send(error_reply(name + " failed: unknown error"));
     }
+  }
+
+  // Why this connection may not send `request` (named `name`) now: a
+  // privileged command on the user socket or from an unprivileged peer, or
+  // a read over the peer's rate; nullopt where it may.
+  std::optional<std::string> refusal(const ControlRequest& request, const std::string& name) {
+    const ControlServerOptions& options = state_->options;
+    if (needs_privilege(request) && !options.privileged) {
+      return "permission denied: '" + name + "' is not served on the user socket '" +
+             options.socket_path + "'; root" +
+             (options.group ? " and group " + *options.group : "") + " use '" +
+             options.control_socket_path + "'";
+    }
+    const bool reads = std::holds_alternative<StatusRequest>(request) ||
+                       std::holds_alternative<ResultsRequest>(request);
+    if (reads && !peer_.privileged && !may_read(*state_, peer_.uid())) {
+      return "too many status and results requests from uid " + std::to_string(peer_.uid()) +
+             " (at most " + std::to_string(static_cast<long>(options.reads_per_second)) +
+             " a second); try again later";
+    }
+    if (needs_privilege(request) && !peer_.privileged) {
+      std::string message = "permission denied: '" + name + "' needs root";
+      if (options.group) message += " or group " + *options.group;
+      return message;
+    }
+    return std::nullopt;
+  }
+
+  // Hands `request` to the handler: its reply now, or (run, calibrate) a
+  // Reply it calls when the round is done.
+  void dispatch(const ControlRequest& request) {
+    ControlHandler& handler = state_->handler;
+    std::visit(
+        [&](const auto& r) {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, StatusRequest>) {
+            send(ok_reply(handler.status(peer_.privileged)));
+          } else if constexpr (std::is_same_v<T, ResultsRequest>) {
+            send(ok_reply(handler.results()));
+          } else if constexpr (std::is_same_v<T, PauseRequest>) {
+            send(ok_reply(handler.pause(r)));
+          } else if constexpr (std::is_same_v<T, ResumeRequest>) {
+            send(ok_reply(handler.resume()));
+          } else if constexpr (std::is_same_v<T, PublishRequest>) {
+            send(ok_reply(handler.publish(r)));
+          } else if constexpr (std::is_same_v<T, JobRequest>) {
+            send(ok_reply(handler.job(r, peer_.credentials)));
+          } else if constexpr (std::is_same_v<T, JobStartRequest>) {
+            send(ok_reply(handler.job_start(r, peer_.credentials)));
+          } else if constexpr (std::is_same_v<T, RunRequest>) {
+            busy_ = true;
+            handler.run(r, make_reply());
+          } else {
+            static_assert(std::is_same_v<T, CalibrateRequest>);
+            busy_ = true;
+            handler.calibrate(make_reply());
+          }
+        },
+        request);
   }
 
   // A handler that threw after taking a Reply must not also answer later.
@@ -625,12 +636,8 @@ void accept_next(const std::shared_ptr<State>& state) {
   });
 }
 
-}  // namespace
-
-ControlServer::ControlServer(asio::io_context& io, ControlHandler& handler,
-                             ControlServerOptions options)
-    : state_(std::make_shared<State>(io, handler, std::move(options))) {
-  const ControlServerOptions& o = state_->options;
+// Throws for options a server cannot run with, naming them.
+void check_options(const ControlServerOptions& o) {
   const std::string& path = o.socket_path;
   if (path.empty()) throw std::runtime_error("control socket: the socket path is empty");
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
@@ -649,25 +656,40 @@ ControlServer::ControlServer(asio::io_context& io, ControlHandler& handler,
         "control socket: reserved_connections (" + std::to_string(o.reserved_connections) +
         ") must be below max_connections (" + std::to_string(o.max_connections) + ")");
   }
+}
+
+// Removes a socket a stopped daemon left at `path`; throws where the path
+// is no socket or a daemon still listens on it.
+void remove_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (!S_ISSOCK(st.st_mode)) {
+    throw std::runtime_error("control socket path '" + path +
+                             "' exists and is not a socket; refusing to remove it");
+  }
+  if (someone_listens(path)) {
+    throw std::runtime_error("control socket '" + path +
+                             "' is in use (is another corenoised running?)");
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove stale control socket '" + path +
+                             "': " + errno_text(errno));
+  }
+}
+
+}  // namespace
+
+ControlServer::ControlServer(asio::io_context& io, ControlHandler& handler,
+                             ControlServerOptions options)
+    : state_(std::make_shared<State>(io, handler, std::move(options))) {
+  const ControlServerOptions& o = state_->options;
+  const std::string& path = o.socket_path;
+  check_options(o);
   // Before touching the file system, so a bad group leaves nothing behind.
   if (o.group) state_->group_gid = resolve_group(*o.group);
+  remove_stale_socket(path);
 
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      throw std::runtime_error("control socket path '" + path +
-                               "' exists and is not a socket; refusing to remove it");
-    }
-    if (someone_listens(path)) {
-      throw std::runtime_error("control socket '" + path +
-                               "' is in use (is another corenoised running?)");
-    }
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      throw std::runtime_error("cannot remove stale control socket '" + path +
-                               "': " + errno_text(errno));
-    }
-  }
-
   auto& acceptor = state_->acceptor;
   try {
     acceptor.open(asio::local::stream_protocol());

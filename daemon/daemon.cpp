@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 
 #include "daemon/control/control_protocol.h"
+#include "daemon/control/control_replies.h"
 #include "daemon/control_server.h"
 #include "daemon/exporter.h"
 #include "daemon/log.h"
@@ -17,6 +17,7 @@
 #include "probe/pinning.h"
 #include "probe/report_json.h"
 #include "probe/trace/culprit_names.h"
+#include "probe/units.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -24,12 +25,6 @@ namespace {
 
 using nlohmann::json;
 using Seconds = std::chrono::duration<double>;
-
-std::string percent(double ratio) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.0f%%", ratio * 100);
-  return text;
-}
 
 // Each registered rank holds a pidfd: the registrations must leave the
 // daemon room for its sockets, files and connections under RLIMIT_NOFILE
@@ -286,10 +281,14 @@ void Daemon::start_next_request() {
     running_ = std::move(request);
   }
   if (!running_) return;
+  std::map<unsigned, std::string> skipped;
+  const std::vector<unsigned> cpus = cpus_to_probe(skipped);
+  launch_round(cpus, std::move(skipped));
+}
 
+std::vector<unsigned> Daemon::cpus_to_probe(std::map<unsigned, std::string>& skipped) {
   // Busy CPUs since the last round (our own probes are not in this window).
   const auto now_times = read_cpu_times(config_.probe.proc_root);
-  std::map<unsigned, std::string> skipped;
   std::vector<unsigned> cpus;
   // Read here, on the event-loop thread, between rounds: no round has it
   // moved off a CPU now (see ProcessOffCpus).
@@ -307,12 +306,17 @@ void Daemon::start_next_request() {
     const auto busy = busy_fraction(idle_reference_, now_times, cpu);
     if (busy && *busy > config_.busy_threshold && config_.busy_policy == BusyPolicy::skip &&
         !running_->calibrate) {
-      skipped[cpu] = "busy (" + percent(*busy) + " since the last round)";
+      skipped[cpu] = "busy (" + compact_percent_text(*busy, 0) + " since the last round)";
       continue;
     }
     cpus.push_back(cpu);
   }
   unavailable_ = std::move(unavailable_now);
+  return cpus;
+}
+
+void Daemon::launch_round(const std::vector<unsigned>& cpus,
+                          std::map<unsigned, std::string> skipped) {
   auto sys_before = read_sys();
   cancel_ = false;
   const std::vector<Mode> modes = running_->modes;
@@ -423,61 +427,21 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
   const bool cancelled =
       cancel_.load() ||
       std::any_of(rounds.begin(), rounds.end(), [](const RoundSamples& r) { return r.cancelled; });
-  json summary = json::array();
+  RunReply done;
   if (!cancelled) {
-    std::vector<ModeReport> reports;
-    for (const RoundSamples& round : rounds) {
-      ModeReport report =
-          make_mode_report(round, topology_.pus(), config_.probe.thresholds, skipped);
-      apply_sys_verdicts(report, sys_before, sys_after);
-      for (const CoreFigures& c : report.verdicts.cores) {
-        if (c.detour) {
-          totals_[c.cpu].detours += c.detour->count;
-          totals_[c.cpu].detour_seconds += c.detour->total_seconds;
-        }
-      }
-      if (round.overran) {
-        std::string abandoned;
-        for (const CpuSamples& c : round.cpus) {
-          if (c.abandoned) abandoned += (abandoned.empty() ? "" : ",") + std::to_string(c.cpu);
-        }
-        log_warning(std::string(to_string(round.mode)) + " round cut short at its deadline" +
-                    (abandoned.empty() ? "" : "; abandoned the probe thread of cpu " + abandoned));
-      } else if (!round.cpus.empty()) {
-        last_full_round_[round.mode] = {round.duration_seconds, round.cpus.size()};
-      }
-      RoundStats& stats = round_stats_[round.mode];
-      ++stats.rounds;
-      stats.last_unix_seconds = round.started_unix_seconds;
-      stats.last_duration_seconds = round.duration_seconds;
-      update_calibration(report, request.calibrate);
-      summary.push_back({{"mode", to_string(round.mode)},
-                         {"duration_seconds", round.duration_seconds},
-                         {"cpus", round.cpus.size()}});
-      reports.push_back(report);
-      latest_[round.mode] = std::move(report);
-    }
-    record_round(reports);
-    publish_snapshot();
+    done.rounds = take_rounds(rounds, skipped, sys_before, sys_after, request.calibrate);
+    done.cpu_states = cpu_states();
   }
-  const SnapshotPtr snapshot = store_.get();
-  json reply =
-      cancelled
-          ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
-          : json{{"ok", true}, {"rounds", summary}, {"healthy", persistently_healthy(*snapshot)}};
-  if (!cancelled) {
-    reply["states"] = round_summary();
-    reply["unhealthy"] = cores_in(true);
-    reply["transient"] = cores_in(false);
-  }
+  const nlohmann::json reply =
+      cancelled ? json{{"ok", false}, {"error", "the round was cancelled (paused or stopping)"}}
+                : json(done);
   for (auto& r : request.replies) r(reply);
   if (!cancelled) {
-    notifier_.notify(
-        "STATUS=" + std::string(persistently_healthy(*snapshot) ? "healthy" : "unhealthy") +
-        " after " +
-        std::to_string(round_stats_[Mode::isolated].rounds +
-                       round_stats_[Mode::concurrent].rounds) +
-        " rounds");
+    notifier_.notify("STATUS=" + std::string(done.cpu_states.healthy ? "healthy" : "unhealthy") +
+                     " after " +
+                     std::to_string(round_stats_[Mode::isolated].rounds +
+                                    round_stats_[Mode::concurrent].rounds) +
+                     " rounds");
   }
   if (pending_config_) {
     apply_config(std::move(*pending_config_));
@@ -486,6 +450,50 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
     schedule_next_round();
   }
   start_next_request();
+}
+
+std::vector<RoundDone> Daemon::take_rounds(const std::vector<RoundSamples>& rounds,
+                                           const std::map<unsigned, std::string>& skipped,
+                                           const std::map<unsigned, CpuSysInfo>& sys_before,
+                                           const std::map<unsigned, CpuSysInfo>& sys_after,
+                                           bool calibrate) {
+  std::vector<RoundDone> done;
+  std::vector<ModeReport> reports;
+  for (const RoundSamples& round : rounds) {
+    ModeReport report = make_mode_report(round, topology_.pus(), config_.probe.thresholds, skipped);
+    apply_sys_verdicts(report, sys_before, sys_after);
+    for (const CoreFigures& c : report.verdicts.cores) {
+      if (c.detour) {
+        totals_[c.cpu].detours += c.detour->count;
+        totals_[c.cpu].detour_seconds += c.detour->total_seconds;
+      }
+    }
+    note_round_timing(round);
+    update_calibration(report, calibrate);
+    done.push_back({std::string(to_string(round.mode)), round.duration_seconds, round.cpus.size()});
+    reports.push_back(report);
+    latest_[round.mode] = std::move(report);
+  }
+  record_round(reports);
+  publish_snapshot();
+  return done;
+}
+
+void Daemon::note_round_timing(const RoundSamples& round) {
+  if (round.overran) {
+    std::string abandoned;
+    for (const CpuSamples& c : round.cpus) {
+      if (c.abandoned) abandoned += (abandoned.empty() ? "" : ",") + std::to_string(c.cpu);
+    }
+    log_warning(std::string(to_string(round.mode)) + " round cut short at its deadline" +
+                (abandoned.empty() ? "" : "; abandoned the probe thread of cpu " + abandoned));
+  } else if (!round.cpus.empty()) {
+    last_full_round_[round.mode] = {round.duration_seconds, round.cpus.size()};
+  }
+  RoundStats& stats = round_stats_[round.mode];
+  ++stats.rounds;
+  stats.last_unix_seconds = round.started_unix_seconds;
+  stats.last_duration_seconds = round.duration_seconds;
 }
 
 void Daemon::update_calibration(const ModeReport& report, bool recalibrate) {
@@ -538,31 +546,25 @@ void Daemon::record_round(const std::vector<ModeReport>& reports) {
   }
 }
 
-json Daemon::round_summary() const {
+CpuStates Daemon::cpu_states() const {
   const SnapshotPtr snapshot = store_.get();
+  CpuStates out;
   std::map<CoreState, std::size_t> counts;
   // Before the first round no CPU has a state: not even skipped.
   for (std::size_t i = 0; !latest_.empty() && i < snapshot->report.pus.size(); ++i)
     ++counts[verdict_of(*snapshot, i).state];
-  json states = json::object();
-  for (CoreState s : kAllCoreStates) states[std::string(to_string(s))] = counts[s];
-  return states;
-}
-
-json Daemon::cores_in(bool unhealthy) const {
-  const SnapshotPtr snapshot = store_.get();
-  json cores = json::array();
+  for (CoreState s : kAllCoreStates) out.states[std::string(to_string(s))] = counts[s];
   for (std::size_t i = 0; i < snapshot->report.pus.size(); ++i) {
     const PersistentVerdict v = verdict_of(*snapshot, i);
-    if (unhealthy ? !is_unhealthy(v.state) : v.state != CoreState::transient) continue;
-    cores.push_back({{"cpu", snapshot->report.pus[i].cpu},
-                     {"state", to_string(v.state)},
-                     {"cause", v.cause},
-                     {"round_state", to_string(v.round_state)},
-                     {"unhealthy_rounds", v.unhealthy_rounds},
-                     {"rounds", v.rounds}});
+    auto* list = is_unhealthy(v.state)             ? &out.unhealthy
+                 : v.state == CoreState::transient ? &out.transient
+                                                   : nullptr;
+    if (list == nullptr) continue;
+    list->push_back({snapshot->report.pus[i].cpu, std::string(to_string(v.state)), v.cause,
+                     std::string(to_string(v.round_state)), v.unhealthy_rounds, v.rounds});
   }
-  return cores;
+  out.healthy = persistently_healthy(*snapshot);
+  return out;
 }
 
 void Daemon::publish_snapshot_soon() {
@@ -645,22 +647,21 @@ namespace {
 
 // Each traced CPU's largest culprits in the last round that measured it
 // (isolated first), as shares of its detour windows.
-json last_culprits(const NodeReport& report) {
+std::vector<CpuCulprits> last_culprits(const NodeReport& report) {
   constexpr std::size_t kShown = 3;
-  json cpus = json::array();
+  std::vector<CpuCulprits> cpus;
   for (std::size_t i = 0; i < report.pus.size(); ++i) {
     for (const ModeReport& m : report.modes) {
       if (i >= m.verdicts.cores.size()) continue;
       const CoreFigures& c = m.verdicts.cores[i];
       if (!c.culprits || !c.detour || c.detour->window_seconds <= 0) continue;
-      json top = json::array();
+      CpuCulprits traced{report.pus[i].cpu, std::string(to_string(m.mode)), {}};
       for (std::size_t k = 0; k < c.culprits->culprits.size() && k < kShown; ++k) {
         const trace::Culprit& x = c.culprits->culprits[k];
-        top.push_back({{"text", trace::describe(x)},
-                       {"kind", trace::kind_name(x.kind)},
-                       {"share", x.seconds / c.detour->window_seconds}});
+        traced.top.push_back({trace::describe(x), std::string(trace::kind_name(x.kind)),
+                              x.seconds / c.detour->window_seconds});
       }
-      cpus.push_back({{"cpu", report.pus[i].cpu}, {"mode", to_string(m.mode)}, {"top", top}});
+      cpus.push_back(std::move(traced));
       break;
     }
   }
@@ -671,64 +672,48 @@ json last_culprits(const NodeReport& report) {
 
 json Daemon::status(bool everything) {
   const SnapshotPtr snapshot = store_.get();
-  json rounds = json::object();
+  StatusReply reply;
+  reply.version = CORENOISE_VERSION;
+  reply.started_unix_seconds = started_unix_seconds_;
+  reply.paused = paused_;
+  reply.paused_until_unix_seconds = paused_until_;
+  reply.round_running = running_.has_value();
+  reply.next_round_unix_seconds = next_round_unix_seconds_;
   for (const auto& [mode, stats] : round_stats_) {
-    json r = {{"count", stats.rounds}};
-    if (stats.last_unix_seconds) r["last_unix_seconds"] = *stats.last_unix_seconds;
-    if (stats.last_duration_seconds) r["last_duration_seconds"] = *stats.last_duration_seconds;
-    rounds[std::string(to_string(mode))] = r;
+    reply.rounds[std::string(to_string(mode))] = {stats.rounds, stats.last_unix_seconds,
+                                                  stats.last_duration_seconds};
   }
-  json reply = {
-      {"ok", true},
-      {"version", CORENOISE_VERSION},
-      {"started_unix_seconds", started_unix_seconds_},
-      {"paused", paused_},
-      {"round_running", running_.has_value()},
-      {"rounds", rounds},
-      {"states", round_summary()},
-      {"unhealthy", cores_in(true)},
-      {"transient", cores_in(false)},
-      {"persistence", {{"rounds", config_.persistence.rounds}, {"bad", config_.persistence.bad}}},
-      {"healthy", persistently_healthy(*snapshot)},
-      {"cpus", snapshot->report.pus.size()}};
-  if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
-  if (next_round_unix_seconds_) reply["next_round_unix_seconds"] = *next_round_unix_seconds_;
-  if (latest_.empty()) reply["not_yet_probed"] = watched_cpus(config_, topology_).size();
-  json jobs = {{"reports", job_totals_.reports}, {"running_ranks", job_admission_.registered()}};
+  reply.cpu_states = cpu_states();
+  reply.persistence = {config_.persistence.rounds, config_.persistence.bad};
+  reply.cpus = snapshot->report.pus.size();
+  if (latest_.empty()) reply.not_yet_probed = watched_cpus(config_, topology_).size();
+  reply.jobs.reports = job_totals_.reports;
+  reply.jobs.running_ranks = job_admission_.registered();
   if (job_totals_.last_ended_unix_seconds) {
-    if (everything) jobs["last_job_id"] = last_job_id_;
-    jobs["last_ended_unix_seconds"] = *job_totals_.last_ended_unix_seconds;
+    if (everything) reply.jobs.last_job_id = last_job_id_;
+    reply.jobs.last_ended_unix_seconds = job_totals_.last_ended_unix_seconds;
   }
-  reply["jobs"] = std::move(jobs);
-  reply["access"] = everything ? "control" : "user";
-  if (cluster_published_) {
-    reply["cluster"] = {{"published_unix_seconds", *cluster_published_},
-                        {"reference", cluster_reference_}};
-  }
-  reply["trace"] = trace_status_;
-  if (trace_) reply["culprits"] = last_culprits(snapshot->report);
+  reply.access = everything ? "control" : "user";
+  if (cluster_published_)
+    reply.cluster = ClusterPublication{*cluster_published_, cluster_reference_};
+  reply.trace = trace_status_;
+  if (trace_) reply.culprits = last_culprits(snapshot->report);
   return reply;
 }
 
-json Daemon::results() {
-  json reply = to_json(store_.get()->report);
-  reply["ok"] = true;
-  return reply;
-}
+json Daemon::results() { return ResultsReply{store_.get()->report}; }
 
 json Daemon::pause(const PauseRequest& request) {
   set_paused(true, request.seconds);
-  log_info(request.seconds ? "paused for " + std::to_string(*request.seconds) + " s"
+  log_info(request.seconds ? "paused for " + fixed(*request.seconds, 6) + " s"
                            : std::string("paused until resumed"));
-  json reply = {{"ok", true}, {"paused", true}};
-  if (paused_until_) reply["paused_until_unix_seconds"] = *paused_until_;
-  return reply;
+  return PauseReply{true, paused_until_};
 }
 
 json Daemon::resume() {
   if (paused_) log_info("resumed");
   set_paused(false, std::nullopt);
-  return {{"ok", true}, {"paused", false}};
+  return PauseReply{false, std::nullopt};
 }
 
 void Daemon::run(const RunRequest& request, Reply reply) {
@@ -737,7 +722,7 @@ void Daemon::run(const RunRequest& request, Reply reply) {
   if (request.wait) round.replies.push_back(std::move(reply));
   const double delay = request.at_unix_seconds ? *request.at_unix_seconds - unix_seconds_now() : 0;
   if (!request.wait) {
-    reply({{"ok", true}, {"scheduled_unix_seconds", unix_seconds_now() + std::max(delay, 0.0)}});
+    reply(ScheduledReply{unix_seconds_now() + std::max(delay, 0.0)});
   }
   if (delay <= 0) {
     enqueue(std::move(round));
@@ -765,7 +750,7 @@ json Daemon::publish(const PublishRequest& request) {
   cluster_published_ = request.published_unix_seconds;
   cluster_reference_ = request.reference;
   publish_snapshot();
-  return {{"ok", true}, {"slowdowns", request.slowdowns.size()}};
+  return PublishReply{request.slowdowns.size()};
 }
 
 json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>& peer) {
@@ -793,11 +778,11 @@ json Daemon::job(const JobRequest& request, const std::optional<PeerCredentials>
   // not the log's.
   log_debug("job '" + last_job_id_ + "'" +
             (verdict.scheduler_job_id ? " (Slurm's, from the rank's cgroup)" : "") + " (" +
-            std::to_string(request.ranks) + " ranks, " + std::to_string(request.elapsed_seconds) +
+            std::to_string(request.ranks) + " ranks, " + fixed(request.elapsed_seconds, 6) +
             " s) from process " + std::to_string(peer->pid) + " (uid " + std::to_string(peer->uid) +
-            ") lost " + std::to_string(lost) + " CPU-seconds on " +
-            std::to_string(request.cpus.size()) + " CPUs of this node");
-  return {{"ok", true}, {"cpus", request.cpus.size()}};
+            ") lost " + fixed(lost, 6) + " CPU-seconds on " + std::to_string(request.cpus.size()) +
+            " CPUs of this node");
+  return JobReply{request.cpus.size()};
 }
 
 json Daemon::job_start(const JobStartRequest& request, const std::optional<PeerCredentials>& peer) {

@@ -23,6 +23,7 @@
 #include "daemon/busy_cpus.h"
 #include "daemon/calibration_store.h"
 #include "daemon/config.h"
+#include "daemon/control/control_replies.h"
 #include "daemon/control_handler.h"
 #include "daemon/job_admission.h"
 #include "daemon/persistence.h"
@@ -70,8 +71,22 @@ class Daemon : public ControlHandler {
   void schedule_next_round();
   void enqueue(RoundRequest request);
   void start_next_request();
+  // The watched CPUs the next round probes; each one it cannot (offline,
+  // outside the affinity, busy) goes to `skipped` with why.
+  std::vector<unsigned> cpus_to_probe(std::map<unsigned, std::string>& skipped);
+  // Starts running_'s round on its own thread; finish_round() takes it back.
+  void launch_round(const std::vector<unsigned>& cpus, std::map<unsigned, std::string> skipped);
   void finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, std::string> skipped,
                     std::map<unsigned, CpuSysInfo> sys_before);
+  // A round's modes judged, counted, calibrated and kept as the latest;
+  // what each mode's round was, for the reply.
+  std::vector<RoundDone> take_rounds(const std::vector<RoundSamples>& rounds,
+                                     const std::map<unsigned, std::string>& skipped,
+                                     const std::map<unsigned, CpuSysInfo>& sys_before,
+                                     const std::map<unsigned, CpuSysInfo>& sys_after,
+                                     bool calibrate);
+  // The round's count, times and (if it overran) the warning.
+  void note_round_timing(const RoundSamples& round);
   void apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSysInfo>& before,
                           const std::map<unsigned, CpuSysInfo>& after) const;
   void publish_snapshot();
@@ -97,10 +112,9 @@ class Daemon : public ControlHandler {
   // Adds each PU's overall verdict over `reports` (one round's modes) to
   // its history.
   void record_round(const std::vector<ModeReport>& reports);
-  nlohmann::json round_summary() const;  // PUs per persistent state
-  // [{cpu, state, cause, round_state, unhealthy_rounds, rounds}] of the PUs
-  // whose persistent state is unhealthy (`unhealthy`) or else transient.
-  nlohmann::json cores_in(bool unhealthy) const;
+  // PUs per persistent state, and those unhealthy or transient, for the
+  // replies to `status` and `run`.
+  CpuStates cpu_states() const;
   std::map<unsigned, CpuSysInfo> read_sys() const;
   // Why `cpu` cannot be probed this round (offline, outside the daemon's
   // affinity), or nullopt; checked before every round, so a CPU that leaves

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "probe/cpu_list.h"
+#include "probe/units.h"
 
 namespace corenoise {
 
@@ -28,12 +29,6 @@ JobAdmissionVerdict refuse(JobRefusal reason, const std::string& why) {
 
 std::string sender_text(const PeerCredentials& peer) {
   return "process " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) + ")";
-}
-
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", seconds);
-  return text;
 }
 
 JobAdmissionVerdict exited_before_affinity(const PeerCredentials& peer) {
@@ -201,6 +196,54 @@ JobAdmissionVerdict JobAdmission::start(const std::optional<PeerCredentials>& pe
   return verdict;
 }
 
+std::optional<JobAdmissionVerdict> JobAdmission::check_cpus(const PeerCredentials& peer,
+                                                            const JobRequest& report,
+                                                            const Registration& r,
+                                                            const std::string& sender) const {
+  std::vector<unsigned> cpus;
+  for (const JobCpuLoss& loss : report.cpus) cpus.push_back(loss.cpu);
+  std::sort(cpus.begin(), cpus.end());
+  const std::optional<std::vector<unsigned>> affinity_now = facts_.affinity(peer);
+  if (!affinity_now) return exited_before_affinity(peer);
+  if (const auto missing = outside(cpus, *affinity_now, r.affinity); !missing.empty()) {
+    return refuse(JobRefusal::cpu_outside_affinity,
+                  "cpu " + format_cpu_list(missing) + " is outside the affinity of " + sender +
+                      " (" + format_cpu_list(*affinity_now) + " now, " +
+                      format_cpu_list(r.affinity) + " at its job-start)");
+  }
+  if (r.scheduler_job && r.scheduler_job->cpus) {
+    const std::vector<unsigned>& job_cpus = *r.scheduler_job->cpus;
+    if (const auto missing = outside(cpus, job_cpus, {}); !missing.empty()) {
+      return refuse(JobRefusal::cpu_outside_affinity,
+                    "cpu " + format_cpu_list(missing) + " is outside the cpuset of Slurm job " +
+                        r.scheduler_job->id + " (" + format_cpu_list(job_cpus) + "), which " +
+                        sender + " runs in");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<JobAdmissionVerdict> JobAdmission::check_times(const JobRequest& report,
+                                                             const Registration& r,
+                                                             AdmissionTime now,
+                                                             const std::string& sender) {
+  const double lived = now.steady_seconds - r.started.steady_seconds;
+  if (report.elapsed_seconds > lived + kJobStartSlackSeconds) {
+    return refuse(JobRefusal::too_long, sender + " reports " + fixed(report.elapsed_seconds, 3) +
+                                            " s of job, but started it " + fixed(lived, 3) +
+                                            " s ago");
+  }
+  if (report.ended_unix_seconds > now.unix_seconds + kJobEndSlackSeconds ||
+      report.ended_unix_seconds < r.started.unix_seconds - kJobEndSlackSeconds) {
+    return refuse(JobRefusal::bad_time, sender + " says its job ended at " +
+                                            fixed(report.ended_unix_seconds, 3) +
+                                            " (Unix seconds), outside its job-start (" +
+                                            fixed(r.started.unix_seconds, 3) + ") to now (" +
+                                            fixed(now.unix_seconds, 3) + ")");
+  }
+  return std::nullopt;
+}
+
 JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& peer,
                                         const JobRequest& report, AdmissionTime now) {
   if (auto refused = check_sender(facts_, peer)) return *refused;
@@ -224,41 +267,8 @@ JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& pe
     return refuse(JobRefusal::duplicate, sender + " already reported job '" + r.job_id + "'");
   }
 
-  std::vector<unsigned> cpus;
-  for (const JobCpuLoss& loss : report.cpus) cpus.push_back(loss.cpu);
-  std::sort(cpus.begin(), cpus.end());
-  const std::optional<std::vector<unsigned>> affinity_now = facts_.affinity(*peer);
-  if (!affinity_now) return exited_before_affinity(*peer);
-  if (const auto missing = outside(cpus, *affinity_now, r.affinity); !missing.empty()) {
-    return refuse(JobRefusal::cpu_outside_affinity,
-                  "cpu " + format_cpu_list(missing) + " is outside the affinity of " + sender +
-                      " (" + format_cpu_list(*affinity_now) + " now, " +
-                      format_cpu_list(r.affinity) + " at its job-start)");
-  }
-  if (r.scheduler_job && r.scheduler_job->cpus) {
-    const std::vector<unsigned>& job_cpus = *r.scheduler_job->cpus;
-    if (const auto missing = outside(cpus, job_cpus, {}); !missing.empty()) {
-      return refuse(JobRefusal::cpu_outside_affinity,
-                    "cpu " + format_cpu_list(missing) + " is outside the cpuset of Slurm job " +
-                        r.scheduler_job->id + " (" + format_cpu_list(job_cpus) + "), which " +
-                        sender + " runs in");
-    }
-  }
-
-  const double lived = now.steady_seconds - r.started.steady_seconds;
-  if (report.elapsed_seconds > lived + kJobStartSlackSeconds) {
-    return refuse(JobRefusal::too_long,
-                  sender + " reports " + seconds_text(report.elapsed_seconds) +
-                      " s of job, but started it " + seconds_text(lived) + " s ago");
-  }
-  if (report.ended_unix_seconds > now.unix_seconds + kJobEndSlackSeconds ||
-      report.ended_unix_seconds < r.started.unix_seconds - kJobEndSlackSeconds) {
-    return refuse(JobRefusal::bad_time, sender + " says its job ended at " +
-                                            seconds_text(report.ended_unix_seconds) +
-                                            " (Unix seconds), outside its job-start (" +
-                                            seconds_text(r.started.unix_seconds) + ") to now (" +
-                                            seconds_text(now.unix_seconds) + ")");
-  }
+  if (auto refused = check_cpus(*peer, report, r, sender)) return *refused;
+  if (auto refused = check_times(report, r, now, sender)) return *refused;
   r.reported = true;
   JobAdmissionVerdict verdict;
   if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;

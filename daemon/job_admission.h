@@ -138,6 +138,15 @@ class JobAdmission {
   };
 
   std::optional<JobAdmissionVerdict> spend(uid_t uid, double steady_seconds);
+  // admit()'s steps, each a refusal or nullopt: the report's CPUs within
+  // the sender's affinity (now and at its job-start) and its Slurm job's
+  // cpuset; its wall time and end within the sender's life.
+  std::optional<JobAdmissionVerdict> check_cpus(const PeerCredentials& peer,
+                                                const JobRequest& report, const Registration& r,
+                                                const std::string& sender) const;
+  static std::optional<JobAdmissionVerdict> check_times(const JobRequest& report,
+                                                        const Registration& r, AdmissionTime now,
+                                                        const std::string& sender);
   std::size_t registered_by(uid_t uid) const;
 
   const ProcessFacts& facts_;

@@ -87,8 +87,20 @@ std::string ssl_reason(const boost::system::system_error& e) {
   return e.code().message().empty() ? e.what() : e.code().message();
 }
 
-std::shared_ptr<ssl::context> tls_context(const YAML::Node& tls, const std::string& path,
-                                          ClientAuth& auth_type) {
+const std::string kCertKey = "tls_server_config.cert_file";
+const std::string kKeyKey = "tls_server_config.key_file";
+const std::string kCaKey = "tls_server_config.client_ca_file";
+
+// What tls_server_config says, checked: files resolved, versions ordered,
+// a CA exactly where the client auth type verifies.
+struct TlsSettings {
+  std::string cert, key, ca;  // ca empty: none
+  ClientAuth auth = ClientAuth::none;
+  int min_version = TLS1_2_VERSION;
+  int max_version = 0;  // 0: the highest OpenSSL has
+};
+
+TlsSettings tls_settings(const YAML::Node& tls, const std::string& path) {
   only_keys(tls, path, "tls_server_config",
             {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version",
              "max_version"});
@@ -96,91 +108,104 @@ std::shared_ptr<ssl::context> tls_context(const YAML::Node& tls, const std::stri
     return tls[key] ? scalar(tls[key], path, std::string("tls_server_config.") + key)
                     : std::string();
   };
-  const std::string cert_key = "tls_server_config.cert_file";
-  const std::string key_key = "tls_server_config.key_file";
-  const std::string ca_key = "tls_server_config.client_ca_file";
-  if (get("cert_file").empty()) fail(path, cert_key + ": missing; expected a PEM certificate file");
-  if (get("key_file").empty()) fail(path, key_key + ": missing; expected a PEM private key file");
-  const std::string cert = resolve(path, get("cert_file"));
-  const std::string key = resolve(path, get("key_file"));
-  auth_type = client_auth(path, get("client_auth_type"));
-  const std::string ca = get("client_ca_file").empty() ? "" : resolve(path, get("client_ca_file"));
+  if (get("cert_file").empty()) fail(path, kCertKey + ": missing; expected a PEM certificate file");
+  if (get("key_file").empty()) fail(path, kKeyKey + ": missing; expected a PEM private key file");
+  TlsSettings out;
+  out.cert = resolve(path, get("cert_file"));
+  out.key = resolve(path, get("key_file"));
+  out.auth = client_auth(path, get("client_auth_type"));
+  out.ca = get("client_ca_file").empty() ? "" : resolve(path, get("client_ca_file"));
   const bool verifies =
-      auth_type == ClientAuth::verify_if_given || auth_type == ClientAuth::require_and_verify;
-  if (verifies && ca.empty()) {
-    fail(path, ca_key + ": missing; expected the CA that signs the clients' certificates, which " +
+      out.auth == ClientAuth::verify_if_given || out.auth == ClientAuth::require_and_verify;
+  if (verifies && out.ca.empty()) {
+    fail(path, kCaKey + ": missing; expected the CA that signs the clients' certificates, which " +
                    get("client_auth_type") + " needs");
   }
-  if (!verifies && !ca.empty()) {
-    fail(path, ca_key + ": set, but client_auth_type is " +
+  if (!verifies && !out.ca.empty()) {
+    fail(path, kCaKey + ": set, but client_auth_type is " +
                    (get("client_auth_type").empty() ? "NoClientCert" : get("client_auth_type")) +
                    "; expected VerifyClientCertIfGiven or RequireAndVerifyClientCert with it");
   }
-  const int min_version =
-      tls["min_version"] ? tls_version(path, "tls_server_config.min_version", get("min_version"))
-                         : TLS1_2_VERSION;
-  const int max_version =
-      tls["max_version"] ? tls_version(path, "tls_server_config.max_version", get("max_version"))
-                         : 0;
-  if (max_version != 0 && max_version < min_version) {
+  if (tls["min_version"]) {
+    out.min_version = tls_version(path, "tls_server_config.min_version", get("min_version"));
+  }
+  if (tls["max_version"]) {
+    out.max_version = tls_version(path, "tls_server_config.max_version", get("max_version"));
+  }
+  if (out.max_version != 0 && out.max_version < out.min_version) {
     fail(path, "tls_server_config.max_version: lower than min_version");
   }
+  return out;
+}
 
-  auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
-  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                       ssl::context::no_sslv3 | ssl::context::single_dh_use);
-  SSL_CTX_set_min_proto_version(context->native_handle(), min_version);
-  SSL_CTX_set_max_proto_version(context->native_handle(), max_version);
-  readable(path, cert_key, cert);
-  readable(path, key_key, key);
+// The server's certificate and key, and the clients' CA if any.
+void load_files(ssl::context& context, const TlsSettings& tls, const std::string& path) {
+  readable(path, kCertKey, tls.cert);
+  readable(path, kKeyKey, tls.key);
   try {
-    context->use_certificate_chain_file(cert);
+    context.use_certificate_chain_file(tls.cert);
   } catch (const boost::system::system_error& e) {
-    fail(path, cert_key + ": " + cert + " is not a PEM certificate (" + ssl_reason(e) + ")");
+    fail(path, kCertKey + ": " + tls.cert + " is not a PEM certificate (" + ssl_reason(e) + ")");
   }
   try {
-    context->use_private_key_file(key, ssl::context::pem);
+    context.use_private_key_file(tls.key, ssl::context::pem);
   } catch (const boost::system::system_error& e) {
     const std::string reason = ssl_reason(e);
     if (reason.find("mismatch") != std::string::npos) {
-      fail(path, key_key + ": " + key + " does not match the certificate " + cert);
+      fail(path, kKeyKey + ": " + tls.key + " does not match the certificate " + tls.cert);
     }
-    fail(path, key_key + ": " + key + " is not a PEM private key (" + reason + ")");
+    fail(path, kKeyKey + ": " + tls.key + " is not a PEM private key (" + reason + ")");
   }
-  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-    fail(path, key_key + ": " + key + " does not match the certificate " + cert);
+  if (SSL_CTX_check_private_key(context.native_handle()) != 1) {
+    fail(path, kKeyKey + ": " + tls.key + " does not match the certificate " + tls.cert);
   }
-  if (!ca.empty()) {
-    readable(path, ca_key, ca);
-    try {
-      context->load_verify_file(ca);
-    } catch (const boost::system::system_error& e) {
-      fail(path, ca_key + ": " + ca + " holds no PEM certificate (" + ssl_reason(e) + ")");
-    }
+  if (tls.ca.empty()) return;
+  readable(path, kCaKey, tls.ca);
+  try {
+    context.load_verify_file(tls.ca);
+  } catch (const boost::system::system_error& e) {
+    fail(path, kCaKey + ": " + tls.ca + " holds no PEM certificate (" + ssl_reason(e) + ")");
   }
-  // Needed once peers are verified, or OpenSSL refuses resumed sessions.
-  static const unsigned char kSessionContext[] = "corenoised";
-  SSL_CTX_set_session_id_context(context->native_handle(), kSessionContext,
-                                 sizeof kSessionContext - 1);
-  switch (auth_type) {
+}
+
+// Whether and how the server asks for the client's certificate.
+void verify_clients(ssl::context& context, ClientAuth auth) {
+  switch (auth) {
     case ClientAuth::none:
-      context->set_verify_mode(ssl::verify_none);
+      context.set_verify_mode(ssl::verify_none);
       break;
     case ClientAuth::request:
     case ClientAuth::require_any:
       // Any certificate will do: these types ask for one without checking it.
-      context->set_verify_mode(
+      context.set_verify_mode(
           ssl::verify_peer |
-          (auth_type == ClientAuth::require_any ? ssl::verify_fail_if_no_peer_cert : 0));
-      context->set_verify_callback([](bool, ssl::verify_context&) { return true; });
+          (auth == ClientAuth::require_any ? ssl::verify_fail_if_no_peer_cert : 0));
+      context.set_verify_callback([](bool, ssl::verify_context&) { return true; });
       break;
     case ClientAuth::verify_if_given:
-      context->set_verify_mode(ssl::verify_peer);
+      context.set_verify_mode(ssl::verify_peer);
       break;
     case ClientAuth::require_and_verify:
-      context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      context.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
       break;
   }
+}
+
+std::shared_ptr<ssl::context> tls_context(const YAML::Node& node, const std::string& path,
+                                          ClientAuth& auth_type) {
+  const TlsSettings tls = tls_settings(node, path);
+  auth_type = tls.auth;
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::single_dh_use);
+  SSL_CTX_set_min_proto_version(context->native_handle(), tls.min_version);
+  SSL_CTX_set_max_proto_version(context->native_handle(), tls.max_version);
+  load_files(*context, tls, path);
+  // Needed once peers are verified, or OpenSSL refuses resumed sessions.
+  static const unsigned char kSessionContext[] = "corenoised";
+  SSL_CTX_set_session_id_context(context->native_handle(), kSessionContext,
+                                 sizeof kSessionContext - 1);
+  verify_clients(*context, tls.auth);
   return context;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace corenoise {
 
@@ -38,6 +39,39 @@ std::string percent_text(double ratio, int decimals) {
 std::string points_text(double ratio) {
   if (!std::isfinite(ratio)) return std::string(kMissing);
   return fixed(ratio * 100, 1) + " points";
+}
+
+// The daemon's log and replies' readers, the `corenoise` command's messages
+// and the node-health reasons.
+
+std::string compact_percent_text(double ratio, int decimals) {
+  if (!std::isfinite(ratio)) return std::string(kMissing);
+  return fixed(ratio * 100, decimals) + "%";
+}
+
+std::string short_seconds_text(double seconds) {
+  return fixed(seconds, seconds == std::floor(seconds) ? 0 : 1) + " s";
+}
+
+std::string local_time_text(double unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  if (localtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
+std::string general_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string round_trip_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
 }
 
 }  // namespace corenoise

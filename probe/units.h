@@ -36,4 +36,19 @@ std::string duration_text(double seconds);
 std::string percent_text(double ratio, int decimals = 1);
 std::string points_text(double ratio);
 
+// The daemon's log and replies' readers, the `corenoise` command's messages
+// and the node-health reasons (issue 34: one formatting module).
+
+// A ratio as a percentage without a space, "12.5%" (a share in a list).
+std::string compact_percent_text(double ratio, int decimals = 1);
+// A short wait as a person sets it: "10 s" when whole, else "2.5 s".
+std::string short_seconds_text(double seconds);
+// A date and time of this machine's zone, "2026-12-05 04:45:33".
+std::string local_time_text(double unix_seconds);
+// As printf's %g, "0.35" or "1e-05": an option's value echoed in a message.
+std::string general_text(double value);
+// The shortest text that reads back as the same double (%.17g), for a
+// figure handed on to another program rather than read.
+std::string round_trip_text(double value);
+
 }  // namespace corenoise

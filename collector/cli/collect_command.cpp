@@ -24,7 +24,7 @@
 #include "collector/report/sweep_summary.h"
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
-#include "probe/report_json.h"
+#include "daemon/control/control_replies.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -168,6 +168,84 @@ PublishRequest publication(const NodeReport& report, const Reduction& reduced, d
   return p;
 }
 
+// Asks this node's daemon for a round at `at` (every node's at once) and
+// waits for it; what went wrong, or empty.
+std::string trigger_round(const ControlClient& client, const CollectOptions& options, double at) {
+  try {
+    RunRequest run;
+    run.at_unix_seconds = at;
+    run.modes = options.modes;
+    const double wait = options.timeout_seconds > 0 ? options.timeout_seconds : 600;
+    const json reply = client.request(
+        ControlRequest{run},
+        std::chrono::milliseconds(static_cast<long long>((at - unix_seconds_now() + wait) * 1e3)));
+    if (!reply.value("ok", false)) {
+      return "run refused: " + reply.value("error", std::string("no reason given"));
+    }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// This node's latest rounds from its daemon, or nullopt with `error` set.
+std::optional<NodeReport> fetch_results(const ControlClient& client, const std::string& path,
+                                        std::string& error) {
+  try {
+    const json reply = client.request(ControlRequest{ResultsRequest{}});
+    if (!reply.value("ok", false)) {
+      error = "results refused: " + reply.value("error", std::string("no reason given"));
+      return std::nullopt;
+    }
+    NodeReport report = reply.get<ResultsReply>().report;
+    if (!report.modes.empty()) return report;
+    error = "corenoised at '" + path + "' has no results yet";
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  return std::nullopt;
+}
+
+// Sends the cluster's reference back to this node's daemon; false (and
+// why, on stderr) if it was not taken.
+bool publish_reference(const ControlClient& client, const NodeReport& report,
+                       const Reduction& reduction, const CollectOptions& options,
+                       const std::string& prefix) {
+  try {
+    const json reply =
+        client.request(ControlRequest{publication(report, reduction, unix_seconds_now())});
+    if (!reply.value("ok", false)) {
+      throw std::runtime_error("publish refused: " +
+                               reply.value("error", std::string("no reason given")));
+    }
+    if (options.verbose) {
+      std::cerr << prefix + "published " + std::to_string(reply.get<PublishReply>().slowdowns) +
+                       " slowdowns\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
+    return false;
+  }
+  return true;
+}
+
+// The summary on the root's outputs; the exit code every node agrees on.
+int report_cluster(MpiEnvironment& env, const CollectOptions& options, const std::string& prefix,
+                   std::optional<ReportOutputs>& outputs, const Reduction& reduction,
+                   bool some_node_failed) {
+  return agree_on_exit_code(env, prefix, [&] {
+    const ClusterReport& cluster = reduction.report;
+    std::ostream& text = outputs->write(cluster, "collect");
+    print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
+    for (const ClusterNode& n : cluster.nodes) {
+      if (!n.error.empty()) {
+        text << "corenoise collect: node " << n.index << " skipped: " << n.error << '\n';
+      }
+    }
+    return some_node_failed ? kExitFailure : cluster.healthy ? kExitHealthy : kExitUnhealthy;
+  });
+}
+
 int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   const bool root = env.node_index() == 0;
   const std::string prefix = "corenoise collect: node " + std::to_string(env.node_index()) + ": ";
@@ -191,38 +269,9 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   std::optional<NodeReport> report;
   if (options.trigger) {
     env.barrier_leaders();
-    const double at = env.common_start_time(kTriggerMarginSeconds);
-    try {
-      RunRequest run;
-      run.at_unix_seconds = at;
-      run.modes = options.modes;
-      const double wait = options.timeout_seconds > 0 ? options.timeout_seconds : 600;
-      const json reply = client.request(
-          ControlRequest{run}, std::chrono::milliseconds(
-                                   static_cast<long long>((at - unix_seconds_now() + wait) * 1e3)));
-      if (!reply.value("ok", false)) {
-        error = "run refused: " + reply.value("error", std::string("no reason given"));
-      }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    error = trigger_round(client, options, env.common_start_time(kTriggerMarginSeconds));
   }
-  if (error.empty()) {
-    try {
-      const json reply = client.request(ControlRequest{ResultsRequest{}});
-      if (!reply.value("ok", false)) {
-        error = "results refused: " + reply.value("error", std::string("no reason given"));
-      } else {
-        report = node_report_from_json(reply);
-        if (report->modes.empty()) {
-          error = "corenoised at '" + path + "' has no results yet";
-          report.reset();
-        }
-      }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
+  if (error.empty()) report = fetch_results(client, path, error);
   if (!error.empty()) std::cerr << prefix + error + " (skipped)\n";
 
   ReduceOptions reduce;
@@ -234,37 +283,10 @@ int run_leader(MpiEnvironment& env, const CollectOptions& options) {
   Reduction reduction = reduce_reports(env, report ? &*report : nullptr, error, reduce);
   reduction.report.layout = "daemons";
 
-  bool publish_failed = false;
-  if (report) {
-    try {
-      const json reply =
-          client.request(ControlRequest{publication(*report, reduction, unix_seconds_now())});
-      if (!reply.value("ok", false)) {
-        throw std::runtime_error("publish refused: " +
-                                 reply.value("error", std::string("no reason given")));
-      }
-      if (options.verbose) {
-        std::cerr << prefix + "published " + std::to_string(reply.value("slowdowns", 0)) +
-                         " slowdowns\n";
-      }
-    } catch (const std::exception& e) {
-      std::cerr << prefix + e.what() + "\n";  // one write: ranks share stderr
-      publish_failed = true;
-    }
-  }
+  const bool publish_failed =
+      report && !publish_reference(client, *report, reduction, options, prefix);
   const bool some_node_failed = env.any_leader_failed(publish_failed || !report);
-
-  return agree_on_exit_code(env, prefix, [&] {
-    const ClusterReport& cluster = reduction.report;
-    std::ostream& text = outputs->write(cluster, "collect");
-    print_sweep_summary(text, cluster, options.top, options.quiet, "collect");
-    for (const ClusterNode& n : cluster.nodes) {
-      if (!n.error.empty()) {
-        text << "corenoise collect: node " << n.index << " skipped: " << n.error << '\n';
-      }
-    }
-    return some_node_failed ? kExitFailure : cluster.healthy ? kExitHealthy : kExitUnhealthy;
-  });
+  return report_cluster(env, options, prefix, outputs, reduction, some_node_failed);
 }
 
 }  // namespace

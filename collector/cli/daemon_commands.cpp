@@ -17,6 +17,7 @@
 #include "collector/cli/exit_codes.h"
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
+#include "daemon/control/control_replies.h"
 #include "probe/units.h"
 #include "probe/wall_clock.h"
 
@@ -110,75 +111,95 @@ double parse_number(const std::string& option, const std::string& text, bool pos
   return value;
 }
 
-std::string local_time_text(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  if (localtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
-  char text[64];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
-  return text;
-}
-
-std::optional<double> number(const json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::optional<std::string> text(const json& object, const char* key) {
-  if (!object.is_object()) return std::nullopt;
-  const auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-// "120 CPUs: 118 ok, 1 noisy, 1 throttled" from a reply's "cpus" and "states".
-std::string states_text(const json& reply) {
-  std::string out;
-  if (const auto cpus = number(reply, "cpus")) {
-    out = std::to_string(static_cast<long>(*cpus)) + " CPUs";
+// "120 CPUs: 118 ok, 1 noisy, 1 throttled", the states a CPU is in
+// (alphabetical, as the reply's object has them); a run's reply counts no
+// CPUs, so its line starts at the states.
+std::string states_text(std::optional<std::size_t> cpus, const CpuStates& states) {
+  std::string out = cpus ? std::to_string(*cpus) + " CPUs" : std::string();
+  std::string counted;
+  for (const auto& [state, count] : states.states) {
+    if (count == 0) continue;
+    counted += (counted.empty() ? "" : ", ") + std::to_string(count) + " " + state;
   }
-  std::string states;
-  if (reply.contains("states") && reply["states"].is_object()) {
-    for (const auto& [state, count] : reply["states"].items()) {
-      if (!count.is_number() || count.get<double>() == 0) continue;
-      states += (states.empty() ? "" : ", ") + std::to_string(count.get<long>()) + " " + state;
-    }
-  }
-  if (!states.empty()) out += (out.empty() ? "" : ": ") + states;
+  if (!counted.empty()) out += (out.empty() ? "" : ": ") + counted;
   return out.empty() ? "no figures yet" : out;
 }
 
-std::optional<bool> healthy(const json& reply) {
-  const auto it = reply.find("healthy");
-  if (it == reply.end() || !it->is_boolean()) return std::nullopt;
-  return it->get<bool>();
-}
-
 // "  cpu 3  noisy (round: ok, 2 of 3 rounds unhealthy): CAUSE", for the
-// reply's unhealthy CPUs, then its transient ones.
-void print_unhealthy(std::ostream& out, const json& reply) {
-  for (const char* list : {"unhealthy", "transient"}) {
-    if (!reply.contains(list) || !reply[list].is_array()) continue;
-    for (const json& core : reply[list]) {
-      const auto cpu = number(core, "cpu");
-      out << "  cpu " << (cpu ? std::to_string(static_cast<long>(*cpu)) : "?") << "  "
-          << text(core, "state").value_or("?");
-      std::string detail;
-      if (const auto mode = text(core, "mode")) detail = *mode;
-      if (const auto round = text(core, "round_state")) {
-        detail += (detail.empty() ? "" : ", ") + std::string("round: ") + *round;
-      }
-      const auto bad = number(core, "unhealthy_rounds"), rounds = number(core, "rounds");
-      if (bad && rounds) {
-        detail += (detail.empty() ? "" : ", ") + std::to_string(static_cast<long>(*bad)) + " of " +
-                  std::to_string(static_cast<long>(*rounds)) + " rounds unhealthy";
-      }
-      if (!detail.empty()) out << " (" << detail << ")";
-      if (const auto cause = text(core, "cause"); cause && !cause->empty()) out << ": " << *cause;
+// unhealthy CPUs, then the transient ones.
+void print_unhealthy(std::ostream& out, const CpuStates& states) {
+  for (const auto* list : {&states.unhealthy, &states.transient}) {
+    for (const CpuVerdictEntry& core : *list) {
+      out << "  cpu " << core.cpu << "  " << core.state << " (round: " << core.round_state << ", "
+          << core.unhealthy_rounds << " of " << core.rounds << " rounds unhealthy)";
+      if (!core.cause.empty()) out << ": " << core.cause;
       out << '\n';
     }
+  }
+}
+
+// "named culprits (last round, share of each CPU's detour windows):" and a
+// line per traced CPU; where the daemon's trace setting asked for tracing
+// and it was not possible, why.
+void print_culprits(std::ostream& out, const StatusReply& reply) {
+  if (reply.trace.rfind("unavailable", 0) == 0) out << "named culprits: " << reply.trace << '\n';
+  if (!reply.culprits || reply.culprits->empty()) return;
+  out << "named culprits (last round, share of each CPU's detour windows):\n";
+  for (const CpuCulprits& cpu : *reply.culprits) {
+    out << "  cpu " << cpu.cpu << ":";
+    const char* separator = " ";
+    for (const CulpritShare& c : cpu.top) {
+      out << separator << compact_percent_text(c.share) << ' ' << c.text;
+      separator = ", ";
+    }
+    out << '\n';
+  }
+}
+
+// "corenoised 0.1.0, up 3.5 min" and "probing: active, next round in 40 s".
+void print_daemon(std::ostream& out, const StatusReply& reply, double now) {
+  out << "corenoised " << reply.version << ", up "
+      << duration_text(now - reply.started_unix_seconds) << '\n';
+  out << "probing: ";
+  if (reply.paused) {
+    if (const auto until = reply.paused_until_unix_seconds) {
+      out << "paused until " << local_time_text(*until) << " (another "
+          << duration_text(*until - now) << ")";
+    } else {
+      out << "paused until resumed";
+    }
+  } else {
+    out << (reply.round_running ? "a round is running" : "active");
+    if (const auto next = reply.next_round_unix_seconds) {
+      out << ", next round " << (*next > now ? "in " + duration_text(*next - now) : "now");
+    }
+  }
+  out << '\n';
+}
+
+// A line per mode's rounds, the cluster reference's age, and the cores'.
+void print_rounds(std::ostream& out, const StatusReply& reply, double now) {
+  for (const auto& [mode, rounds] : reply.rounds) {
+    out << mode << " rounds: " << rounds.count;
+    if (const auto last = rounds.last_unix_seconds) {
+      out << ", last " << duration_text(now - *last) << " ago";
+    }
+    if (const auto took = rounds.last_duration_seconds) out << ", took " << duration_text(*took);
+    out << '\n';
+  }
+  if (reply.cluster) {
+    out << "cluster reference: published "
+        << duration_text(now - reply.cluster->published_unix_seconds) << " ago\n";
+  }
+  if (const auto fresh = reply.not_yet_probed) {
+    out << "cores: " << *fresh << " CPUs, not yet probed";
+    if (const auto next = reply.next_round_unix_seconds) {
+      out << ": the first round comes "
+          << (*next > now ? "in " + duration_text(*next - now) : "now");
+    }
+    out << '\n';
+  } else {
+    out << "cores: " << states_text(reply.cpus, reply.cpu_states) << '\n';
   }
 }
 
@@ -268,161 +289,95 @@ std::string socket_for(const ControlRequest& request, const std::string& control
   return ::access(user.c_str(), W_OK) == 0 ? user : control_socket;
 }
 
+// What a reply that is not a round's says to a person.
+void print_acknowledgement(const std::string& command, const Options& options, const json& reply,
+                           double now) {
+  if (command == "run") {
+    const auto scheduled = reply.get<ScheduledReply>();
+    std::cout << "corenoise: " << options.mode << " round scheduled for "
+              << local_time_text(scheduled.scheduled_unix_seconds) << '\n';
+  } else if (command == "pause") {
+    const auto until = reply.get<PauseReply>().paused_until_unix_seconds;
+    std::cout << "corenoise: probing paused "
+              << (until ? "until " + local_time_text(*until) + " (for " +
+                              duration_text(*until - now) + ")"
+                        : std::string("until resumed"))
+              << '\n';
+  } else if (command == "resume") {
+    std::cout << "corenoise: probing resumed\n";
+  }
+}
+
+// Prints an accepted reply for a person (nothing with --json, which has
+// printed it whole); the exit status it gives.
+int show_reply(const std::string& command, const Options& options, const json& reply) {
+  const double now = unix_seconds_now();
+  if (command == "status") {
+    const auto status = reply.get<StatusReply>();
+    if (!options.json) print_status(std::cout, status, now);
+    return status.cpu_states.healthy ? kExitHealthy : kExitUnhealthy;
+  }
+  if (command == "calibrate" || (command == "run" && options.wait)) {
+    const auto run = reply.get<RunReply>();
+    if (!options.json) print_run(std::cout, run);
+    if (command == "calibrate") {
+      if (!options.json) {
+        std::cout << "corenoise: calibrated: these figures are now each core's baseline\n";
+      }
+      return kExitHealthy;
+    }
+    return run.cpu_states.healthy ? kExitHealthy : kExitUnhealthy;
+  }
+  if (!options.json) print_acknowledgement(command, options, reply, now);
+  return kExitHealthy;
+}
+
 int execute(const std::string& command, const Options& options) {
   const ControlRequest request = make_request(command, options);
   const ControlClient client(socket_for(request, options.socket));
   const json reply = client.request(request, reply_timeout(request, options));
-  const bool ok = reply.value("ok", false);
   if (options.json) std::cout << reply.dump(2) << '\n';
-  if (!ok) {
+  if (!reply.value("ok", false)) {
     std::cerr << "corenoise " << command << ": " << reply.value("error", std::string("refused"))
               << '\n';
     return kExitFailure;
   }
-  const double now = unix_seconds_now();
-  const bool waited_run = command == "run" && options.wait;
-  if (!options.json) {
-    if (command == "status") {
-      print_status(std::cout, reply, now);
-    } else if (waited_run) {
-      print_run(std::cout, reply);
-    } else if (command == "run") {
-      const auto at = number(reply, "scheduled_unix_seconds");
-      std::cout << "corenoise: " << options.mode << " round scheduled"
-                << (at ? " for " + local_time_text(*at) : std::string()) << '\n';
-    } else if (command == "pause") {
-      const auto until = number(reply, "paused_until_unix_seconds");
-      std::cout << "corenoise: probing paused "
-                << (until ? "until " + local_time_text(*until) + " (for " +
-                                duration_text(*until - now) + ")"
-                          : std::string("until resumed"))
-                << '\n';
-    } else if (command == "resume") {
-      std::cout << "corenoise: probing resumed\n";
-    } else if (command == "calibrate") {
-      print_run(std::cout, reply);
-      std::cout << "corenoise: calibrated: these figures are now each core's baseline\n";
-    }
+  try {
+    return show_reply(command, options, reply);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("the daemon's " + command + " reply is not as docs/control.md says (" +
+                             e.what() + ")");
   }
-  if (command == "status" || waited_run) {
-    if (healthy(reply) == false) return kExitUnhealthy;
-  }
-  return kExitHealthy;
 }
 
 }  // namespace
 
 bool is_daemon_command(std::string_view command) { return find_help(command) != nullptr; }
 
-// "named culprits (last round, share of each CPU's detour windows):" and a
-// line per traced CPU; where the daemon's trace setting asked for tracing
-// and it was not possible, why.
-void print_culprits(std::ostream& out, const json& reply) {
-  const auto trace = text(reply, "trace");
-  if (trace && trace->rfind("unavailable", 0) == 0) out << "named culprits: " << *trace << '\n';
-  if (!reply.contains("culprits") || !reply["culprits"].is_array() || reply["culprits"].empty())
-    return;
-  out << "named culprits (last round, share of each CPU's detour windows):\n";
-  for (const json& cpu : reply["culprits"]) {
-    const auto index = number(cpu, "cpu");
-    out << "  cpu " << (index ? std::to_string(static_cast<long>(*index)) : "?") << ":";
-    const char* separator = " ";
-    if (cpu.contains("top") && cpu["top"].is_array()) {
-      for (const json& c : cpu["top"]) {
-        char share[16];
-        std::snprintf(share, sizeof share, "%.1f%%", 100 * number(c, "share").value_or(0));
-        out << separator << share << ' ' << text(c, "text").value_or("?");
-        separator = ", ";
-      }
-    }
-    out << '\n';
-  }
-}
-
-void print_status(std::ostream& out, const json& reply, double now) {
-  out << "corenoised";
-  if (const auto version = text(reply, "version")) out << ' ' << *version;
-  if (const auto host = text(reply, "hostname"); host && !host->empty()) out << " on " << *host;
-  if (const auto started = number(reply, "started_unix_seconds")) {
-    out << ", up " << duration_text(now - *started);
-  }
-  out << '\n';
-
-  out << "probing: ";
-  if (reply.value("paused", false)) {
-    if (const auto until = number(reply, "paused_until_unix_seconds")) {
-      out << "paused until " << local_time_text(*until) << " (another "
-          << duration_text(*until - now) << ")";
-    } else {
-      out << "paused until resumed";
-    }
-  } else {
-    out << (reply.value("round_running", false) ? "a round is running" : "active");
-    if (const auto next = number(reply, "next_round_unix_seconds")) {
-      out << ", next round " << (*next > now ? "in " + duration_text(*next - now) : "now");
-    }
-  }
-  out << '\n';
-
-  if (reply.contains("rounds") && reply["rounds"].is_object()) {
-    for (const auto& [mode, stats] : reply["rounds"].items()) {
-      const auto count = number(stats, "count");
-      out << mode << " rounds: " << (count ? static_cast<long>(*count) : 0);
-      if (const auto last = number(stats, "last_unix_seconds")) {
-        out << ", last " << duration_text(now - *last) << " ago";
-      }
-      if (const auto took = number(stats, "last_duration_seconds")) {
-        out << ", took " << duration_text(*took);
-      }
-      out << '\n';
-    }
-  }
-  if (reply.contains("cluster") && reply["cluster"].is_object()) {
-    if (const auto published = number(reply["cluster"], "published_unix_seconds")) {
-      out << "cluster reference: published " << duration_text(now - *published) << " ago\n";
-    }
-  }
-  if (const auto fresh = number(reply, "not_yet_probed")) {
-    out << "cores: " << static_cast<long>(*fresh) << " CPUs, not yet probed";
-    if (const auto next = number(reply, "next_round_unix_seconds")) {
-      out << ": the first round comes "
-          << (*next > now ? "in " + duration_text(*next - now) : "now");
-    }
-    out << '\n';
-  } else {
-    out << "cores: " << states_text(reply) << '\n';
-  }
-  if (text(reply, "access") == "user") {
+void print_status(std::ostream& out, const StatusReply& reply, double now) {
+  print_daemon(out, reply, now);
+  print_rounds(out, reply, now);
+  if (reply.access == "user") {
     out << "(an ordinary user's view: the last job's id is left out; pause, resume, run and "
            "calibrate need root or the control group)\n";
   }
-  print_unhealthy(out, reply);
+  print_unhealthy(out, reply.cpu_states);
   print_culprits(out, reply);
-  const auto ok = healthy(reply);
   out << "corenoise: "
-      << (reply.contains("not_yet_probed") ? "no verdict yet"
-          : ok == std::nullopt             ? "health unknown"
-          : *ok                            ? "no CPU persistently unhealthy"
-                                           : "unhealthy CPUs found")
+      << (reply.not_yet_probed       ? "no verdict yet"
+          : reply.cpu_states.healthy ? "no CPU persistently unhealthy"
+                                     : "unhealthy CPUs found")
       << '\n';
 }
 
-void print_run(std::ostream& out, const json& reply) {
-  if (reply.contains("rounds") && reply["rounds"].is_array()) {
-    for (const json& round : reply["rounds"]) {
-      out << text(round, "mode").value_or("?") << " round";
-      if (const auto cpus = number(round, "cpus")) {
-        out << " on " << static_cast<long>(*cpus) << " CPUs";
-      }
-      if (const auto took = number(round, "duration_seconds")) {
-        out << " took " << duration_text(*took);
-      }
-      out << '\n';
-    }
+void print_run(std::ostream& out, const RunReply& reply) {
+  for (const RoundDone& round : reply.rounds) {
+    out << round.mode << " round on " << round.cpus << " CPUs took "
+        << duration_text(round.duration_seconds) << '\n';
   }
-  print_unhealthy(out, reply);
-  out << "corenoise: " << states_text(reply);
-  if (healthy(reply) == false) out << "; unhealthy CPUs found";
+  print_unhealthy(out, reply.cpu_states);
+  out << "corenoise: " << states_text(std::nullopt, reply.cpu_states);
+  if (!reply.cpu_states.healthy) out << "; unhealthy CPUs found";
   out << '\n';
 }
 

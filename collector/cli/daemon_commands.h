@@ -2,11 +2,12 @@
 // control socket (docs/control.md): status, pause, resume, run, calibrate.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "daemon/control/control_replies.h"
 
 namespace corenoise {
 
@@ -19,9 +20,8 @@ bool is_daemon_command(std::string_view command);
 int run_daemon_command(const std::string& command, const std::vector<std::string>& args);
 
 // The human view of a status / completed-run reply (docs/control.md).
-// `now_unix_seconds` makes "40 s ago" testable. Tolerant: fields a daemon
-// did not send are left out, never an error.
-void print_status(std::ostream& out, const nlohmann::json& reply, double now_unix_seconds);
-void print_run(std::ostream& out, const nlohmann::json& reply);
+// `now_unix_seconds` makes "40 s ago" testable.
+void print_status(std::ostream& out, const StatusReply& reply, double now_unix_seconds);
+void print_run(std::ostream& out, const RunReply& reply);
 
 }  // namespace corenoise

@@ -107,47 +107,16 @@ int run(const InjectionPlan& plan) {
   return kExitHealthy;
 }
 
-}  // namespace
+// The pattern's two spellings, as given.
+struct PatternOptions {
+  std::optional<double> duty, period, burst_hz, burst_length;
+};
 
-InjectionPlan parse_inject_options(const std::vector<std::string>& args) {
-  const ParsedArgs parsed =
-      parse_args(args, {"cpus", "seconds", "duty", "period", "burst-hz", "burst-length"},
-                 {"memory-hog", "normal", "help"});
-  if (!parsed.positional.empty()) {
-    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
-  }
-  InjectionPlan plan;
-  std::optional<double> duty, period, burst_hz, burst_length, seconds;
-  bool have_cpus = false;
-  for (const auto& [name, value] : parsed.options) {
-    if (name == "cpus") {
-      try {
-        plan.cpus = parse_cpu_list(value);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError("--cpus: " + std::string(e.what()));
-      }
-      have_cpus = true;
-    } else if (name == "seconds") {
-      seconds = real_option(name, value, 0.001, 1e6, "seconds");
-    } else if (name == "duty") {
-      duty = real_option(name, value, 0, 1, "a share of time");
-    } else if (name == "period") {
-      period = real_option(name, value, 1e-5, 10, "seconds");
-    } else if (name == "burst-hz") {
-      burst_hz = real_option(name, value, 0.1, 1e5, "a frequency in Hz");
-    } else if (name == "burst-length") {
-      burst_length = real_option(name, value, 1e-6, 10, "seconds");
-    } else if (name == "memory-hog") {
-      plan.kind = InjectionKind::memory_hog;
-    } else if (name == "normal") {
-      plan.fifo = false;
-    }
-  }
-  if (!have_cpus) throw UsageError("--cpus is required");
-  if (!seconds) throw UsageError("--seconds is required");
-  plan.seconds = *seconds;
-  const bool duty_spelling = duty || period;
-  const bool burst_spelling = burst_hz || burst_length;
+// The plan's on/off pattern from one spelling or the other (or the
+// defaults), and none for a memory hog.
+void set_pattern(InjectionPlan& plan, const PatternOptions& given) {
+  const bool duty_spelling = given.duty || given.period;
+  const bool burst_spelling = given.burst_hz || given.burst_length;
   if (plan.kind == InjectionKind::memory_hog && (duty_spelling || burst_spelling)) {
     throw UsageError(
         std::string("--memory-hog streams all the time; ") +
@@ -161,15 +130,58 @@ InjectionPlan parse_inject_options(const std::vector<std::string>& args) {
   }
   try {
     if (burst_spelling) {
-      if (!burst_hz) throw UsageError("--burst-length needs --burst-hz");
-      if (!burst_length) throw UsageError("--burst-hz needs --burst-length");
-      plan.pattern = pattern_from_burst(*burst_hz, *burst_length);
+      if (!given.burst_hz) throw UsageError("--burst-length needs --burst-hz");
+      if (!given.burst_length) throw UsageError("--burst-hz needs --burst-length");
+      plan.pattern = pattern_from_burst(*given.burst_hz, *given.burst_length);
     } else {
-      plan.pattern = pattern_from_duty(duty.value_or(0.1), period.value_or(0.01));
+      plan.pattern = pattern_from_duty(given.duty.value_or(0.1), given.period.value_or(0.01));
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+}
+
+}  // namespace
+
+InjectionPlan parse_inject_options(const std::vector<std::string>& args) {
+  const ParsedArgs parsed =
+      parse_args(args, {"cpus", "seconds", "duty", "period", "burst-hz", "burst-length"},
+                 {"memory-hog", "normal", "help"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  InjectionPlan plan;
+  PatternOptions pattern;
+  std::optional<double> seconds;
+  bool have_cpus = false;
+  for (const auto& [name, value] : parsed.options) {
+    if (name == "cpus") {
+      try {
+        plan.cpus = parse_cpu_list(value);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError("--cpus: " + std::string(e.what()));
+      }
+      have_cpus = true;
+    } else if (name == "seconds") {
+      seconds = real_option(name, value, 0.001, 1e6, "seconds");
+    } else if (name == "duty") {
+      pattern.duty = real_option(name, value, 0, 1, "a share of time");
+    } else if (name == "period") {
+      pattern.period = real_option(name, value, 1e-5, 10, "seconds");
+    } else if (name == "burst-hz") {
+      pattern.burst_hz = real_option(name, value, 0.1, 1e5, "a frequency in Hz");
+    } else if (name == "burst-length") {
+      pattern.burst_length = real_option(name, value, 1e-6, 10, "seconds");
+    } else if (name == "memory-hog") {
+      plan.kind = InjectionKind::memory_hog;
+    } else if (name == "normal") {
+      plan.fifo = false;
+    }
+  }
+  if (!have_cpus) throw UsageError("--cpus is required");
+  if (!seconds) throw UsageError("--seconds is required");
+  plan.seconds = *seconds;
+  set_pattern(plan, pattern);
   return plan;
 }
 

@@ -143,6 +143,56 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// Measures `cpus` in each mode of the settings into `report`, confirming
+// suspects where asked.
+void measure(NodeReport& report, const Topology& topology, const std::vector<unsigned>& cpus,
+             const CommandOptions& options) {
+  Runner runner(options.settings, topology);
+  report.isa = runner.isa();
+  std::string why_not;
+  runner.set_trace(trace::open_trace_source(options.settings.trace, cpus, &why_not));
+  report.trace = trace::trace_status(options.settings.trace, runner.traced(), why_not);
+  const bool json_to_stdout = options.json_path && *options.json_path == "-";
+  ProgressLine progress(!options.quiet && !json_to_stdout && isatty(STDERR_FILENO));
+  for (Mode mode : options.settings.modes) {
+    const RoundSamples round = runner.run(
+        mode, cpus, [&](std::size_t done, std::size_t total) { progress.show(mode, done, total); });
+    ModeReport mode_report =
+        make_mode_report(round, report.pus, options.settings.round_thresholds());
+    // Suspects are measured again, each beside a reference core, before
+    // they count (confirmation.h).
+    if (options.settings.confirm) {
+      const SuspectCount here = count_suspects(mode_report.verdicts);
+      confirm_mode_report(mode_report, report.pus, options.settings, here.suspects, here.screened,
+                          [&](const ConfirmationPlan& plan) {
+                            if (plan.empty()) return RoundSamples{};
+                            return runner.for_confirmation(plan.probes).run(mode, plan.cpus);
+                          });
+    }
+    report.modes.push_back(std::move(mode_report));
+  }
+}
+
+// The JSON (to its file or stdout), the table and the summary line.
+void print_outputs(const NodeReport& report, const CommandOptions& options,
+                   std::ofstream* json_file) {
+  const std::string summary = "corenoise: " + summary_line(report);
+  if (options.json_path) {
+    const std::string text = to_json(report).dump(2) + "\n";
+    if (json_file) {
+      *json_file << text;
+      json_file->flush();
+      if (!*json_file)
+        throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
+    } else {
+      std::cout << text;
+    }
+  }
+  const bool table_to_stdout = !options.quiet && !(options.json_path && *options.json_path == "-");
+  if (table_to_stdout) print_table(std::cout, report);
+  (options.json_path && *options.json_path == "-" ? std::cerr : std::cout) << summary << std::endl;
+}
+
 int run(const CommandOptions& options) {
   Topology topology = Topology::load(options.topology);
   // Another machine's topology is only listed: this /sys is not its.
@@ -163,50 +213,8 @@ int run(const CommandOptions& options) {
   report.this_system = topology.is_this_system();
   report.settings = options.settings;
   report.pus = topology.pus();
-
-  if (topology.is_this_system() && !cpus.empty()) {
-    Runner runner(options.settings, topology);
-    report.isa = runner.isa();
-    std::string why_not;
-    runner.set_trace(trace::open_trace_source(options.settings.trace, cpus, &why_not));
-    report.trace = trace::trace_status(options.settings.trace, runner.traced(), why_not);
-    const bool json_to_stdout = options.json_path && *options.json_path == "-";
-    ProgressLine progress(!options.quiet && !json_to_stdout && isatty(STDERR_FILENO));
-    for (Mode mode : options.settings.modes) {
-      const RoundSamples round = runner.run(mode, cpus, [&](std::size_t done, std::size_t total) {
-        progress.show(mode, done, total);
-      });
-      ModeReport mode_report =
-          make_mode_report(round, report.pus, options.settings.round_thresholds());
-      // Suspects are measured again, each beside a reference core, before
-      // they count (confirmation.h).
-      if (options.settings.confirm) {
-        const SuspectCount here = count_suspects(mode_report.verdicts);
-        confirm_mode_report(mode_report, report.pus, options.settings, here.suspects, here.screened,
-                            [&](const ConfirmationPlan& plan) {
-                              if (plan.empty()) return RoundSamples{};
-                              return runner.for_confirmation(plan.probes).run(mode, plan.cpus);
-                            });
-      }
-      report.modes.push_back(std::move(mode_report));
-    }
-  }
-
-  const std::string summary = "corenoise: " + summary_line(report);
-  if (options.json_path) {
-    const std::string text = to_json(report).dump(2) + "\n";
-    if (json_file) {
-      *json_file << text;
-      json_file->flush();
-      if (!*json_file)
-        throw std::runtime_error("--json: error writing '" + *options.json_path + "'");
-    } else {
-      std::cout << text;
-    }
-  }
-  const bool table_to_stdout = !options.quiet && !(options.json_path && *options.json_path == "-");
-  if (table_to_stdout) print_table(std::cout, report);
-  (options.json_path && *options.json_path == "-" ? std::cerr : std::cout) << summary << std::endl;
+  if (topology.is_this_system() && !cpus.empty()) measure(report, topology, cpus, options);
+  print_outputs(report, options, json_file.get());
   return report.healthy() ? kExitHealthy : kExitUnhealthy;
 }
 

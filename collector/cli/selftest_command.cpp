@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -132,20 +131,11 @@ SelftestOptions parse(const std::vector<std::string>& args) {
   }
   const double threshold = options.settings.thresholds.noisy_excess_noise;
   if (options.duty < 2 * threshold || options.duty >= 1) {
-    char text[200];
-    std::snprintf(text, sizeof text,
-                  "--duty: got %g, expected at least twice --noisy-excess-noise (%g) and below 1, "
-                  "so that the vCPUs' own spread cannot decide the outcome",
-                  options.duty, threshold);
-    throw UsageError(text);
+    throw UsageError("--duty: got " + general_text(options.duty) +
+                     ", expected at least twice --noisy-excess-noise (" + general_text(threshold) +
+                     ") and below 1, so that the vCPUs' own spread cannot decide the outcome");
   }
   return options;
-}
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
 }
 
 // `corenoise inject` in a child process: the probe moves every thread of
@@ -156,9 +146,11 @@ class Injector {
   Injector(unsigned cpu, double duty, double period) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("cannot make a pipe for corenoise inject");
-    const std::vector<std::string> argv = {
-        "corenoise",  "inject",   "--cpus",       std::to_string(cpu), "--duty",
-        number(duty), "--period", number(period), "--seconds",         "3600"};
+    const std::vector<std::string> argv = {"corenoise", "inject",
+                                           "--cpus",    std::to_string(cpu),
+                                           "--duty",    round_trip_text(duty),
+                                           "--period",  round_trip_text(period),
+                                           "--seconds", "3600"};
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("cannot start corenoise inject");
     if (pid_ == 0) {
@@ -218,8 +210,9 @@ struct Check {
   int passed = 0;
 };
 
-int run(const SelftestOptions& options) {
-  const Topology topology = Topology::load("native");
+// This process's usable CPUs (two at least), and the one to inject on.
+std::pair<std::vector<unsigned>, unsigned> choose_cpus(const Topology& topology,
+                                                       const SelftestOptions& options) {
   std::vector<unsigned> usable;
   for (const auto& pu : topology.pus()) {
     if (pu.usable()) usable.push_back(pu.cpu);
@@ -235,92 +228,109 @@ int run(const SelftestOptions& options) {
     throw UsageError("--cpu: CPU " + std::to_string(cpu) +
                      " is not usable here (usable: " + format_cpu_list(usable) + ")");
   }
-  Runner runner(options.settings, topology);
-  // Traced as a probe is (--trace, default auto): the checks read /proc's
-  // figures, and the causes it prints name the injector where it can.
-  runner.set_trace(trace::open_trace_source(options.settings.trace, usable, nullptr));
-  const Thresholds& thresholds = options.settings.thresholds;
-  const double tolerance = std::max(0.03, 0.3 * options.duty);
-  const double excess_tolerance = tolerance + thresholds.noisy_excess_noise;
+  return {usable, cpu};
+}
+
+// How far a measured share may be from the injected duty.
+struct Tolerance {
+  double duty = 0;
+  double plus_minus = 0;  // of what other threads took
+  double excess = 0;      // of the excess noise, which also has the noisy threshold's floor
   // Each burst also costs its wake-up and two context switches, which count
   // as lost time too (about 25 µs each on the development VM): allowed above.
-  const double switch_allowance = 30e-6 / options.period;
-  auto within = [&](double measured, double plus_minus) {
-    return measured >= options.duty - plus_minus &&
-           measured <= options.duty + plus_minus + switch_allowance;
-  };
+  double switches = 0;
 
-  Injector injector(cpu, options.duty, options.period);
-  const std::string injected = injector.wait_ready(10);
-  std::cout << "corenoise selftest: injecting " << injected << "; probing CPUs "
-            << format_cpu_list(usable) << " in " << options.rounds << " isolated round"
-            << (options.rounds == 1 ? "" : "s") << std::endl;
-
-  const std::string on = "CPU " + std::to_string(cpu);
-  const std::string allowance = " (+" + points_text(switch_allowance) + " for context switches)";
-  std::vector<Check> checks = {
-      {on + " is noisy"},
-      {on + " lost " + percent_text(options.duty) + " ± " + points_text(tolerance) + allowance +
-       " more than the other CPUs to other threads (detour.preempted_seconds / window)"},
-      {on + " excess noise is " + percent_text(options.duty) + " ± " +
-       points_text(excess_tolerance) + allowance},
-      {on + " cause names \"preempted\""},
-      {"no other CPU is noisy"}};
-  // Rounds in which the other CPUs lost more than half the duty to other
-  // threads: beside such load the checks judge the load, not corenoise.
-  int busy_rounds = 0;
-  for (int round = 1; round <= options.rounds; ++round) {
-    const RoundSamples samples = runner.run(Mode::isolated, usable);
-    const ModeReport report = make_mode_report(samples, topology.pus(), thresholds);
-    std::vector<std::string> elsewhere;
-    std::vector<double> others_preempted;
-    const CoreFigures* target = nullptr;
-    for (const auto& core : report.verdicts.cores) {
-      if (core.cpu == cpu) {
-        target = &core;
-        continue;
-      }
-      if (core.state == CoreState::noisy) {
-        elsewhere.push_back("CPU " + std::to_string(core.cpu) + " (" + core.cause + ")");
-      }
-      if (core.detour && core.detour->preempted_seconds && core.detour->window_seconds > 0) {
-        others_preempted.push_back(*core.detour->preempted_seconds / core.detour->window_seconds);
-      }
-    }
-    if (target == nullptr || !target->detour || target->detour->window_seconds <= 0) {
-      throw std::runtime_error(on + " was not measured: " +
-                               (target != nullptr ? target->cause : std::string("not in report")));
-    }
-    const DetourResult& detour = *target->detour;
-    // What other threads took beyond what they took from the other CPUs
-    // (their median): the injector's share, without whatever else runs on
-    // the node (a build, a job), as excess noise is judged over the floor.
-    // No schedstat (an old kernel): unknown, which fails that check.
-    std::sort(others_preempted.begin(), others_preempted.end());
-    const double others =
-        others_preempted.empty() ? 0 : others_preempted[(others_preempted.size() - 1) / 2];
-    const double preempted = detour.preempted_seconds.value_or(-1) / detour.window_seconds - others;
-    const double excess = target->excess_noise.value_or(0);
-    const bool busy = others > options.duty / 2;
-    busy_rounds += busy ? 1 : 0;
-    const bool results[] = {target->state == CoreState::noisy, within(preempted, tolerance),
-                            within(excess, excess_tolerance),
-                            target->cause.find("preempted") != std::string::npos,
-                            elsewhere.empty()};
-    // A busy round is not judged: its figures are printed, its checks not
-    // counted either way.
-    for (std::size_t i = 0; i < checks.size() && !busy; ++i) checks[i].passed += results[i] ? 1 : 0;
-    std::cout << "  round " << round << ": " << on << " " << to_string(target->state)
-              << ", preempted " << percent_text(preempted + others) << " (others "
-              << percent_text(others) << "), noise " << percent_text(detour.noise_ratio())
-              << ", excess " << percent_text(excess)
-              << (elsewhere.empty() ? "; no other CPU noisy" : "; also noisy: ");
-    for (std::size_t i = 0; i < elsewhere.size(); ++i) {
-      std::cout << (i > 0 ? ", " : "") << elsewhere[i];
-    }
-    std::cout << (busy ? " (busy: not judged)" : "") << std::endl;
+  explicit Tolerance(const SelftestOptions& options)
+      : duty(options.duty),
+        plus_minus(std::max(0.03, 0.3 * options.duty)),
+        excess(plus_minus + options.settings.thresholds.noisy_excess_noise),
+        switches(30e-6 / options.period) {}
+  bool within(double measured, double by) const {
+    return measured >= duty - by && measured <= duty + by + switches;
   }
+};
 
+std::vector<Check> make_checks(const std::string& on, const Tolerance& tolerance) {
+  const std::string allowance = " (+" + points_text(tolerance.switches) + " for context switches)";
+  return {{on + " is noisy"},
+          {on + " lost " + percent_text(tolerance.duty) + " ± " +
+           points_text(tolerance.plus_minus) + allowance +
+           " more than the other CPUs to other threads (detour.preempted_seconds / window)"},
+          {on + " excess noise is " + percent_text(tolerance.duty) + " ± " +
+           points_text(tolerance.excess) + allowance},
+          {on + " cause names \"preempted\""},
+          {"no other CPU is noisy"}};
+}
+
+// One round's figures: the injected CPU's, the noisy others, and what
+// other threads took from the other CPUs (their median).
+struct RoundFigures {
+  const CoreFigures* target = nullptr;
+  std::vector<std::string> elsewhere;
+  double others = 0;
+};
+
+RoundFigures round_figures(const ModeReport& report, unsigned cpu, const std::string& on) {
+  RoundFigures out;
+  std::vector<double> others_preempted;
+  for (const auto& core : report.verdicts.cores) {
+    if (core.cpu == cpu) {
+      out.target = &core;
+      continue;
+    }
+    if (core.state == CoreState::noisy) {
+      out.elsewhere.push_back("CPU " + std::to_string(core.cpu) + " (" + core.cause + ")");
+    }
+    if (core.detour && core.detour->preempted_seconds && core.detour->window_seconds > 0) {
+      others_preempted.push_back(*core.detour->preempted_seconds / core.detour->window_seconds);
+    }
+  }
+  const CoreFigures* target = out.target;
+  if (target == nullptr || !target->detour || target->detour->window_seconds <= 0) {
+    throw std::runtime_error(on + " was not measured: " +
+                             (target != nullptr ? target->cause : std::string("not in report")));
+  }
+  std::sort(others_preempted.begin(), others_preempted.end());
+  out.others = others_preempted.empty() ? 0 : others_preempted[(others_preempted.size() - 1) / 2];
+  return out;
+}
+
+// Judges one round against the checks (a busy round is printed, not
+// counted either way) and prints its line; true if it was busy.
+bool judge_round(int round, const RoundFigures& figures, const Tolerance& tolerance,
+                 const std::string& on, std::vector<Check>& checks) {
+  const CoreFigures* target = figures.target;
+  const DetourResult& detour = *target->detour;
+  // What other threads took beyond what they took from the other CPUs:
+  // the injector's share, without whatever else runs on the node (a build,
+  // a job), as excess noise is judged over the floor. No schedstat (an old
+  // kernel): unknown, which fails that check.
+  const double others = figures.others;
+  const double preempted = detour.preempted_seconds.value_or(-1) / detour.window_seconds - others;
+  const double excess = target->excess_noise.value_or(0);
+  // The other CPUs lost more than half the duty to other threads: beside
+  // such load the checks judge the load, not corenoise.
+  const bool busy = others > tolerance.duty / 2;
+  const bool results[] = {
+      target->state == CoreState::noisy, tolerance.within(preempted, tolerance.plus_minus),
+      tolerance.within(excess, tolerance.excess),
+      target->cause.find("preempted") != std::string::npos, figures.elsewhere.empty()};
+  for (std::size_t i = 0; i < checks.size() && !busy; ++i) checks[i].passed += results[i] ? 1 : 0;
+  std::cout << "  round " << round << ": " << on << " " << to_string(target->state)
+            << ", preempted " << percent_text(preempted + others) << " (others "
+            << percent_text(others) << "), noise " << percent_text(detour.noise_ratio())
+            << ", excess " << percent_text(excess)
+            << (figures.elsewhere.empty() ? "; no other CPU noisy" : "; also noisy: ");
+  for (std::size_t i = 0; i < figures.elsewhere.size(); ++i) {
+    std::cout << (i > 0 ? ", " : "") << figures.elsewhere[i];
+  }
+  std::cout << (busy ? " (busy: not judged)" : "") << std::endl;
+  return busy;
+}
+
+// Each check's tally and the verdict; the exit code.
+int print_verdict(const std::vector<Check>& checks, const SelftestOptions& options, int busy_rounds,
+                  const std::string& on) {
   if (2 * busy_rounds > options.rounds) {
     std::cout
         << "corenoise selftest: CANNOT JUDGE: the other CPUs lost more than "
@@ -345,6 +355,33 @@ int run(const SelftestOptions& options) {
             << " (each check must hold in a majority of the " << judged << " rounds judged of "
             << options.rounds << ")" << std::endl;
   return all ? kExitHealthy : kExitUnhealthy;
+}
+
+int run(const SelftestOptions& options) {
+  const Topology topology = Topology::load("native");
+  const auto [usable, cpu] = choose_cpus(topology, options);
+  Runner runner(options.settings, topology);
+  // Traced as a probe is (--trace, default auto): the checks read /proc's
+  // figures, and the causes it prints name the injector where it can.
+  runner.set_trace(trace::open_trace_source(options.settings.trace, usable, nullptr));
+  const Tolerance tolerance(options);
+
+  Injector injector(cpu, options.duty, options.period);
+  const std::string injected = injector.wait_ready(10);
+  std::cout << "corenoise selftest: injecting " << injected << "; probing CPUs "
+            << format_cpu_list(usable) << " in " << options.rounds << " isolated round"
+            << (options.rounds == 1 ? "" : "s") << std::endl;
+
+  const std::string on = "CPU " + std::to_string(cpu);
+  std::vector<Check> checks = make_checks(on, tolerance);
+  int busy_rounds = 0;
+  for (int round = 1; round <= options.rounds; ++round) {
+    const RoundSamples samples = runner.run(Mode::isolated, usable);
+    const ModeReport report =
+        make_mode_report(samples, topology.pus(), options.settings.thresholds);
+    busy_rounds += judge_round(round, round_figures(report, cpu, on), tolerance, on, checks);
+  }
+  return print_verdict(checks, options, busy_rounds, on);
 }
 
 }  // namespace

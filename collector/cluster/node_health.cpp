@@ -3,20 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <optional>
+
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {
-
-// A figure in a drain reason: fixed decimals, "-" for NaN (a node with no
-// probed core).
-std::string fixed(double value, int digits = 3) {
-  if (!std::isfinite(value)) return "-";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
 
 // Why `node` should be drained, if it should.
 std::optional<std::string> drain_reason(const ClusterReport& report, const ClusterNode& node,

@@ -19,7 +19,7 @@ std::string_view cause_advice(JobCause cause) {
              "runs threads";
     case JobCause::other_processes:
       return "keep other work off the job's cores: give the OS a core (Slurm CoreSpecCount, "
-             "CpuSpecList) and leave it out of the binding; find the process named here";
+             "CpuSpecList) and leave it out of the binding";
     case JobCause::interrupts:
       return "steer device interrupts away from the job's cores (/proc/irq/N/smp_affinity_list, "
              "IRQBALANCE_BANNED_CPULIST); for timer ticks, nohz_full on the job's cores";

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "collector/job/cause_advice.h"
+#include "collector/report/call_site_text.h"
+#include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
 #include "probe/units.h"
 
@@ -65,7 +67,9 @@ void print_causes(std::ostringstream& out, const JobReport& report) {
   out << "\n";
 }
 
-void print_rank(std::ostringstream& out, const JobRank& r, std::set<JobCause>& advised) {
+// A rank's line, its daemon's verdicts and the fix, each fix once (the
+// same cause may read differently where a rank names a process).
+void print_rank(std::ostringstream& out, const JobRank& r, std::set<std::string>& advised) {
   const JobCause cause = *r.attribution.main_cause;
   out << "    rank " << r.rank << " on " << r.host << " cpu " << format_cpu_list(r.cpus)
       << ": caused " << seconds_text(r.measures.wait_caused_seconds) << " of waiting; "
@@ -83,14 +87,16 @@ void print_rank(std::ostringstream& out, const JobRank& r, std::set<JobCause>& a
       out << "\n";
     }
   }
-  if (advised.insert(cause).second) out << "      fix: " << cause_advice(cause) << "\n";
+  if (std::string fix = rank_advice(r); advised.insert(fix).second) {
+    out << "      fix: " << fix << "\n";
+  }
 }
 
 void print_call_sites(std::ostringstream& out, const JobReport& report) {
   const auto& sites = report.call_sites;
   for (std::size_t i = 0; i < std::min<std::size_t>(3, sites.size()); ++i) {
     if (i == 0) out << "  wait per call site:\n";
-    out << "    " << sites[i].call << " from " << sites[i].site << ": "
+    out << "    " << sites[i].call << " from " << readable_site(sites[i].site) << ": "
         << seconds_text(sites[i].wait_seconds) << " over all ranks, "
         << static_cast<long>(sites[i].calls) << " calls per rank, longest "
         << seconds_text(sites[i].wait_max_seconds) << "\n";
@@ -139,7 +145,7 @@ void print_worst_steps(std::ostringstream& out, const JobReport& report) {
         << seconds_text(s.wait_caused_seconds) << " of waiting for rank " << s.last_rank;
     if (s.cause)
       out << " (" << to_string(*s.cause) << (s.phase.empty() ? "" : " in the " + s.phase) << ")";
-    if (!s.call.empty()) out << ", at " << s.call << " from " << s.site;
+    if (!s.call.empty()) out << ", at " << s.call << " from " << readable_site(s.site);
     out << "\n";
   }
 }
@@ -150,7 +156,7 @@ std::string job_banner(const JobReport& report, int worst_ranks) {
   std::ostringstream out;
   print_totals(out, report);
   print_causes(out, report);
-  std::set<JobCause> advised;
+  std::set<std::string> advised;
   int shown = 0;
   for (int number : report.worst_ranks) {
     if (shown++ == worst_ranks) break;

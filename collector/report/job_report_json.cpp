@@ -3,7 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "collector/job/cause_advice.h"
+#include "collector/report/call_site_text.h"
+#include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
 
 namespace corenoise {
@@ -64,7 +65,7 @@ json rank_json(const JobRank& r) {
       {"unexplained_seconds", a.unexplained_seconds},
       {"cause", a.main_cause ? std::string(to_string(*a.main_cause)) : "none"},
       {"causes", causes_json(a.causes)},
-      {"advice", a.main_cause ? json(std::string(cause_advice(*a.main_cause))) : json(nullptr)},
+      {"advice", a.main_cause ? json(rank_advice(r)) : json(nullptr)},
       {"culprits", culprits},
       {"busy_threads", r.busy_threads_peak > 0 ? json(r.busy_threads_peak) : json(nullptr)},
       {"counters", counters_json(m)},
@@ -74,7 +75,7 @@ json rank_json(const JobRank& r) {
 
 json call_site_json(const JobCallSite& s) {
   return {{"call", s.call},
-          {"site", s.site},
+          {"site", readable_site(s.site)},
           {"calls", s.calls},
           {"wait_seconds", s.wait_seconds},
           {"wait_max_seconds", s.wait_max_seconds}};
@@ -141,7 +142,7 @@ json worst_steps_json(const std::vector<JobStep>& steps) {
                    {"wait_caused_seconds", s.wait_caused_seconds},
                    {"last_rank", s.last_rank},
                    {"call", s.call.empty() ? json(nullptr) : json(s.call)},
-                   {"site", s.site.empty() ? json(nullptr) : json(s.site)},
+                   {"site", s.site.empty() ? json(nullptr) : json(readable_site(s.site))},
                    {"phase", s.phase.empty() ? json(nullptr) : json(s.phase)},
                    {"cause", cause_or_none(s.cause)}});
   }

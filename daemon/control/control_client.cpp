@@ -8,11 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {
@@ -39,10 +40,7 @@ class Fd {
 };
 
 std::string seconds_text(milliseconds d) {
-  const double s = static_cast<double>(d.count()) / 1000;
-  char text[32];
-  std::snprintf(text, sizeof text, s == std::floor(s) ? "%.0f s" : "%.1f s", s);
-  return text;
+  return short_seconds_text(static_cast<double>(d.count()) / 1000);
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -58,6 +56,144 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
     if (rc > 0) return true;
     if (rc == 0) return false;
     if (errno != EINTR) throw std::system_error(errno, std::system_category(), "poll");
+  }
+}
+
+std::runtime_error unreachable(const std::string& where, const std::string& why) {
+  return std::runtime_error("cannot reach " + where + ": " + why);
+}
+
+sockaddr_un socket_address(const std::string& path, const std::string& where) {
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof address.sun_path) {
+    throw unreachable(where, "not a valid socket path (1 to " +
+                                 std::to_string(sizeof address.sun_path - 1) + " bytes)");
+  }
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return address;
+}
+
+// Why connect() failed with `error`, in words that say what to check.
+std::runtime_error connect_error(int error, const char* path, const std::string& where) {
+  switch (error) {
+    case ENOENT:
+      return unreachable(where,
+                         "no such socket (is corenoised running? --socket or $CORENOISE_SOCKET "
+                         "choose another)");
+    case EACCES:
+    case EPERM:
+      return unreachable(
+          where, "permission denied (the socket is for root and the daemon's control group)");
+    case ECONNREFUSED: {
+      // Linux also answers ECONNREFUSED for a path that is no socket.
+      struct stat st {};
+      if (::stat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        return unreachable(where, "not a socket (check --socket or $CORENOISE_SOCKET)");
+      }
+      return unreachable(where,
+                         "connection refused (the socket is left over: corenoised is not running)");
+    }
+    case ENOTSOCK:
+      return unreachable(where, "not a socket (is corenoised running? check --socket)");
+    default:
+      return unreachable(where, std::string(std::strerror(error)) + " (is corenoised running?)");
+  }
+}
+
+// Connects `fd` to `address`. A Unix socket connects at once or fails at
+// once; the one wait is a listener whose backlog is full (EAGAIN), retried
+// until the deadline.
+void connect_socket(int fd, const sockaddr_un& address, const std::string& where,
+                    milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) return;
+    int error = errno;
+    if (error == EINTR) continue;
+    if (error == EAGAIN) {
+      if (Clock::now() >= deadline) {
+        throw unreachable(where, "the daemon accepts no connection within " +
+                                     seconds_text(timeout) + " (it may be overloaded or stuck)");
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+      continue;
+    }
+    if (error == EINPROGRESS) {
+      if (!wait_for(fd, POLLOUT, deadline)) {
+        throw unreachable(
+            where, "no connection within " + seconds_text(timeout) + " (is corenoised running?)");
+      }
+      socklen_t length = sizeof error;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      if (error == 0) return;
+    }
+    throw connect_error(error, address.sun_path, where);
+  }
+}
+
+// One request and its reply on a connected socket, within one deadline.
+struct Exchange {
+  int fd;
+  const std::string& where;
+  Clock::time_point deadline;
+  milliseconds timeout;
+
+  std::runtime_error no_reply() const {
+    return std::runtime_error("no reply from " + where + " within " + seconds_text(timeout) +
+                              " (the daemon may be busy, stuck or not running)");
+  }
+};
+
+// Sends `line`. A daemon that refuses the connection (too many clients, a
+// line too long) replies and closes; its reply is still read after.
+void send_line(const Exchange& exchange, const std::string& line) {
+  std::size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = ::send(exchange.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(exchange.fd, POLLOUT, exchange.deadline)) throw exchange.no_reply();
+      continue;
+    }
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return;
+    throw std::runtime_error("cannot send to " + exchange.where + ": " + std::strerror(errno));
+  }
+}
+
+// Reads one line, without its '\n'.
+std::string read_line(const Exchange& exchange) {
+  std::string reply;
+  char buffer[65536];
+  for (;;) {
+    if (const auto end = reply.find('\n'); end != std::string::npos) {
+      reply.resize(end);
+      return reply;
+    }
+    if (reply.size() > kMaxReplyBytes) {
+      throw std::runtime_error(exchange.where + " sent a reply longer than " +
+                               std::to_string(kMaxReplyBytes) + " bytes");
+    }
+    const ssize_t n = ::recv(exchange.fd, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      reply.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(exchange.fd, POLLIN, exchange.deadline)) throw exchange.no_reply();
+      continue;
+    }
+    if (n == 0 || errno == ECONNRESET || errno == EPIPE) {
+      throw std::runtime_error(exchange.where +
+                               " closed the connection without replying (the daemon may have "
+                               "stopped, or is not running)");
+    }
+    throw std::runtime_error("cannot read from " + exchange.where + ": " + std::strerror(errno));
   }
 }
 
@@ -91,131 +227,15 @@ nlohmann::json ControlClient::report_job(const JobRequest& report,
 
 nlohmann::json ControlClient::request(const nlohmann::json& request,
                                       std::chrono::milliseconds timeout) const {
-  const std::string& path = socket_path_;
-  const std::string where = "corenoised at '" + path + "'";
-  auto unreachable = [&](const std::string& why) {
-    return std::runtime_error("cannot reach " + where + ": " + why);
-  };
-
-  sockaddr_un address{};
-  if (path.empty() || path.size() >= sizeof address.sun_path) {
-    throw unreachable("not a valid socket path (1 to " +
-                      std::to_string(sizeof address.sun_path - 1) + " bytes)");
-  }
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-
+  const std::string where = "corenoised at '" + socket_path_ + "'";
+  const sockaddr_un address = socket_address(socket_path_, where);
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) throw unreachable(std::string("socket: ") + std::strerror(errno));
+  if (fd.get() < 0) throw unreachable(where, std::string("socket: ") + std::strerror(errno));
+  connect_socket(fd.get(), address, where, connect_timeout_);
 
-  // A Unix socket connects at once or fails at once; the one wait is a
-  // listener whose backlog is full (EAGAIN), retried until the deadline.
-  const auto connect_deadline = Clock::now() + connect_timeout_;
-  for (;;) {
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-      break;
-    }
-    const int error = errno;
-    if (error == EINTR) continue;
-    if (error == EAGAIN || error == EINPROGRESS) {
-      if (error == EINPROGRESS) {
-        if (!wait_for(fd.get(), POLLOUT, connect_deadline)) {
-          throw unreachable("no connection within " + seconds_text(connect_timeout_) +
-                            " (is corenoised running?)");
-        }
-        int so_error = 0;
-        socklen_t length = sizeof so_error;
-        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &length);
-        if (so_error == 0) break;
-        errno = so_error;
-      } else {
-        if (Clock::now() >= connect_deadline) {
-          throw unreachable("the daemon accepts no connection within " +
-                            seconds_text(connect_timeout_) + " (it may be overloaded or stuck)");
-        }
-        std::this_thread::sleep_for(milliseconds(10));
-        continue;
-      }
-    }
-    switch (errno) {
-      case ENOENT:
-        throw unreachable(
-            "no such socket (is corenoised running? --socket or $CORENOISE_SOCKET choose "
-            "another)");
-      case EACCES:
-      case EPERM:
-        throw unreachable(
-            "permission denied (the socket is for root and the daemon's control group)");
-      case ECONNREFUSED: {
-        // Linux also answers ECONNREFUSED for a path that is no socket.
-        struct stat st {};
-        if (::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-          throw unreachable("not a socket (check --socket or $CORENOISE_SOCKET)");
-        }
-        throw unreachable(
-            "connection refused (the socket is left over: corenoised is not running)");
-      }
-      case ENOTSOCK:
-        throw unreachable("not a socket (is corenoised running? check --socket)");
-      default:
-        throw unreachable(std::string(std::strerror(errno)) + " (is corenoised running?)");
-    }
-  }
-
-  const auto deadline = Clock::now() + timeout;
-  auto no_reply = [&] {
-    return std::runtime_error("no reply from " + where + " within " + seconds_text(timeout) +
-                              " (the daemon may be busy, stuck or not running)");
-  };
-
-  // Send. A daemon that refuses the connection (too many clients, a line too
-  // long) replies and closes; its reply is still read below.
-  const std::string line = encode_line(request);
-  std::size_t sent = 0;
-  while (sent < line.size()) {
-    const ssize_t n = ::send(fd.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd.get(), POLLOUT, deadline)) throw no_reply();
-      continue;
-    }
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
-    throw std::runtime_error("cannot send to " + where + ": " + std::strerror(errno));
-  }
-
-  // Read one line.
-  std::string reply;
-  char buffer[65536];
-  for (;;) {
-    if (const auto end = reply.find('\n'); end != std::string::npos) {
-      reply.resize(end);
-      break;
-    }
-    if (reply.size() > kMaxReplyBytes) {
-      throw std::runtime_error(where + " sent a reply longer than " +
-                               std::to_string(kMaxReplyBytes) + " bytes");
-    }
-    const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
-    if (n > 0) {
-      reply.append(buffer, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd.get(), POLLIN, deadline)) throw no_reply();
-      continue;
-    }
-    if (n == 0 || errno == ECONNRESET || errno == EPIPE) {
-      throw std::runtime_error(where +
-                               " closed the connection without replying (the daemon may have "
-                               "stopped, or is not running)");
-    }
-    throw std::runtime_error("cannot read from " + where + ": " + std::strerror(errno));
-  }
+  const Exchange exchange{fd.get(), where, Clock::now() + timeout, timeout};
+  send_line(exchange, encode_line(request));
+  const std::string reply = read_line(exchange);
   try {
     return parse_reply(reply);
   } catch (const ProtocolError& e) {

@@ -236,6 +236,29 @@ JobStartRequest parse_job_start(const json& r) {
   return start;
 }
 
+// One entry of a job report's "cpus", at `at` ("cpus[3]"): each cause's
+// seconds within the job's `elapsed` ones.
+JobCpuLoss parse_cpu_loss(const json& entry, const std::string& at, const json& elapsed) {
+  if (!entry.is_object()) fail("job", at, "an object", entry);
+  check_fields("job", entry, {"cpu", "lost_seconds"}, at + ".");
+  check_required("job", entry, {"cpu", "lost_seconds"}, at + ".");
+  JobCpuLoss loss;
+  loss.cpu = whole_number("job", at + ".cpu", entry["cpu"], 0);
+  const json& lost = entry["lost_seconds"];
+  if (!lost.is_object()) fail("job", at + ".lost_seconds", "an object", lost);
+  check_fields("job", lost, kJobCauseNames, at + ".lost_seconds.", "cause");
+  const double elapsed_seconds = elapsed.get<double>();
+  for (const auto& [name, value] : lost.items()) {
+    const double x = value.is_number() ? value.get<double>() : -1;
+    if (!value.is_number() || !(x >= 0) || !(x <= elapsed_seconds)) {
+      fail("job", at + ".lost_seconds." + name,
+           "a number >= 0 and <= elapsed_seconds (" + echo(elapsed) + ")", value);
+    }
+    loss.lost_seconds[index_of(*job_cause_named(name))] = x;  // named: check_fields passed
+  }
+  return loss;
+}
+
 // Any local user may send a job report (docs/control.md, Permissions), so
 // this is where what one report can add is bounded: every amount finite,
 // no cause costing a CPU more than the job's wall time, a bounded wall time
@@ -265,28 +288,12 @@ JobRequest parse_job(const json& r) {
     throw ProtocolError("job: 'cpus' has " + std::to_string(list.size()) + " entries (at most " +
                         std::to_string(kMaxJobCpus) + ")");
   }
-  const std::string lost_expected = "a number >= 0 and <= elapsed_seconds (" + echo(elapsed) + ")";
   double report_total = 0;  // seconds, over every CPU and cause
   job.cpus.reserve(list.size());
   std::set<unsigned> seen;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string at = "cpus[" + std::to_string(i) + "]";
-    const json& entry = list[i];
-    if (!entry.is_object()) fail("job", at, "an object", entry);
-    check_fields("job", entry, {"cpu", "lost_seconds"}, at + ".");
-    check_required("job", entry, {"cpu", "lost_seconds"}, at + ".");
-    JobCpuLoss loss;
-    loss.cpu = whole_number("job", at + ".cpu", entry["cpu"], 0);
-    const json& lost = entry["lost_seconds"];
-    if (!lost.is_object()) fail("job", at + ".lost_seconds", "an object", lost);
-    check_fields("job", lost, kJobCauseNames, at + ".lost_seconds.", "cause");
-    for (const auto& [name, value] : lost.items()) {
-      const double x = value.is_number() ? value.get<double>() : -1;
-      if (!value.is_number() || !(x >= 0) || !(x <= job.elapsed_seconds)) {
-        fail("job", at + ".lost_seconds." + name, lost_expected, value);
-      }
-      loss.lost_seconds[index_of(*job_cause_named(name))] = x;  // named: check_fields passed
-    }
+    const JobCpuLoss loss = parse_cpu_loss(list[i], at, elapsed);
     if (!seen.insert(loss.cpu).second) {
       throw ProtocolError("job: '" + at + "' repeats cpu " + std::to_string(loss.cpu));
     }

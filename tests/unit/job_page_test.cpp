@@ -348,5 +348,33 @@ TEST(JobPage, HostileHostAndProgramStayText) {
             "rank 2 (" + mark + ", cpu 0) column 3: 250.000 ms late");
 }
 
+// A C++ program's call site, demangled, can run to hundreds of characters
+// with few spaces: the call-site table wraps it within the window (800
+// pixels, headless Chromium's) and keeps the whole name in the cell's title.
+TEST(JobPage, ALongCallSiteStaysWithinThePageWidth) {
+  json job = make_job();
+  const std::string site =
+      "liblammps.so.0+0x2b0cab (void LAMMPS_NS::FixNeighHistory::pre_exchange_newton<std::vector<"
+      "std::pair<LAMMPS_NS::NeighList*,std::map<std::__cxx11::basic_string<char,std::char_traits<"
+      "char>,std::allocator<char>>,double,std::less<std::__cxx11::basic_string<char,std::char_"
+      "traits<char>,std::allocator<char>>>>>>>(std::vector<std::pair<LAMMPS_NS::NeighList*,"
+      "double>>&,int,int))";
+  job["call_sites"][1]["site"] = site;
+  // After the page has drawn: whether the table ends within the window.
+  std::string page = render_report_page(job);
+  page.insert(page.rfind("</body>"),
+              "<script>addEventListener('load', () => setTimeout(() => {"
+              "const table = document.querySelector('#call-sites table');"
+              "document.body.dataset.fits = String(table.getBoundingClientRect().right <= "
+              "innerWidth);"
+              "}, 100));</script>");
+  const std::string dom = render_in_chromium(page);
+  ASSERT_EQ(rendered(dom), "ok") << dom.substr(0, 3000);
+  EXPECT_EQ(attribute(dom, "<body", "data-fits"), "true");
+  const std::string sites = section(dom, "call-sites");
+  EXPECT_EQ(table_rows(sites).at(0).at(1), site);
+  EXPECT_NE(sites.find("<td class=\"site\"><code title=\""), std::string::npos) << sites;
+}
+
 }  // namespace
 }  // namespace corenoise

@@ -819,7 +819,7 @@
             steps.map((s) => el("tr", { dataset: { step: String(s.first_step) } }, el("td", null, stepsText(s.first_step, s.first_step + s.steps - 1)),
               num(seconds(s.wait_caused_seconds)), el("td", null, "rank " + s.last_rank),
               el("td", null, String(s.cause) + (s.phase ? " (" + s.phase + ")" : "")),
-              el("td", null, s.call ? s.call + " from " + s.site : DASH))),
+              s.call ? siteCell(s.call + " from " + s.site) : el("td", null, DASH))),
           )
         : note("No step kept the others waiting 1 ms or more."),
     );
@@ -856,6 +856,13 @@
     return cpus.length ? cpus.map((cpu) => el("div", null, "cpu " + cpu + " " + verdict(daemon[cpu] || {}))) : DASH;
   }
 
+  // A call site's cell: a demangled C++ signature runs to hundreds of
+  // characters, so the cell wraps it within its width, at most three lines,
+  // and its title holds the whole name (report.css, td.site).
+  function siteCell(text) {
+    return el("td", { className: "site" }, el("code", { title: text }, text));
+  }
+
   function jobCallSites(sites) {
     const title = "Call sites";
     if (sites.length === 0) return section("call-sites", title, note("No MPI call waited."));
@@ -865,7 +872,7 @@
       title,
       table(
         ["call", "site", "calls", "wait, all ranks", "longest wait"],
-        sorted.map((s) => el("tr", null, el("td", null, String(s.call)), el("td", null, el("code", null, String(s.site))), num(String(s.calls)),
+        sorted.map((s) => el("tr", null, el("td", null, String(s.call)), siteCell(String(s.site)), num(String(s.calls)),
           num(seconds(s.wait_seconds)), num(seconds(s.wait_max_seconds)))),
       ),
     );
