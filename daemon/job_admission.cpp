@@ -24,7 +24,7 @@ struct JobAdmission::Registration {
 namespace {
 
 JobAdmissionVerdict refuse(JobRefusal reason, const std::string& why) {
-  return {reason, "job: refused (" + std::string(to_string(reason)) + "): " + why};
+  return {reason, "job: refused (" + std::string(to_string(reason)) + "): " + why, std::nullopt};
 }
 
 std::string sender_text(const PeerCredentials& peer) {

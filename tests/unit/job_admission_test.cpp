@@ -105,7 +105,7 @@ class JobAdmissionTest : public ::testing::Test {
   static AdmissionTime at(double seconds) { return {kStart + seconds, 1000 + seconds}; }
 
   JobAdmissionVerdict start(pid_t pid, uid_t uid, const std::string& id, double t = 0) {
-    return admission_.start(peer(pid, uid), JobStartRequest{id}, at(t));
+    return admission_.start(peer(pid, uid), JobStartRequest{id, {}}, at(t));
   }
   JobAdmissionVerdict admit(pid_t pid, uid_t uid, const JobRequest& r, double t = 10) {
     return admission_.admit(peer(pid, uid), r, at(t));
@@ -147,10 +147,10 @@ TEST_F(JobAdmissionTest, ARankReportingItsOwnCpusOnceIsAccepted) {
 
 TEST_F(JobAdmissionTest, WithoutCredentialsOrAPidfdNothingIsTaken) {
   process(4242, kUser, {0});
-  EXPECT_REFUSED(admission_.start(std::nullopt, JobStartRequest{"j"}, at(0)),
+  EXPECT_REFUSED(admission_.start(std::nullopt, JobStartRequest{"j", {}}, at(0)),
                  JobRefusal::no_credentials, "no credentials (SO_PEERCRED)");
   EXPECT_REFUSED(
-      admission_.start(PeerCredentials{4242, kUser, kUser, -1}, JobStartRequest{"j"}, at(0)),
+      admission_.start(PeerCredentials{4242, kUser, kUser, -1}, JobStartRequest{"j", {}}, at(0)),
       JobRefusal::no_credentials, "no pidfd");
   EXPECT_REFUSED(admission_.admit(PeerCredentials{0, kUser, kUser, 0}, report("j", {0}), at(1)),
                  JobRefusal::no_credentials, "SO_PEERCRED");
@@ -284,9 +284,9 @@ TEST_F(JobAdmissionTest, AUsersRanksAndLinesAreBounded) {
     p.affinity = {0};
     facts.processes[pid] = p;
   }
-  facts.processes[200] = FakeProcess{std::make_shared<bool>(true), kOther, {0}};
+  facts.processes[200] = FakeProcess{std::make_shared<bool>(true), kOther, {0}, {}, {}};
   auto start_at = [&](pid_t pid, uid_t uid, double t) {
-    return admission.start(PeerCredentials{pid, uid, uid, pid}, JobStartRequest{"j"},
+    return admission.start(PeerCredentials{pid, uid, uid, pid}, JobStartRequest{"j", {}},
                            {kStart + t, t});
   };
   EXPECT_ACCEPTED(start_at(100, kUser, 0));
