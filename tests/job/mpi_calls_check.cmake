@@ -1,4 +1,4 @@
-# The call list (collector/job/mpi_calls.key) against what the build made
+# The call list (collector/job/rank/mpi_calls.key) against what the build made
 # of it: the in-job library of one family exports a wrapper for every call
 # listed, and its _c form for every call whose prototype has COUNT or DISP
 # (all of them, or none against an MPI older than MPI-4), and no other C
@@ -6,7 +6,7 @@
 #
 #   cmake -DKEY=<mpi_calls.key> -DLIBRARY=<libcorenoise-job-F.so> -DNM=<nm> -P mpi_calls_check.cmake
 #
-# Also, the generator (collector/job/mpi_calls.cmake) refuses a key file it
+# Also, the generator (collector/job/rank/mpi_calls.cmake) refuses a key file it
 # cannot trust, naming the line:
 #
 #   cmake -DGENERATOR=<mpi_calls.cmake> -DWORK_DIR=<folder> -P mpi_calls_check.cmake
