@@ -1,9 +1,10 @@
 // The report of a job that ended before MPI_Finalize (killed, or a rank
 // lost and the launcher killing the rest), from the spill files its ranks
-// left (model/spill_layout.h, read by spill_reader.h): `corenoise job --report DIR`. The steps
-// compared are those every rank finished; the measures are each rank's as of its last sample. Call
-// sites, thread names and the node's other processes are not kept in the files, so this report has
-// none. Pure but for reading DIR.
+// left (model/spill_layout.h, read by spill_reader.h): `corenoise job
+// --report DIR`. The steps compared are those every rank finished; the
+// measures are each rank's as of its last sample. Call sites, thread names
+// and the node's other processes are not kept in the files, so this report
+// has none. Pure but for reading DIR.
 #pragma once
 
 #include <string>
