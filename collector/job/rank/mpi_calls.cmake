@@ -6,8 +6,11 @@
 # writes <folder>/mpi_calls.gen.h, the MpiCall list (CORENOISE_MPI_CALLS:
 # enumerator and role, read by mpi_calls.h), and <folder>/pmpi_calls.gen.cpp,
 # every C wrapper and its MPI-4 large-count form, each a few lines around
-# the class of its kind (pmpi_records.h). collector/CMakeLists.txt runs it
-# whenever the key file or this script changes.
+# the class of its kind (pmpi_records.h), and, for the calls the key marks
+# `fortran`, the Fortran entry points mpi_NAME_ and (Open MPI) ompi_NAME_f
+# around the same kind's Fortran class (pmpi_fortran_records.h).
+# collector/CMakeLists.txt runs it whenever the key file or this script
+# changes.
 #
 # Why a key file and a script, not an X-macro table: a prototype written
 # once must give both the wrapper's parameters and the arguments it passes
@@ -60,22 +63,31 @@ function(_declaration params count disp out)
   set(${out} "${params}" PARENT_SCOPE)
 endfunction()
 
-# One wrapper: `name` is MPI_X (or MPI_X_c), `enumerator` X.
-function(_wrapper kind name enumerator declaration args out)
-  set(_class corenoise::${_class_${kind}})
+# What a wrapper makes its kind's class from (`made`: the session, then the
+# parameters the kind names) and the arguments it passes on (`passed`:
+# `args`, with the kind's status or statuses replaced by record.seen).
+function(_made_and_passed kind args made passed)
   set(_made "*session")
   foreach(_p IN LISTS _params_${kind})
     string(APPEND _made ", ${_p}")
   endforeach()
+  set(_passed "${args}")
+  if(_seen_${kind})
+    string(REGEX REPLACE "(^|, )${_seen_${kind}}(,|$)" "\\1record.seen\\2" _passed "${_passed}")
+  endif()
+  set(${made} "${_made}" PARENT_SCOPE)
+  set(${passed} "${_passed}" PARENT_SCOPE)
+endfunction()
+
+# One wrapper: `name` is MPI_X (or MPI_X_c), `enumerator` X.
+function(_wrapper kind name enumerator declaration args out)
+  set(_class corenoise::${_class_${kind}})
+  _made_and_passed(${kind} "${args}" _made _passed)
   set(_text "CORENOISE_EXPORT int ${name}(${declaration}) {
   corenoise::JobSession* session = corenoise::recording();
   if (session == nullptr) return P${name}(${args});
 ")
   if(_role_${kind})
-    set(_passed "${args}")
-    if(_seen_${kind})
-      string(REGEX REPLACE "(^|, )${_seen_${kind}}(,|$)" "\\1record.seen\\2" _passed "${_passed}")
-    endif()
     string(APPEND _text "  ${_class} record(${_made});
   if (!record.active) return P${name}(${args});
   return corenoise::recorded(*session, corenoise::MpiCall::${enumerator}, __builtin_return_address(0),
@@ -94,10 +106,63 @@ function(_wrapper kind name enumerator declaration args out)
   set(${out} "${_text}" PARENT_SCOPE)
 endfunction()
 
+# One Fortran entry point: `symbol` is mpi_x_ or ompi_x_f, `enumerator` X;
+# `params` the C prototype's, each passed by reference: a buffer as void*,
+# everything else (counts, handles, arrays, statuses, flags) as MPI_Fint*,
+# and the error last, in *ierr.
+function(_fortran_wrapper kind symbol enumerator params names out)
+  set(_declared "")
+  set(_types "")
+  string(REPLACE "," ";" _each "${params}")
+  foreach(_param _name IN ZIP_LISTS _each names)
+    if(_param MATCHES "void[ \t]*\\*")
+      set(_type "void*")
+    else()
+      set(_type "MPI_Fint*")
+    endif()
+    list(APPEND _declared "${_type} ${_name}")
+    list(APPEND _types "${_type}")
+  endforeach()
+  list(APPEND _declared "MPI_Fint* ierr")
+  list(APPEND _types "MPI_Fint*")
+  list(APPEND names ierr)
+  list(JOIN _declared ", " _declared)
+  list(JOIN _types ", " _types)
+  list(JOIN names ", " _args)
+  set(_class corenoise::fortran::${_class_${kind}})
+  _made_and_passed(${kind} "${_args}" _made _passed)
+  set(_text "CORENOISE_EXPORT void ${symbol}(${_declared}) {
+  CORENOISE_FORTRAN_NEXT(\"${symbol}\", (${_types}));
+  corenoise::JobSession* session = corenoise::recording();
+  if (session == nullptr) return next(${_args});
+")
+  if(_role_${kind})
+    string(APPEND _text "  ${_class} record(${_made});
+  if (!record.active) return next(${_args});
+  corenoise::recorded(*session, corenoise::MpiCall::${enumerator}, __builtin_return_address(0),
+                      record.step, [&] {
+                        next(${_passed});
+                        return corenoise::fortran::result(ierr);
+                      }, record);
+}
+")
+  else()
+    string(APPEND _text "  ${_class} note(${_made});
+  if (!note.active) return next(${_args});
+  next(${_args});
+  if (corenoise::fortran::result(ierr) == MPI_SUCCESS) note.done();
+}
+")
+  endif()
+  set(${out} "${_text}" PARENT_SCOPE)
+endfunction()
+
 file(STRINGS "${KEY}" _lines)
 set(_calls "")
 set(_wrappers "")
 set(_large_count "")
+set(_fortran "")
+set(_fortran_ompi "")
 set(_seen_names "")
 set(_number 0)
 foreach(_line IN LISTS _lines)
@@ -106,12 +171,13 @@ foreach(_line IN LISTS _lines)
     continue()
   endif()
   set(_where "${KEY}:${_number}")
-  if(NOT _line MATCHES "^([a-z]+)[ \t]+int[ \t]+MPI_([A-Za-z_]+)\\(([^()]*)\\)[ \t]*$")
-    message(FATAL_ERROR "${_where}: expected '<kind> int MPI_<Name>(<parameters>)', got: ${_line}")
+  if(NOT _line MATCHES "^([a-z]+)[ \t]+(c|fortran)[ \t]+int[ \t]+MPI_([A-Za-z_]+)\\(([^()]*)\\)[ \t]*$")
+    message(FATAL_ERROR "${_where}: expected '<kind> <c|fortran> int MPI_<Name>(<parameters>)', got: ${_line}")
   endif()
   set(_kind "${CMAKE_MATCH_1}")
-  set(_enumerator "${CMAKE_MATCH_2}")
-  set(_params "${CMAKE_MATCH_3}")
+  set(_binding "${CMAKE_MATCH_2}")
+  set(_enumerator "${CMAKE_MATCH_3}")
+  set(_params "${CMAKE_MATCH_4}")
   if(NOT DEFINED _class_${_kind})
     message(FATAL_ERROR "${_where}: unknown kind '${_kind}' (the kinds: mpi_calls.key's header)")
   endif()
@@ -146,6 +212,13 @@ foreach(_line IN LISTS _lines)
     _wrapper(${_kind} MPI_${_enumerator}_c ${_enumerator} "${_large}" "${_args}" _text)
     string(APPEND _large_count "\n${_text}")
   endif()
+  if(_binding STREQUAL "fortran")
+    string(TOLOWER "${_enumerator}" _lower)
+    _fortran_wrapper(${_kind} mpi_${_lower}_ ${_enumerator} "${_params}" "${_names}" _text)
+    string(APPEND _fortran "\n${_text}")
+    _fortran_wrapper(${_kind} ompi_${_lower}_f ${_enumerator} "${_params}" "${_names}" _text)
+    string(APPEND _fortran_ompi "\n${_text}")
+  endif()
 endforeach()
 
 set(_banner "// Generated by collector/job/rank/mpi_calls.cmake from collector/job/rank/mpi_calls.key.
@@ -160,6 +233,7 @@ ${_calls}
 ")
 
 set(_source "${_banner}
+#include \"collector/job/rank/pmpi_fortran_records.h\"
 #include \"collector/job/rank/pmpi_records.h\"
 
 extern \"C\" {
@@ -168,6 +242,13 @@ ${_wrappers}
 // MPI-4's large-count forms (mpi4py >= 4 calls MPI_Allreduce_c and friends
 // whenever the library has them), recorded as the call itself.
 ${_large_count}
+#endif
+
+// The Fortran entry points (mpif.h, `use mpi`): gfortran's and ifort's names.
+${_fortran}
+#if defined(OPEN_MPI)
+// What Open MPI's `use mpi_f08` module calls (pmpi_fortran_records.h).
+${_fortran_ompi}
 #endif
 
 }  // extern \"C\"

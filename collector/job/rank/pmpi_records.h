@@ -64,8 +64,35 @@ struct RequestScratch {
     }
     return true;
   }
+  // `request_at(i)`: the i-th request as a C handle (the Fortran entry
+  // points convert theirs, pmpi_fortran_records.h).
+  template <typename RequestAt>
+  void save_keys_with(int count, RequestAt&& request_at) {
+    for (int i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = handle_key(request_at(i));
+  }
   void save_keys(int count, const MPI_Request requests[]) {
-    for (int i = 0; i < count; ++i) keys[static_cast<std::size_t>(i)] = handle_key(requests[i]);
+    save_keys_with(count, [requests](int i) { return requests[i]; });
+  }
+  // A Waitall's requests taken from `session`: each one's peer, and
+  // whether it was still pending at entry (asked only when there is a
+  // choice). True when one is a receive from MPI_ANY_SOURCE, whose sender
+  // only its status names.
+  template <typename RequestAt>
+  bool take_waited(JobSession& session, int count, RequestAt&& request_at) {
+    bool any_source = false;
+    for (int i = 0; i < count; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const MPI_Request request = request_at(i);
+      pending[k] = session.requests().take(handle_key(request));
+      waited[k] = 1;
+      any_source = any_source || pending[k].peer == RequestPeers::kAnySource;
+      if (count > 1 && pending[k].peer != RequestPeers::kUnknown) {
+        int done = 0;
+        PMPI_Request_get_status(request, &done, MPI_STATUS_IGNORE);
+        waited[k] = done == 0 ? 1 : 0;
+      }
+    }
+    return any_source;
   }
 };
 inline RequestScratch request_scratch;
@@ -156,20 +183,9 @@ struct WaitAll : Record {
   WaitAll(JobSession& session, int count, MPI_Request requests[], MPI_Status statuses[])
       : active(requests != nullptr && request_scratch.fit(count)), count(count), seen(statuses) {
     if (!active) return;
-    auto& s = request_scratch;
-    bool any_source = false;
-    for (int i = 0; i < count; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      s.pending[k] = session.requests().take(handle_key(requests[i]));
-      s.waited[k] = 1;
-      any_source = any_source || s.pending[k].peer == RequestPeers::kAnySource;
-      if (count > 1 && s.pending[k].peer != RequestPeers::kUnknown) {
-        int done = 0;
-        PMPI_Request_get_status(requests[i], &done, MPI_STATUS_IGNORE);
-        s.waited[k] = done == 0 ? 1 : 0;
-      }
-    }
-    if (statuses == MPI_STATUSES_IGNORE && any_source) seen = s.statuses.data();
+    const bool any_source =
+        request_scratch.take_waited(session, count, [requests](int i) { return requests[i]; });
+    if (statuses == MPI_STATUSES_IGNORE && any_source) seen = request_scratch.statuses.data();
   }
   static constexpr bool step = false;
   const bool active;
