@@ -13,7 +13,10 @@
 #                     itself (no runtime, no rebuild, no view, no MPI layer)
 #   collector/job/rank/, collector/job/rebuild/
 #                     the in-rank runtime and the rebuild from spill files:
-#                     the model, not each other, no view, no command
+#                     the model, not each other, no view, no command; the
+#                     runtime also the MPI layer's header-only deadline
+#                     (collector/mpi/mpi_deadline.h), the one way corenoise
+#                     waits for MPI with a timeout
 #   collector/job/    (its own files: job_wiring.cpp) the one place of the job
 #                     that reaches a view; no command
 #   collector/mpi/    the MPI layer: nothing that uses it
@@ -47,7 +50,7 @@ forbid daemon/control/ 'daemon/|collector/' 'daemon/control/'
 forbid daemon/ 'collector/'
 forbid collector/cluster/ 'collector/report/|collector/cli/'
 forbid collector/job/model/ 'collector/' 'collector/job/model/'
-forbid collector/job/rank/ 'collector/' 'collector/job/model/|collector/job/rank/'
+forbid collector/job/rank/ 'collector/' 'collector/job/model/|collector/job/rank/|collector/mpi/mpi_deadline\.h'
 forbid collector/job/rebuild/ 'collector/' 'collector/job/model/|collector/job/rebuild/'
 forbid collector/job/ 'collector/cli/'
 forbid collector/mpi/ 'collector/cluster/|collector/report/|collector/job/|collector/cli/'

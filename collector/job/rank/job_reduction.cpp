@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,24 +33,23 @@
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/job_mpi.h"
 #include "collector/job/rank/job_publisher.h"
+#include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
 namespace {
 
 constexpr int kRecordTag = 7411;  // on the library's own communicator
 
-// Polls `request` until it completes or `deadline` passes. A collective
-// cannot be cancelled; one left pending is abandoned with the job. One that
-// failed (the library's communicators return errors: a peer's process is
-// gone) is not complete either: its buffers hold nothing to use.
-bool complete(MPI_Request& request, double deadline) {
-  for (;;) {
-    int done = 0;
-    if (PMPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (done != 0) return true;
-    if (monotonic_seconds() > deadline) return false;
-    ::usleep(200);
-  }
+// Between two polls of the library's own operations: short, as the
+// program's ranks are waiting in MPI_Finalize.
+constexpr std::chrono::microseconds kPollPause{200};
+
+// Polls `request` until it completes or `deadline` passes (mpi_deadline.h).
+// A collective cannot be cancelled; one left pending is abandoned with the
+// job. One that failed (the library's communicators return errors: a peer's
+// process is gone) is not complete either: its buffers hold nothing to use.
+bool complete(MPI_Request& request, MpiDeadline deadline) {
+  return complete_by(request, deadline, kPollPause, PMPI_Test) == MpiCompletion::complete;
 }
 
 // One communicator's collectives at MPI_Finalize. MPI matches collectives by
@@ -82,7 +82,7 @@ class Collectives {
   }
   // Waits for a posted collective until `deadline`. False, and closed, if
   // it did not complete (it stays pending) or the communicator was closed.
-  bool finish(MPI_Request& request, double deadline) {
+  bool finish(MPI_Request& request, MpiDeadline deadline) {
     open_ = open_ && complete(request, deadline);
     if (open_) --pending_;
     return open_;
@@ -222,7 +222,7 @@ std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<d
 // arrival, and a rank that finds the earliest arrived a timeout ago posts
 // no more (the first, which gave up, would match none of it).
 StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                        double& deadline, double timeout) {
+                        MpiDeadline& deadline, double timeout) {
   StepResult result;
   const StepWaits& waits = p.session->recorder().step_waits();
   long* const shape = b.shape;
@@ -254,7 +254,7 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
     result.problem = not_every_rank;
     return result;
   }
-  deadline = monotonic_seconds() + timeout;
+  deadline = MpiDeadline::after(timeout);
   if (low[0] != high[0] || low[1] != high[1]) {
     result.problem = "the ranks made different numbers of collective calls over the whole job (" +
                      std::to_string(low[0] * low[1]) + " to " + std::to_string(high[0] * high[1]) +
@@ -320,7 +320,7 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
 // charged to them (peer_waits.h): every rank sends each rank what it
 // charged it. Negative when a rank did not come.
 double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                        double deadline) {
+                        MpiDeadline deadline) {
   const std::span<const double> charged = p.session->peer_waits().charged();
   // Every rank's table has the job's size (JobSession), so every rank that
   // came this far posts the exchange.
@@ -378,7 +378,7 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
 // On the node's first rank: what else ran on the node's CPUs, and what
 // its corenoised last said about them.
 void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, RankRecord& record,
-                   double deadline) {
+                   MpiDeadline deadline) {
   b.pid = record.pid;
   int node_size = 1;
   PMPI_Comm_size(node.comm(), &node_size);
@@ -404,7 +404,7 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
 // rank may run on (docs/control.md, "Threat model"). The node's first rank
 // says once how many of the node's ranks the daemon did not take.
 void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
-                      const RankRecord& record, const RankAttribution& mine, double deadline) {
+                      const RankRecord& record, const RankAttribution& mine, MpiDeadline deadline) {
   const std::string& socket = p.session->options().socket_path;
   // No daemon on this node (every rank sees the same): nothing to say, but
   // the node's ranks still meet below, all or none.
@@ -446,7 +446,7 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
 // when it could not be sent by `deadline`; `pending` when MPI may still
 // read the buffer.
 bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
-                 double deadline, bool& pending) {
+                 MpiDeadline deadline, bool& pending) {
   // Names come from any process on the node, cut at 15 bytes: invalid
   // UTF-8 is replaced, not thrown on.
   b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -468,21 +468,21 @@ struct GatheredRecords {
 // Rank 0: every rank's record, its own (`wire`) first. `pending` when a
 // receive is left that MPI may still write into.
 GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann::json wire,
-                               double deadline, bool& pending) {
+                               MpiDeadline deadline, bool& pending) {
   std::vector<bool> received(static_cast<std::size_t>(p.size), false);
   std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
   wires[0] = std::move(wire);
   received[0] = true;
   int count = 1;
   std::string& buffer = b.incoming;
-  while (count < p.size && monotonic_seconds() <= deadline) {
+  while (count < p.size) {
     int flag = 0;
     MPI_Status status;
-    PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
-    if (flag == 0) {
-      ::usleep(200);
-      continue;
-    }
+    if (!poll_until(deadline, kPollPause, [&] {
+          PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
+          return flag != 0;
+        }))
+      break;
     int length = 0;
     PMPI_Get_count(&status, MPI_CHAR, &length);
     buffer.resize(static_cast<std::size_t>(length));
@@ -526,7 +526,7 @@ GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann
 // Returns that verdict (false also when the broadcast did not finish),
 // with the reference and threshold in `reference` and `threshold`.
 bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                     const GatheredRecords& gathered, bool every_rank_came, double deadline,
+                     const GatheredRecords& gathered, bool every_rank_came, MpiDeadline deadline,
                      RankMeasures& reference, double& threshold) {
   std::vector<double>& shared = b.reference;
   shared.assign(kRankMeasureCount + 2, 0.0);
@@ -601,7 +601,7 @@ bool finish_job(JobProcess& p) {
   JobSession& session = *p.session;
   session.close();
   const JobOptions& options = session.options();
-  double deadline = monotonic_seconds() + options.finalize_timeout_seconds;
+  MpiDeadline deadline = MpiDeadline::after(options.finalize_timeout_seconds);
   Collectives world(p.comm), node(p.node);
   // Kept from the start, so that an exception (bad_alloc, a /proc read)
   // after an abandoned operation cannot free what MPI may still write.
@@ -620,8 +620,8 @@ bool finish_job(JobProcess& p) {
   // The records go to rank 0 point to point; when a rank is missing, the
   // collectives' deadline has passed, and the others' records still get a
   // short window of their own.
-  const double records_deadline =
-      std::max(deadline, monotonic_seconds() + std::min(options.finalize_timeout_seconds, 5.0));
+  const MpiDeadline records_deadline =
+      deadline.or_later(MpiDeadline::after(std::min(options.finalize_timeout_seconds, 5.0)));
   bool record_pending = false, sent = true;
   GatheredRecords gathered;
   if (p.rank != 0) {
