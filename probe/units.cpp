@@ -40,4 +40,11 @@ std::string points_text(double ratio) {
   return fixed(ratio * 100, 1) + " points";
 }
 
+// ---- added for collector/job/ (issue 34) ----
+std::string found_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 }  // namespace corenoise

@@ -36,4 +36,10 @@ std::string duration_text(double seconds);
 std::string percent_text(double ratio, int decimals = 1);
 std::string points_text(double ratio);
 
+// ---- added for collector/job/ (issue 34) ----
+// A value as it was found, at printf's %g (six significant digits; "nan",
+// "inf"): a figure a person must see unrounded to know it is wrong, such
+// as a bad value in a spill file.
+std::string found_text(double value);
+
 }  // namespace corenoise

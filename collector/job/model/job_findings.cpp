@@ -137,6 +137,55 @@ std::set<int> domain_binding(const std::vector<const RankRecord*>& records,
   return concerned;
 }
 
+// One node's ranks (two or more): the CPUs its bound ranks share, and
+// its ranks bound to none. `in_domains`: as shared_and_unbound's.
+void shared_and_unbound_on(const std::string& host, const std::vector<const RankRecord*>& ranks,
+                           const std::set<int>& in_domains, Finding& shared, Finding& unbound) {
+  // The bound ranks on each CPU; the groups of ranks that share CPUs.
+  std::map<unsigned, std::vector<const RankRecord*>> on_cpu;
+  std::vector<const RankRecord*> loose;
+  for (const RankRecord* r : ranks) {
+    if (!bound(*r)) {
+      if (in_domains.count(r->rank) == 0) loose.push_back(r);
+      continue;
+    }
+    for (unsigned cpu : r->cpus) on_cpu[cpu].push_back(r);
+  }
+  std::map<std::vector<int>, std::vector<unsigned>> groups;
+  for (const auto& [cpu, sharing] : on_cpu) {
+    if (sharing.size() < 2) continue;
+    const bool said = std::all_of(sharing.begin(), sharing.end(), [&](const RankRecord* r) {
+      return in_domains.count(r->rank) > 0;
+    });
+    if (said) continue;
+    std::vector<int> numbers;
+    for (const RankRecord* r : sharing) numbers.push_back(r->rank);
+    std::sort(numbers.begin(), numbers.end());
+    groups[numbers].push_back(cpu);
+    for (const RankRecord* r : sharing) shared.add(*r);
+  }
+  for (const auto& [numbers, cpus] : groups) {
+    // Every rank of the group bound to the same several CPUs (a NUMA
+    // node or package is its own finding, domain_binding).
+    bool same_set = cpus.size() > 1;
+    for (const RankRecord* r : on_cpu[cpus.front()])
+      same_set = same_set && r->cpus == on_cpu[cpus.front()].front()->cpus;
+    shared.example("on " + host + " ranks " + ranks_text(numbers) + " share " +
+                   plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
+                   (same_set ? " (each bound to all of them)" : ""));
+  }
+  if (!loose.empty()) {
+    std::vector<int> numbers;
+    for (const RankRecord* r : loose) {
+      unbound.add(*r);
+      numbers.push_back(r->rank);
+    }
+    unbound.example("on " + host + " " + plural(loose.size(), "rank", "ranks") + " (" +
+                    ranks_text(numbers) + ") of " + std::to_string(ranks.size()) +
+                    " may run on all " + std::to_string(loose.front()->config.node_cpus) + " CPUs");
+  }
+}
+
 // `in_domains`: the ranks of the domain-binding finding, whose sharing is
 // said there (a group of them alone is not repeated here).
 void shared_and_unbound(const std::vector<const RankRecord*>& records,
@@ -150,52 +199,8 @@ void shared_and_unbound(const std::vector<const RankRecord*>& records,
   Finding shared("shared-cpus", kBindFix);
   Finding unbound("unbound-ranks", kBindFix);
   for (const std::string& host : hosts) {
-    const auto& ranks = by_host[host];
-    if (ranks.size() < 2) continue;
-    // The bound ranks on each CPU; the groups of ranks that share CPUs.
-    std::map<unsigned, std::vector<const RankRecord*>> on_cpu;
-    std::vector<const RankRecord*> loose;
-    for (const RankRecord* r : ranks) {
-      if (!bound(*r)) {
-        if (in_domains.count(r->rank) == 0) loose.push_back(r);
-        continue;
-      }
-      for (unsigned cpu : r->cpus) on_cpu[cpu].push_back(r);
-    }
-    std::map<std::vector<int>, std::vector<unsigned>> groups;
-    for (const auto& [cpu, sharing] : on_cpu) {
-      if (sharing.size() < 2) continue;
-      const bool said = std::all_of(sharing.begin(), sharing.end(), [&](const RankRecord* r) {
-        return in_domains.count(r->rank) > 0;
-      });
-      if (said) continue;
-      std::vector<int> numbers;
-      for (const RankRecord* r : sharing) numbers.push_back(r->rank);
-      std::sort(numbers.begin(), numbers.end());
-      groups[numbers].push_back(cpu);
-      for (const RankRecord* r : sharing) shared.add(*r);
-    }
-    for (const auto& [numbers, cpus] : groups) {
-      // Every rank of the group bound to the same several CPUs (a NUMA
-      // node or package is its own finding, domain_binding).
-      bool same_set = cpus.size() > 1;
-      for (const RankRecord* r : on_cpu[cpus.front()])
-        same_set = same_set && r->cpus == on_cpu[cpus.front()].front()->cpus;
-      shared.example("on " + host + " ranks " + ranks_text(numbers) + " share " +
-                     plural(cpus.size(), "CPU", "CPUs") + " " + format_cpu_list(cpus) +
-                     (same_set ? " (each bound to all of them)" : ""));
-    }
-    if (!loose.empty()) {
-      std::vector<int> numbers;
-      for (const RankRecord* r : loose) {
-        unbound.add(*r);
-        numbers.push_back(r->rank);
-      }
-      unbound.example("on " + host + " " + plural(loose.size(), "rank", "ranks") + " (" +
-                      ranks_text(numbers) + ") of " + std::to_string(ranks.size()) +
-                      " may run on all " + std::to_string(loose.front()->config.node_cpus) +
-                      " CPUs");
-    }
+    if (by_host[host].size() >= 2)
+      shared_and_unbound_on(host, by_host[host], in_domains, shared, unbound);
   }
   if (!shared.empty()) out.push_back(shared.done("ranks of one node are bound to the same CPUs"));
   if (!unbound.empty())

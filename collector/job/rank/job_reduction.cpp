@@ -214,105 +214,130 @@ std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<d
   return worst;
 }
 
-// The step waits of every rank, reduced (step_math.h).
+std::string not_every_rank(double timeout) {
+  return "not every rank reached MPI_Finalize within " + std::to_string(static_cast<int>(timeout)) +
+         " s of the first; the ranks' steps are not compared";
+}
+
+// Every rank's step shape (bins, steps per bin, arrival, steps), its least
+// and most over the job into b.low and b.high. False, with the problem in
+// `result`, when not every rank came in time.
 // `deadline` is moved on once every rank is known to have arrived (the
 // first reduction completed): from then on each exchange has the full
 // timeout, however late the last rank came. Unless the last came so late
 // that the first has given up: the first reduction carries each rank's
 // arrival, and a rank that finds the earliest arrived a timeout ago posts
 // no more (the first, which gave up, would match none of it).
-StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                        MpiDeadline& deadline, double timeout) {
-  StepResult result;
+bool reduce_shape(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                  MpiDeadline& deadline, double timeout, StepResult& result) {
   const StepWaits& waits = p.session->recorder().step_waits();
   long* const shape = b.shape;
-  long* const low = b.low;
-  long* const high = b.high;
   shape[0] = static_cast<long>(waits.bins().size());
   shape[1] = static_cast<long>(waits.steps_per_bin());
   shape[2] = unix_milliseconds();
   shape[3] = static_cast<long>(waits.steps());
-  const std::string not_every_rank = "not every rank reached MPI_Finalize within " +
-                                     std::to_string(static_cast<int>(timeout)) +
-                                     " s of the first; the ranks' steps are not compared";
   const auto lowest = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(shape, low, 4, MPI_LONG, MPI_MIN, c, r);
+    return PMPI_Iallreduce(shape, b.low, 4, MPI_LONG, MPI_MIN, c, r);
   };
   const auto highest = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(shape, high, 4, MPI_LONG, MPI_MAX, c, r);
+    return PMPI_Iallreduce(shape, b.high, 4, MPI_LONG, MPI_MAX, c, r);
   };
   MPI_Request requests[2];
   const bool posted = world.post(lowest, requests[0]) && world.post(highest, requests[1]);
   if (!posted || !world.finish(requests[0], deadline) || !world.finish(requests[1], deadline)) {
-    result.problem = not_every_rank;
-    return result;
+    result.problem = not_every_rank(timeout);
+    return false;
   }
   // A margin for the nodes' clocks and for the first's last poll.
   const double margin = std::min(1.0, timeout / 10);
-  if (static_cast<double>(unix_milliseconds() - low[2]) / 1000 > timeout - margin) {
+  if (static_cast<double>(unix_milliseconds() - b.low[2]) / 1000 > timeout - margin) {
     world.close();
-    result.problem = not_every_rank;
-    return result;
+    result.problem = not_every_rank(timeout);
+    return false;
   }
   deadline = MpiDeadline::after(timeout);
-  if (low[0] != high[0] || low[1] != high[1]) {
-    result.problem = "the ranks made different numbers of collective calls over the whole job (" +
-                     std::to_string(low[0] * low[1]) + " to " + std::to_string(high[0] * high[1]) +
-                     " steps); lateness is not compared";
-    result.complete = true;
-    return result;
-  }
-  const std::size_t n = static_cast<std::size_t>(low[0]);
-  std::vector<FinalizeBuffers::ValueRank>& mine = b.mine;
-  std::vector<FinalizeBuffers::ValueRank>& minimum = b.minimum;
-  std::vector<double>& sum = b.sum;
-  std::vector<double>& maximum = b.maximum;
-  mine.resize(n);
-  minimum.resize(n);
-  sum.resize(n);
-  maximum.resize(n);
-  for (std::size_t i = 0; i < n; ++i) mine[i] = {waits.bins()[i], p.rank};
+  return true;
+}
+
+// Every step bin's least wait (with its rank), summed wait and most wait,
+// into b.minimum, b.sum and b.maximum. False when not every rank came.
+bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                 MpiDeadline deadline) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  const std::size_t n = static_cast<std::size_t>(b.low[0]);
+  b.mine.resize(n);
+  b.minimum.resize(n);
+  b.sum.resize(n);
+  b.maximum.resize(n);
+  for (std::size_t i = 0; i < n; ++i) b.mine[i] = {waits.bins()[i], p.rank};
   const int count = static_cast<int>(n);
   const auto least_wait = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(mine.data(), minimum.data(), count, MPI_DOUBLE_INT, MPI_MINLOC, c, r);
+    return PMPI_Iallreduce(b.mine.data(), b.minimum.data(), count, MPI_DOUBLE_INT, MPI_MINLOC, c,
+                           r);
   };
   const auto summed_wait = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(waits.bins().data(), sum.data(), count, MPI_DOUBLE, MPI_SUM, c, r);
+    return PMPI_Iallreduce(waits.bins().data(), b.sum.data(), count, MPI_DOUBLE, MPI_SUM, c, r);
   };
   const auto most_wait = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iallreduce(waits.bins().data(), maximum.data(), count, MPI_DOUBLE, MPI_MAX, c, r);
+    return PMPI_Iallreduce(waits.bins().data(), b.maximum.data(), count, MPI_DOUBLE, MPI_MAX, c, r);
   };
   MPI_Request reductions[3];
   const bool all_posted = world.post(least_wait, reductions[0]) &&
                           world.post(summed_wait, reductions[1]) &&
                           world.post(most_wait, reductions[2]);
   for (MPI_Request& request : reductions) {
-    if (!all_posted || !world.finish(request, deadline)) {
-      result.problem = not_every_rank;
-      return result;
-    }
+    if (!all_posted || !world.finish(request, deadline)) return false;
   }
-  result.complete = true;
+  return true;
+}
+
+// From the reduced bins: what this rank's lateness caused, its lateness
+// row, the job's warm-up and (rank 0) the worst steps.
+void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult& result) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  const std::size_t n = b.minimum.size();
   std::vector<double> low_values(n);
   std::vector<int> low_ranks(n);
   for (std::size_t i = 0; i < n; ++i) {
-    low_values[i] = minimum[i].value;
-    low_ranks[i] = minimum[i].rank;
+    low_values[i] = b.minimum[i].value;
+    low_ranks[i] = b.minimum[i].rank;
   }
-  result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, sum);
-  result.lateness = lateness_columns(waits.bins(), maximum, low[1], &result.steps_per_column);
+  const long steps_per_bin = b.low[1];
+  result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, b.sum);
+  result.lateness =
+      lateness_columns(waits.bins(), b.maximum, steps_per_bin, &result.steps_per_column);
   // Every rank has the same reductions, so every rank finds the same
   // warm-up, and its measures at that step go into its record.
-  const std::vector<double> caused = caused_per_bin(p.size, low_values, sum);
+  const std::vector<double> caused = caused_per_bin(p.size, low_values, b.sum);
   // The steps: every rank's count (its last bin may be partial); they
   // agree, or the bins above would not have.
-  const long steps = low[3];
-  result.warmup_steps = warmup_steps(caused, low[1], steps);
-  const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / low[1]);
+  const long steps = b.low[3];
+  result.warmup_steps = warmup_steps(caused, steps_per_bin, steps);
+  const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / steps_per_bin);
   result.warmup_wait_caused =
       wait_caused(p.rank, p.size, std::span(low_values).first(warmup_bins),
-                  std::span(low_ranks).first(warmup_bins), std::span(sum).first(warmup_bins));
-  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, low[1], steps);
+                  std::span(low_ranks).first(warmup_bins), std::span(b.sum).first(warmup_bins));
+  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
+}
+
+// The step waits of every rank, reduced (step_math.h).
+StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                        MpiDeadline& deadline, double timeout) {
+  StepResult result;
+  if (!reduce_shape(p, world, b, deadline, timeout, result)) return result;
+  if (b.low[0] != b.high[0] || b.low[1] != b.high[1]) {
+    result.problem = "the ranks made different numbers of collective calls over the whole job (" +
+                     std::to_string(b.low[0] * b.low[1]) + " to " +
+                     std::to_string(b.high[0] * b.high[1]) + " steps); lateness is not compared";
+    result.complete = true;
+    return result;
+  }
+  if (!reduce_bins(p, world, b, deadline)) {
+    result.problem = not_every_rank(timeout);
+    return result;
+  }
+  result.complete = true;
+  read_reduced_bins(p, b, result);
   return result;
 }
 
@@ -595,6 +620,56 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   return facts;
 }
 
+// The records, moved to rank 0: what it gathered (empty elsewhere),
+// whether this rank's was sent (always true on rank 0) and whether a
+// send or receive is left that MPI may still touch.
+struct RecordsMoved {
+  GatheredRecords gathered;
+  bool sent = true;
+  bool pending = false;
+};
+
+// Point to point, each rank's record with its lateness row. When a rank is
+// missing, the collectives' deadline has passed, and the others' records
+// still get a short window of their own.
+RecordsMoved move_records(const JobProcess& p, FinalizeBuffers& b, const RankRecord& record,
+                          const StepResult& steps, MpiDeadline deadline) {
+  nlohmann::json wire = to_wire(record);
+  wire["lateness"] = steps.lateness;
+  const double timeout = p.session->options().finalize_timeout_seconds;
+  const MpiDeadline records_deadline =
+      deadline.or_later(MpiDeadline::after(std::min(timeout, 5.0)));
+  RecordsMoved moved;
+  if (p.rank != 0) {
+    moved.sent = send_record(p, b, wire, records_deadline, moved.pending);
+  } else {
+    moved.gathered = gather_records(p, b, std::move(wire), records_deadline, moved.pending);
+  }
+  return moved;
+}
+
+// Each node's loss to its daemon, attributed as the report attributes it,
+// once every rank has the reference. False when the job was not reduced
+// (a rank missing, the reference not shared, or this rank's record not
+// sent): then this rank hands none.
+bool hand_node_loss(const JobProcess& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
+                    const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
+                    MpiDeadline deadline) {
+  RankMeasures reference;
+  double threshold = 0;
+  // Posted by every rank that came this far, whether its record was sent
+  // or not: the broadcast must match on every rank.
+  const bool shared =
+      share_reference(p, world, b, moved.gathered, steps_complete && moved.gathered.missing.empty(),
+                      deadline, reference, threshold);
+  if (!shared || !moved.sent) return false;
+  RankAttribution mine = attribute(record.measures, reference, threshold);
+  // Only a late rank's loss is the job's: the report names the same ranks.
+  if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
+  report_node_loss(p, node, b, record, mine, deadline);
+  return true;
+}
+
 }  // namespace
 
 bool finish_job(JobProcess& p) {
@@ -614,50 +689,23 @@ bool finish_job(JobProcess& p) {
   const double exchange_caused = reduce_exchanges(p, world, b, deadline);
   RankRecord record = own_record(p, steps, exchange_caused);
   add_node_view(p, node, b, record, deadline);
-  nlohmann::json wire = to_wire(record);
-  wire["lateness"] = steps.lateness;
-
-  // The records go to rank 0 point to point; when a rank is missing, the
-  // collectives' deadline has passed, and the others' records still get a
-  // short window of their own.
-  const MpiDeadline records_deadline =
-      deadline.or_later(MpiDeadline::after(std::min(options.finalize_timeout_seconds, 5.0)));
-  bool record_pending = false, sent = true;
-  GatheredRecords gathered;
-  if (p.rank != 0) {
-    sent = send_record(p, b, wire, records_deadline, record_pending);
-  } else {
-    gathered = gather_records(p, b, std::move(wire), records_deadline, record_pending);
-  }
-
-  // Each node's loss to its daemon, attributed as the report attributes it.
-  RankMeasures reference;
-  double threshold = 0;
-  const bool reduced =
-      share_reference(p, world, b, gathered, steps.complete && gathered.missing.empty(), deadline,
-                      reference, threshold) &&
-      sent;
-  if (reduced) {
-    RankAttribution mine = attribute(record.measures, reference, threshold);
-    // Only a late rank's loss is the job's: the report names the same ranks.
-    if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
-    report_node_loss(p, node, b, record, mine, deadline);
-  }
+  RecordsMoved moved = move_records(p, b, record, steps, deadline);
+  const bool reduced = hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
   // Rank 0 has every figure: the spill files are no longer needed. If it
   // has not, they stay for `corenoise job --report`.
   SpillWriter* spill = session.spill();
   if (spill != nullptr && reduced) spill->remove();
 
   // Nothing pending writes into the buffers, or they are kept for good.
-  const bool settled = world.settled() && node.settled() && !record_pending;
+  const bool settled = world.settled() && node.settled() && !moved.pending;
   if (settled) {
     delete p.kept;
     p.kept = nullptr;
   }
   if (p.rank != 0) return settled;
-  JobFacts facts = job_facts(p, session, steps, record, gathered, spill != nullptr);
+  JobFacts facts = job_facts(p, session, steps, record, moved.gathered, spill != nullptr);
   if (const JobPublisher publish = job_publisher()) {
-    publish(build_job_report(std::move(facts), gathered.records), options);
+    publish(build_job_report(std::move(facts), moved.gathered.records), options);
   }
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());

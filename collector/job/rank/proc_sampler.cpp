@@ -146,75 +146,89 @@ void ProcSampler::list_tasks() {
   }
 }
 
-ProcWindow ProcSampler::sample() {
-  ProcWindow window;
+double ProcSampler::seconds_since_last_sample() {
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
   const std::uint64_t now_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ULL +
                                static_cast<std::uint64_t>(now.tv_nsec);
   // The baseline's window is each thread's whole life: not a window.
-  const double window_seconds =
+  const double seconds =
       last_sample_ns_ != 0 ? static_cast<double>(now_ns - last_sample_ns_) * 1e-9 : 0;
   last_sample_ns_ = now_ns;
+  return seconds;
+}
+
+void ProcSampler::sample_task(Task& task, double window_seconds, ProcWindow& window, int& busy) {
+  std::size_t length = read_at_start(task.schedstat_fd, small_.data(), small_.size());
+  const auto sched = parse_schedstat(std::string_view(small_.data(), length));
+  length = read_at_start(task.stat_fd, small_.data(), small_.size());
+  const auto stat = parse_task_stat(std::string_view(small_.data(), length));
+  if (!sched || !stat) return;
+  if (task.comm[0] == '\0') {
+    const std::size_t n = std::min(stat->comm.size(), task.comm.size() - 1);
+    std::memcpy(task.comm.data(), stat->comm.data(), n);
+  }
+  const double ran =
+      static_cast<double>(sched->run_ns - std::min(sched->run_ns, task.last.run_ns)) * 1e-9;
+  if (window_seconds > 0 && ran >= kBusyShare * window_seconds) ++busy;
+  if (task.tid == main_tid_) {
+    window.main_run_queue_seconds +=
+        static_cast<double>(sched->wait_ns - std::min(sched->wait_ns, task.last.wait_ns)) * 1e-9;
+    // The main thread's own faults: they are what its on-CPU time is
+    // charged with (attribution.h), not those of the other threads.
+    window.minor_faults = stat->minor_faults - std::min(stat->minor_faults, last_minor_);
+    window.major_faults = stat->major_faults - std::min(stat->major_faults, last_major_);
+    last_minor_ = stat->minor_faults;
+    last_major_ = stat->major_faults;
+  }
+  if (on_rank_cpu(stat->processor)) {
+    window.own_process_seconds += ran;
+    if (task.tid != main_tid_) {
+      window.own_threads_seconds += ran;
+      task.seconds_on_rank_cpus += ran;
+    }
+  }
+  task.last = *sched;
+}
+
+void ProcSampler::sample_cpus(ProcWindow& window) {
+  const std::size_t length = read_at_start(proc_stat_fd_, buffer_.data(), buffer_.size());
+  if (length == 0) return;
+  const CpuTicks ticks = parse_cpu_ticks(std::string_view(buffer_.data(), length), cpus_);
+  if (ticks.cpus_found == 0) return;
+  if (cpu_ticks_known_) {
+    const auto delta = [this](std::uint64_t now, std::uint64_t then) {
+      return static_cast<double>(now - std::min(now, then)) / ticks_per_second_;
+    };
+    window.cpu_busy_seconds = delta(ticks.busy, last_ticks_.busy);
+    window.interrupt_seconds = delta(ticks.interrupts, last_ticks_.interrupts);
+    window.steal_seconds = delta(ticks.steal, last_ticks_.steal);
+  }
+  last_ticks_ = ticks;
+  cpu_ticks_known_ = true;
+}
+
+void ProcSampler::sample_switches(ProcWindow& window) {
+  const std::size_t length = read_at_start(main_status_fd_, buffer_.data(), buffer_.size());
+  if (length == 0) return;
+  if (const auto switches = parse_status_counter(std::string_view(buffer_.data(), length),
+                                                 "nonvoluntary_ctxt_switches")) {
+    window.involuntary_switches = *switches - std::min(*switches, last_switches_);
+    last_switches_ = *switches;
+  }
+}
+
+ProcWindow ProcSampler::sample() {
+  ProcWindow window;
+  const double window_seconds = seconds_since_last_sample();
   int busy = 0;
   list_tasks();
   for (Task& task : tasks_) {
-    if (task.tid == 0) continue;
-    std::size_t length = read_at_start(task.schedstat_fd, small_.data(), small_.size());
-    const auto sched = parse_schedstat(std::string_view(small_.data(), length));
-    length = read_at_start(task.stat_fd, small_.data(), small_.size());
-    const auto stat = parse_task_stat(std::string_view(small_.data(), length));
-    if (!sched || !stat) continue;
-    if (task.comm[0] == '\0') {
-      const std::size_t n = std::min(stat->comm.size(), task.comm.size() - 1);
-      std::memcpy(task.comm.data(), stat->comm.data(), n);
-    }
-    const double ran =
-        static_cast<double>(sched->run_ns - std::min(sched->run_ns, task.last.run_ns)) * 1e-9;
-    if (window_seconds > 0 && ran >= kBusyShare * window_seconds) ++busy;
-    if (task.tid == main_tid_) {
-      window.main_run_queue_seconds +=
-          static_cast<double>(sched->wait_ns - std::min(sched->wait_ns, task.last.wait_ns)) * 1e-9;
-      // The main thread's own faults: they are what its on-CPU time is
-      // charged with (attribution.h), not those of the other threads.
-      window.minor_faults = stat->minor_faults - std::min(stat->minor_faults, last_minor_);
-      window.major_faults = stat->major_faults - std::min(stat->major_faults, last_major_);
-      last_minor_ = stat->minor_faults;
-      last_major_ = stat->major_faults;
-    }
-    if (on_rank_cpu(stat->processor)) {
-      window.own_process_seconds += ran;
-      if (task.tid != main_tid_) {
-        window.own_threads_seconds += ran;
-        task.seconds_on_rank_cpus += ran;
-      }
-    }
-    task.last = *sched;
+    if (task.tid != 0) sample_task(task, window_seconds, window, busy);
   }
   peak_busy_threads_ = std::max(peak_busy_threads_, busy);
-
-  if (std::size_t length = read_at_start(proc_stat_fd_, buffer_.data(), buffer_.size())) {
-    const CpuTicks ticks = parse_cpu_ticks(std::string_view(buffer_.data(), length), cpus_);
-    if (ticks.cpus_found > 0) {
-      if (cpu_ticks_known_) {
-        const auto delta = [this](std::uint64_t now, std::uint64_t then) {
-          return static_cast<double>(now - std::min(now, then)) / ticks_per_second_;
-        };
-        window.cpu_busy_seconds = delta(ticks.busy, last_ticks_.busy);
-        window.interrupt_seconds = delta(ticks.interrupts, last_ticks_.interrupts);
-        window.steal_seconds = delta(ticks.steal, last_ticks_.steal);
-      }
-      last_ticks_ = ticks;
-      cpu_ticks_known_ = true;
-    }
-  }
-  if (std::size_t length = read_at_start(main_status_fd_, buffer_.data(), buffer_.size())) {
-    if (const auto switches = parse_status_counter(std::string_view(buffer_.data(), length),
-                                                   "nonvoluntary_ctxt_switches")) {
-      window.involuntary_switches = *switches - std::min(*switches, last_switches_);
-      last_switches_ = *switches;
-    }
-  }
+  sample_cpus(window);
+  sample_switches(window);
   return window;
 }
 

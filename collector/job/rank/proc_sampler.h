@@ -77,6 +77,13 @@ class ProcSampler {
     std::array<char, 16> comm{};
   };
   void list_tasks();
+  // sample()'s steps: the window's length (0 at the first), one task's
+  // times and faults (counting it in `busy` when it was), the CPUs' ticks
+  // and the main thread's involuntary switches.
+  double seconds_since_last_sample();
+  void sample_task(Task& task, double window_seconds, ProcWindow& window, int& busy);
+  void sample_cpus(ProcWindow& window);
+  void sample_switches(ProcWindow& window);
   void open_task(Task& task, int tid);
   void close_task(Task& task);
   bool on_rank_cpu(int processor) const;

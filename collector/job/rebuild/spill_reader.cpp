@@ -7,19 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <utility>
 
+#include "probe/units.h"
+
 namespace corenoise {
 namespace {
-
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
 
 // The text of a fixed-size field, or nullopt when it has no NUL: the
 // writer always ends it with one, so a field without is not its.
@@ -129,21 +124,21 @@ std::string spilled_rank_problem(const SpilledRank& rank) {
   for (const auto& [value, name] : {std::pair{h.started_unix_seconds, "started"},
                                     std::pair{h.updated_unix_seconds, "updated"}}) {
     if (!std::isfinite(value) || value < 0 || value > kMaxSpillFigure) {
-      return std::string("the time it ") + name + ", " + number_text(value) + ", is not a time";
+      return std::string("the time it ") + name + ", " + found_text(value) + ", is not a time";
     }
   }
   for (std::size_t i = 0; i < kRankMeasureCount; ++i) {
     const double value = h.measures[i];
     if (!std::isfinite(value) || std::fabs(value) > kMaxSpillFigure) {
       return "measure " + std::to_string(i) + " of " + std::to_string(kRankMeasureCount) + " is " +
-             number_text(value);
+             found_text(value);
     }
   }
   if (std::string problem = step_problem(h, rank.bins.size()); !problem.empty()) return problem;
   for (std::size_t i = 0; i < rank.bins.size(); ++i) {
     const double wait = rank.bins[i];
     if (!(wait >= 0 && wait <= kMaxSpillFigure)) {
-      return "bin " + std::to_string(i) + " holds a wait of " + number_text(wait) + " s";
+      return "bin " + std::to_string(i) + " holds a wait of " + found_text(wait) + " s";
     }
   }
   return "";

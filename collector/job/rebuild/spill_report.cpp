@@ -166,9 +166,12 @@ std::vector<SpilledRank> read_spill_dir(const std::string& dir, std::string* pro
   return ranks;
 }
 
-SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
-  SpillReport out;
-  if (unsorted.empty()) return out;
+namespace {
+
+// `unsorted`, checked (each rank, and as one job's) and sorted by rank
+// without a copy: a large job's bins take gigabytes. Throws
+// std::invalid_argument naming the files.
+std::vector<const SpilledRank*> checked_by_rank(const std::vector<SpilledRank>& unsorted) {
   std::vector<std::string> problems;
   for (const auto& r : unsorted) {
     if (std::string why = spilled_rank_problem(r); !why.empty()) {
@@ -177,13 +180,103 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
   }
   for (auto& why : spill_job_problems(unsorted)) problems.push_back(std::move(why));
   if (!problems.empty()) throw std::invalid_argument(joined(problems));
-  // Sorted by rank without a copy: a large job's bins take gigabytes.
   std::vector<const SpilledRank*> ranks;
   for (const auto& r : unsorted) ranks.push_back(&r);
   std::sort(ranks.begin(), ranks.end(), [](const SpilledRank* a, const SpilledRank* b) {
     return a->header.rank < b->header.rank;
   });
+  return ranks;
+}
 
+// The steps every rank finished, at the coarsest rank's bin width: each
+// rank's bins, and per bin the least wait (with its rank), the most and
+// the sum, as the reduction at MPI_Finalize has them.
+struct CommonSteps {
+  std::uint64_t width = 1;
+  std::size_t bins_per_rank = 0;
+  std::vector<std::vector<double>> bins;  // per rank, in rank order
+  std::vector<double> minimum, maximum, sum;
+  std::vector<int> last;  // the rank of each bin's least wait: the last to arrive
+};
+CommonSteps common_steps(const std::vector<const SpilledRank*>& ranks) {
+  CommonSteps c;
+  std::uint64_t held = std::numeric_limits<std::uint64_t>::max();
+  for (const SpilledRank* r : ranks) {
+    c.width = std::max<std::uint64_t>(c.width, r->header.step_counts[1]);
+    held = std::min(held, held_steps(*r));
+  }
+  // Every rank holds these bins: n * width <= its held steps.
+  const std::size_t n = static_cast<std::size_t>(held / c.width);
+  c.bins_per_rank = n;
+  for (const SpilledRank* r : ranks) c.bins.push_back(merged_bins(*r, c.width, n));
+  c.minimum.assign(n, std::numeric_limits<double>::infinity());
+  c.maximum.assign(n, 0.0);
+  c.sum.assign(n, 0.0);
+  c.last.assign(n, -1);
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double w = c.bins[k][i];
+      if (w < c.minimum[i]) {
+        c.minimum[i] = w;
+        c.last[i] = ranks[k]->header.rank;
+      }
+      c.maximum[i] = std::max(c.maximum[i], w);
+      c.sum[i] += w;
+    }
+  }
+  return c;
+}
+
+// A rank's record, as of its last sample, with the waiting it
+// caused at the common steps.
+RankRecord spilled_record(const SpilledRank& r, const CommonSteps& common, int reporting) {
+  RankRecord record;
+  record.rank = r.header.rank;
+  record.host = r.header.host;
+  record.cpus = r.cpus;
+  record.pid = r.header.pid;
+  std::copy_n(r.header.measures, kRankMeasureCount, as_array(record.measures));
+  record.measures.wait_caused_seconds =
+      wait_caused(r.header.rank, reporting, common.minimum, common.last, common.sum);
+  return record;
+}
+
+// Why the report is incomplete: the job's end, what it is built from and
+// which rank stopped first, or sent no file.
+std::string incomplete_reason(const std::vector<SpilledRank>& unsorted,
+                              const std::vector<const SpilledRank*>& ranks, long steps) {
+  std::uint64_t fewest = std::numeric_limits<std::uint64_t>::max(), most = 0;
+  int stopped_first = -1;
+  for (const SpilledRank* r : ranks) {
+    if (r->header.step_counts[0] < fewest) {
+      fewest = r->header.step_counts[0];
+      stopped_first = r->header.rank;
+    }
+    most = std::max<std::uint64_t>(most, r->header.step_counts[0]);
+  }
+  const int size = ranks.front()->header.size;
+  std::string reason =
+      "the job ended before MPI_Finalize (killed, or a rank was lost): built from " +
+      std::to_string(ranks.size()) +
+      " ranks' spill files, with each rank's figures as of its "
+      "last sample and the " +
+      std::to_string(steps) + " steps every rank finished";
+  if (most > fewest) {
+    reason += "; rank " + std::to_string(stopped_first) + " stopped first, after " +
+              std::to_string(fewest) + " steps (others reached " + std::to_string(most) + ")";
+  }
+  if (static_cast<int>(ranks.size()) < size) {
+    reason += "; no file from ranks " + missing_ranks(unsorted, size);
+  }
+  return reason;
+}
+
+}  // namespace
+
+SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
+  SpillReport out;
+  if (unsorted.empty()) return out;
+  const std::vector<const SpilledRank*> ranks = checked_by_rank(unsorted);
   const SpillHeader& first = ranks.front()->header;
   out.facts.version = CORENOISE_VERSION;
   out.facts.program = first.program;
@@ -191,66 +284,16 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
   out.facts.started_unix_seconds = first.started_unix_seconds;
   out.facts.ranks_total = first.size;
 
-  // The steps every rank finished, at the coarsest rank's bin width.
-  std::uint64_t width = 1, common_steps = std::numeric_limits<std::uint64_t>::max();
-  for (const SpilledRank* r : ranks) {
-    width = std::max<std::uint64_t>(width, r->header.step_counts[1]);
-    common_steps = std::min(common_steps, held_steps(*r));
-  }
-  // Every rank holds these bins: n * width <= its held steps.
-  const std::size_t n = static_cast<std::size_t>(common_steps / width);
-  std::vector<std::vector<double>> bins;
-  for (const SpilledRank* r : ranks) bins.push_back(merged_bins(*r, width, n));
-  std::vector<double> minimum(n, std::numeric_limits<double>::infinity()), maximum(n, 0.0),
-      sum(n, 0.0);
-  std::vector<int> last(n, -1);
-  for (std::size_t k = 0; k < ranks.size(); ++k) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double w = bins[k][i];
-      if (w < minimum[i]) {
-        minimum[i] = w;
-        last[i] = ranks[k]->header.rank;
-      }
-      maximum[i] = std::max(maximum[i], w);
-      sum[i] += w;
-    }
-  }
+  const CommonSteps common = common_steps(ranks);
   const int reporting = static_cast<int>(ranks.size());
-  std::uint64_t fewest = std::numeric_limits<std::uint64_t>::max(), most = 0;
-  int stopped_first = -1;
   for (std::size_t k = 0; k < ranks.size(); ++k) {
-    const SpilledRank& r = *ranks[k];
-    RankRecord record;
-    record.rank = r.header.rank;
-    record.host = r.header.host;
-    record.cpus = r.cpus;
-    record.pid = r.header.pid;
-    std::copy_n(r.header.measures, kRankMeasureCount, as_array(record.measures));
-    record.measures.wait_caused_seconds = wait_caused(r.header.rank, reporting, minimum, last, sum);
-    out.facts.lateness.push_back(
-        lateness_columns(bins[k], maximum, static_cast<long>(width), &out.facts.steps_per_column));
-    out.records.push_back(std::move(record));
-    if (r.header.step_counts[0] < fewest) {
-      fewest = r.header.step_counts[0];
-      stopped_first = r.header.rank;
-    }
-    most = std::max<std::uint64_t>(most, r.header.step_counts[0]);
+    out.facts.lateness.push_back(lateness_columns(common.bins[k], common.maximum,
+                                                  static_cast<long>(common.width),
+                                                  &out.facts.steps_per_column));
+    out.records.push_back(spilled_record(*ranks[k], common, reporting));
   }
-  out.facts.steps = static_cast<long>(n * width);
-  std::string reason =
-      "the job ended before MPI_Finalize (killed, or a rank was lost): built from " +
-      std::to_string(reporting) +
-      " ranks' spill files, with each rank's figures as of its "
-      "last sample and the " +
-      std::to_string(n * width) + " steps every rank finished";
-  if (most > fewest) {
-    reason += "; rank " + std::to_string(stopped_first) + " stopped first, after " +
-              std::to_string(fewest) + " steps (others reached " + std::to_string(most) + ")";
-  }
-  if (reporting < first.size) {
-    reason += "; no file from ranks " + missing_ranks(unsorted, first.size);
-  }
-  out.facts.incomplete_reason = reason;
+  out.facts.steps = static_cast<long>(common.bins_per_rank * common.width);
+  out.facts.incomplete_reason = incomplete_reason(unsorted, ranks, out.facts.steps);
   return out;
 }
 
