@@ -56,20 +56,21 @@ bool poll_until(MpiDeadline deadline, std::chrono::microseconds pause, Ready&& r
 
 enum class MpiCompletion { complete, failed, timed_out };
 
-// The call that tests a request: MPI_Test, or PMPI_Test in a library that
-// wraps MPI_Test and must not see its own polls.
-using MpiTestCall = int (*)(MPI_Request*, int*, MPI_Status*);
-
-// Polls `request` with `test` until it completes, fails (the test returned
-// an error: on a communicator that returns errors, a peer's process is
-// gone; its code in `*code` where given) or `deadline` passes.
-inline MpiCompletion complete_by(MPI_Request& request, MpiDeadline deadline,
-                                 std::chrono::microseconds pause, MpiTestCall test,
-                                 int* code = nullptr) {
+// Polls `request` with `test(request, &done)` until it completes, fails
+// (the test returned an error: on a communicator that returns errors, a
+// peer's process is gone; its code in `*code` where given) or `deadline`
+// passes. `test` calls MPI_Test, or PMPI_Test in a library that wraps
+// MPI_Test and must not see its own polls: a call, not a pointer to the
+// function, because a library bound to its MPI only at run time (-z lazy:
+// the MPICH family's plugin and in-job library) cannot take an MPI
+// function's address at load time.
+template <typename Test>
+MpiCompletion complete_by(MPI_Request& request, MpiDeadline deadline,
+                          std::chrono::microseconds pause, Test&& test, int* code = nullptr) {
   int result = MPI_SUCCESS;
   const bool finished = poll_until(deadline, pause, [&] {
     int done = 0;
-    result = test(&request, &done, MPI_STATUS_IGNORE);
+    result = test(request, done);
     return result != MPI_SUCCESS || done != 0;
   });
   if (code != nullptr) *code = result;

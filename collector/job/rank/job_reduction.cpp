@@ -49,7 +49,10 @@ constexpr std::chrono::microseconds kPollPause{200};
 // job. One that failed (the library's communicators return errors: a peer's
 // process is gone) is not complete either: its buffers hold nothing to use.
 bool complete(MPI_Request& request, MpiDeadline deadline) {
-  return complete_by(request, deadline, kPollPause, PMPI_Test) == MpiCompletion::complete;
+  const auto test = [](MPI_Request& r, int& done) {
+    return PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  };
+  return complete_by(request, deadline, kPollPause, test) == MpiCompletion::complete;
 }
 
 // One communicator's collectives at MPI_Finalize. MPI matches collectives by
