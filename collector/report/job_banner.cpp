@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "collector/job/model/cause_advice.h"
+#include "collector/report/cause_advice.h"
 #include "probe/cpu_list.h"
 #include "probe/units.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "collector/job/model/cause_advice.h"
+#include "collector/report/cause_advice.h"
 #include "probe/cpu_list.h"
 
 namespace corenoise {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/model/cause_advice.h"
+#include "collector/report/cause_advice.h"
 #include "collector/report/job_banner.h"
 #include "collector/report/job_report_json.h"
 

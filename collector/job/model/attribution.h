@@ -22,8 +22,8 @@
 #include <optional>
 #include <span>
 
-#include "collector/job/model/cause_advice.h"
 #include "collector/job/model/rank_measures.h"
+#include "daemon/control/job_causes.h"
 
 namespace corenoise {
 

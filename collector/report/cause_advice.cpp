@@ -1,4 +1,4 @@
-#include "collector/job/model/cause_advice.h"
+#include "collector/report/cause_advice.h"
 
 namespace corenoise {
 

@@ -1,7 +1,8 @@
 // The causes of daemon/control/job_causes.h (the one vocabulary of the profiler,
 // the `job` control command and corenoise_job_lost_seconds_total) in
 // words, and the fix that fits each (docs/guide.md, "Inside the job"), for
-// the banner and the report.
+// the banner and the report: a job view's words, kept out of the model
+// (job/model/ names a cause by its JobCause only).
 #pragma once
 
 #include <string_view>
