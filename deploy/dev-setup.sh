@@ -62,7 +62,11 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost-dev libhwl
 # (cached as a zstd tarball under /var/cache/corenoise-tests), installs the
 # built .deb in it and boots its systemd (tests/deploy/packaged_node_test.sh);
 # debootstrap also makes the fresh-machine check's root.
-test_packages=(libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
+# gfortran: the Fortran ground truth (tests/job/halo_fortran.f90 with `use
+# mpi`, halo_f08.f90 with `use mpi_f08`) is built by mpif90.mpich and
+# mpif90.openmpi, which need it; libmpich-dev and libopenmpi-dev pull it in
+# today; named here so that the tests keep their compiler if they stop.
+test_packages=(gfortran libopenblas-dev prometheus prometheus-node-exporter chromium iproute2 jq shellcheck groff-base
   dpkg-dev file systemd adduser procps man-db rt-tests python3
   clang libclang-rt-14-dev clang-format universal-ctags wrk faketime strace
   slurmctld slurmd slurm-client munge curl

@@ -14,11 +14,11 @@
 
 #include "collector/cli/command_line.h"
 #include "collector/cli/exit_codes.h"
-#include "collector/job/job_options.h"
-#include "collector/job/job_output.h"
-#include "collector/job/spill_report.h"
+#include "collector/job/model/job_options.h"
+#include "collector/job/rebuild/spill_report.h"
 #include "collector/mpi/mpi_launcher.h"
 #include "collector/mpi/mpi_library.h"
+#include "collector/report/job_output.h"
 #include "collector/report/report_outputs.h"
 #include "daemon/control/control_protocol.h"
 #include "probe/settings.h"
@@ -165,8 +165,11 @@ void add_preload(const std::filesystem::path& library,
 
 }  // namespace
 
-JobLaunch parse_job_options(const std::vector<std::string>& args) {
-  std::vector<std::string> own, program;
+namespace {
+
+// `corenoise job`'s own arguments, and the program's after "--".
+void split_at_dashes(const std::vector<std::string>& args, std::vector<std::string>& own,
+                     std::vector<std::string>& program) {
   bool in_program = false;
   for (const auto& arg : args) {
     if (in_program) {
@@ -177,6 +180,56 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
       own.push_back(arg);
     }
   }
+}
+
+// One option, into the environment the program gets (or the report's
+// folder); a bad value is a UsageError naming the option.
+void apply_option(const std::string& name, const std::string& value, JobLaunch& launch) {
+  auto& env = launch.environment;
+  try {
+    if (name == "json") {
+      env["CORENOISE_JOB_JSON"] = absolute(value);
+    } else if (name == "html") {
+      env["CORENOISE_JOB_HTML"] = absolute(value);
+    } else if (name == "socket") {
+      env["CORENOISE_JOB_SOCKET"] = absolute(value);
+    } else if (name == "no-daemon") {
+      env["CORENOISE_JOB_SOCKET"] = "";
+    } else if (name == "finalize-timeout") {
+      env["CORENOISE_JOB_FINALIZE_TIMEOUT"] =
+          std::to_string(parse_real_value(value, 0.1, 3600, "seconds"));
+    } else if (name == "budget") {
+      env["CORENOISE_JOB_BUDGET"] =
+          std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
+    } else if (name == "quiet") {
+      env["CORENOISE_JOB_QUIET"] = "1";
+    } else if (name == "spill") {
+      env["CORENOISE_JOB_SPILL"] = absolute(value);
+    } else if (name == "report") {
+      launch.report_dir = absolute(value);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--" + name + ": " + e.what());
+  }
+}
+
+// The spill folder beside the first output, unless --spill or --no-spill
+// said otherwise.
+void default_spill(const ParsedArgs& parsed, std::map<std::string, std::string>& env) {
+  if (parsed.has("spill") || parsed.has("no-spill")) return;
+  for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
+    if (auto it = env.find(output); it != env.end()) {
+      env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+JobLaunch parse_job_options(const std::vector<std::string>& args) {
+  std::vector<std::string> own, program;
+  split_at_dashes(args, own, program);
   const ParsedArgs parsed =
       parse_args(own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report"},
                  {"no-daemon", "no-spill", "quiet", "help"});
@@ -186,37 +239,10 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
   }
   JobLaunch launch;
   launch.program = program;
-  auto& env = launch.environment;
   const char* socket = std::getenv("CORENOISE_SOCKET");
-  env["CORENOISE_JOB_SOCKET"] =
+  launch.environment["CORENOISE_JOB_SOCKET"] =
       socket != nullptr && *socket != '\0' ? socket : kDefaultControlSocket;
-  for (const auto& [name, value] : parsed.options) {
-    try {
-      if (name == "json") {
-        env["CORENOISE_JOB_JSON"] = absolute(value);
-      } else if (name == "html") {
-        env["CORENOISE_JOB_HTML"] = absolute(value);
-      } else if (name == "socket") {
-        env["CORENOISE_JOB_SOCKET"] = absolute(value);
-      } else if (name == "no-daemon") {
-        env["CORENOISE_JOB_SOCKET"] = "";
-      } else if (name == "finalize-timeout") {
-        env["CORENOISE_JOB_FINALIZE_TIMEOUT"] =
-            std::to_string(parse_real_value(value, 0.1, 3600, "seconds"));
-      } else if (name == "budget") {
-        env["CORENOISE_JOB_BUDGET"] =
-            std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
-      } else if (name == "quiet") {
-        env["CORENOISE_JOB_QUIET"] = "1";
-      } else if (name == "spill") {
-        env["CORENOISE_JOB_SPILL"] = absolute(value);
-      } else if (name == "report") {
-        launch.report_dir = absolute(value);
-      }
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--" + name + ": " + e.what());
-    }
-  }
+  for (const auto& [name, value] : parsed.options) apply_option(name, value, launch);
   if (parsed.has("no-daemon") && parsed.has("socket"))
     throw UsageError("--socket and --no-daemon contradict");
   if (parsed.has("no-spill") && parsed.has("spill"))
@@ -227,15 +253,8 @@ JobLaunch parse_job_options(const std::vector<std::string>& args) {
     return launch;
   }
   if (program.empty()) throw UsageError("no program: corenoise job [OPTIONS] -- PROGRAM [ARGS...]");
-  if (!parsed.has("spill") && !parsed.has("no-spill")) {
-    for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
-      if (auto it = env.find(output); it != env.end()) {
-        env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
-        break;
-      }
-    }
-  }
-  env["CORENOISE_JOB_PROGRAM"] = joined(program);
+  default_spill(parsed, launch.environment);
+  launch.environment["CORENOISE_JOB_PROGRAM"] = joined(program);
   return launch;
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "collector/mpi/family_hooks.h"
+#include "collector/mpi/mpi_deadline.h"
 #include "collector/mpi/mpi_environment.h"
 #include "probe/wall_clock.h"
 
@@ -89,15 +90,16 @@ extern "C" void merge_trampoline(void* in, void* inout, int* len, MPI_Datatype*)
   }
 }
 
-// Completes a nonblocking collective, sleeping between polls: MPICH's
-// blocking calls busy-poll, and a rank with nothing to do must not take CPU
-// time from a core being measured. A millisecond is nothing next to a round.
+// Completes a nonblocking collective, sleeping between polls
+// (mpi_deadline.h): a rank with nothing to do must not take CPU time from a
+// core being measured. A millisecond is nothing next to a round. No
+// deadline: the command's watchdog ends a job that hangs.
 void wait_sleeping(MPI_Request& request, const char* call) {
-  for (int done = 0;;) {
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  int code = MPI_SUCCESS;
+  complete_by(
+      request, MpiDeadline::never(), std::chrono::milliseconds(1),
+      [](MPI_Request& r, int& done) { return MPI_Test(&r, &done, MPI_STATUS_IGNORE); }, &code);
+  check(code, call);
 }
 
 // Completes a nonblocking collective: sleeping between polls where other

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "collector/job/cause_advice.h"
 #include "collector/report/call_site_text.h"
+#include "collector/report/cause_advice.h"
 #include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
 #include "probe/units.h"

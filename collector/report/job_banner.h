@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "collector/job/job_report.h"
+#include "collector/job/model/job_report.h"
 
 namespace corenoise {
 

@@ -1,4 +1,4 @@
-#include "collector/job/job_output.h"
+#include "collector/report/job_output.h"
 
 #include <cstdio>
 #include <exception>

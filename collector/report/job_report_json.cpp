@@ -4,6 +4,7 @@
 #include <string>
 
 #include "collector/report/call_site_text.h"
+#include "collector/report/cause_advice.h"
 #include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
 

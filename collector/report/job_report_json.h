@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collector/job/job_report.h"
+#include "collector/job/model/job_report.h"
 
 namespace corenoise {
 

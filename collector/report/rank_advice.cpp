@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collector/job/cause_advice.h"
+#include "collector/report/cause_advice.h"
 
 namespace corenoise {
 

@@ -1,5 +1,5 @@
 // The fix the job's views advise for a late rank's main cause
-// (collector/job/cause_advice.h's sentence), and where the views name a
+// (collector/report/cause_advice.h's sentence), and where the views name a
 // process the rank waited behind, the pointer to it: "find the process
 // named here" only where a process is named, so a rank that waited behind
 // other processes none of which the sampler caught is not sent looking.
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "collector/job/job_report.h"
+#include "collector/job/model/job_report.h"
 
 namespace corenoise {
 

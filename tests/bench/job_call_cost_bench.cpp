@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "collector/job/job_session.h"
+#include "collector/job/rank/job_session.h"
 
 using corenoise::JobOptions;
 using corenoise::JobSession;

@@ -62,9 +62,9 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/attribution.h"
-#include "collector/job/job_report.h"
-#include "collector/job/step_math.h"
+#include "collector/job/model/attribution.h"
+#include "collector/job/model/job_report.h"
+#include "collector/job/model/step_math.h"
 
 namespace {
 

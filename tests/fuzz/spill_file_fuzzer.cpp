@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
-#include "collector/job/job_report.h"
-#include "collector/job/spill_file.h"
-#include "collector/job/spill_report.h"
-#include "collector/job/step_math.h"
+#include "collector/job/model/job_report.h"
+#include "collector/job/model/step_math.h"
+#include "collector/job/rebuild/spill_reader.h"
+#include "collector/job/rebuild/spill_report.h"
 #include "collector/report/job_banner.h"
 #include "collector/report/job_report_json.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -82,7 +82,7 @@ std::vector<std::string_view> split_files(std::string_view input) {
 void check_accepted(const corenoise::SpilledRank& r, std::size_t file_bytes) {
   const corenoise::SpillHeader& h = r.header;
   FUZZ_CHECK(corenoise::spilled_rank_problem(r).empty());
-  FUZZ_CHECK(h.bin_capacity >= 1 && h.bin_capacity <= corenoise::IntervalRecorder::kMaxStepBins);
+  FUZZ_CHECK(h.bin_capacity >= 1 && h.bin_capacity <= corenoise::kMaxStepBins);
   FUZZ_CHECK(file_bytes == sizeof(corenoise::SpillHeader) + h.bin_capacity * sizeof(double));
   FUZZ_CHECK(r.bins.size() == h.step_counts[2] && r.bins.size() <= h.bin_capacity);
   FUZZ_CHECK(h.rank >= 0 && h.rank < h.size);

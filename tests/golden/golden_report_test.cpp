@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "collector/job/job_report.h"
+#include "collector/job/model/job_report.h"
 #include "collector/report/cluster_report_json.h"
 #include "collector/report/job_banner.h"
 #include "collector/report/job_report_json.h"

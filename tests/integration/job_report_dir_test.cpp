@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "collector/job/spill_file.h"
+#include "collector/job/rebuild/spill_reader.h"
 #include "process.h"
 #include "tests/unit/job_spill_files.h"
 

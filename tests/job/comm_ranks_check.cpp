@@ -1,4 +1,4 @@
-// CommRanks (collector/job/comm_ranks.h) against a real MPI, on 2 ranks:
+// CommRanks (collector/job/rank/comm_ranks.h) against a real MPI, on 2 ranks:
 // ranks of a reordered communicator translated to the job's, and a freed
 // communicator's handle, when MPI hands it out again, never answered from
 // the freed one's table, however it was freed. Run by ctest under
@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "collector/job/comm_ranks.h"
+#include "collector/job/rank/comm_ranks.h"
 
 namespace {
 

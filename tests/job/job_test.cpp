@@ -270,7 +270,9 @@ TEST(JobStory, TwiceTheWorkInTheFirstStepIsTheWarmUpsNotTheSteadyStates) {
   EXPECT_EQ(warmup["late_ranks"][0]["rank"], 1);
   EXPECT_EQ(warmup["late_ranks"][0]["cause"], "more-work");
   for (const json& late : warmup["late_ranks"]) {
-    if (late["rank"] != 1) EXPECT_NE(late["cause"], "more-work") << warmup.dump(1);
+    if (late["rank"] != 1) {
+      EXPECT_NE(late["cause"], "more-work") << warmup.dump(1);
+    }
   }
   EXPECT_EQ(steady["name"], "steady state");
   EXPECT_EQ(steady["late_ranks"], json::array()) << steady.dump(1);
@@ -641,6 +643,44 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
   }
 }
 
+// A Fortran halo built by `launcher`'s mpif90 (tests/job/CMakeLists.txt),
+// run with the library, 200 steps: the same output as without, and its
+// report's calls per MPI call. Then the same with rank 1 given 1.5 times
+// the work, which must name rank 1 first with more-work.
+struct FortranHalo {
+  json report;
+  std::map<std::string, double> calls;
+};
+FortranHalo run_fortran_halo(const MpiLauncher& launcher, const std::string& program) {
+  FortranHalo halo;
+  const auto plain = run_command("timeout -k 5 60 " + launcher.bound_job(2) +
+                                 testing::shell_word(program) + " 200 300");
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  const std::string path = temp_path("fortran.json");
+  const auto result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                                  " job --no-daemon --json " + path + " -- " +
+                                  testing::shell_word(program) + " 200 300");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  if (result.exit_code != 0) return halo;
+  EXPECT_EQ(result.out, plain.out);
+  halo.report = read_json(path);
+  std::remove(path.c_str());
+  for (const auto& site : halo.report["call_sites"])
+    halo.calls[site["call"].get<std::string>()] += site["calls"].get<double>();
+  return halo;
+}
+void expect_late_fortran_rank_named(const MpiLauncher& launcher, const std::string& program) {
+  const std::string late_path = temp_path("fortran-late.json");
+  JobRun run;
+  run.result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
+                           " job --no-daemon --json " + late_path + " -- " +
+                           testing::shell_word(program) + " 200 300 1");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  run.report = read_json(late_path);
+  std::remove(late_path.c_str());
+  expect_rank_one(run, "more-work");
+}
+
 // A Fortran program (`use mpi`), built by each family's mpif90: under
 // Open MPI its binding calls PMPI_ directly, so only the library's Fortran
 // entry points see it. Measured like the C halo: its calls and steps, and
@@ -654,39 +694,38 @@ TEST(JobFortran, TheHaloIsMeasuredLikeCUnderBothFamilies) {
         << " is missing (apt-get install "
         << (launcher.family == "mpich" ? "libmpich-dev" : "libopenmpi-dev")
         << ", which brings gfortran)";
-    const auto plain = run_command("timeout -k 5 60 " + launcher.bound_job(2) +
-                                   testing::shell_word(program) + " 200 300");
-    ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    const std::string path = temp_path("fortran-" + launcher.family + ".json");
-    const auto result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
-                                    " job --no-daemon --json " + path + " -- " +
-                                    testing::shell_word(program) + " 200 300");
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(result.out, plain.out);
-    const json report = read_json(path);
-    std::remove(path.c_str());
+    const FortranHalo halo = run_fortran_halo(launcher, program);
     // 4 allreduces and the closing barrier; the reduce is rooted.
-    EXPECT_EQ(report["steps"], 5) << report.dump(1);
-    std::map<std::string, double> calls;
-    for (const auto& site : report["call_sites"])
-      calls[site["call"].get<std::string>()] += site["calls"].get<double>();
-    EXPECT_EQ(calls["MPI_Waitall"], 200) << report["call_sites"].dump(1);
-    EXPECT_EQ(calls["MPI_Sendrecv"], 20);
-    EXPECT_EQ(calls["MPI_Allreduce"], 4);
-    EXPECT_EQ(calls["MPI_Barrier"], 1);
-    EXPECT_EQ(calls["MPI_Reduce"], 1);
-    EXPECT_GT(report["exchange_wait_seconds"].get<double>(), 0.0);
-
-    const std::string late_path = temp_path("fortran-late-" + launcher.family + ".json");
-    JobRun run;
-    run.result = run_command("timeout -k 5 60 " + launcher.bound_job(2) + kCorenoise +
-                             " job --no-daemon --json " + late_path + " -- " +
-                             testing::shell_word(program) + " 200 300 1");
-    ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
-    run.report = read_json(late_path);
-    std::remove(late_path.c_str());
-    expect_rank_one(run, "more-work");
+    EXPECT_EQ(halo.report["steps"], 5) << halo.report.dump(1);
+    EXPECT_EQ(halo.calls.at("MPI_Waitall"), 200) << halo.report["call_sites"].dump(1);
+    EXPECT_EQ(halo.calls.at("MPI_Sendrecv"), 20);
+    EXPECT_EQ(halo.calls.at("MPI_Allreduce"), 4);
+    EXPECT_EQ(halo.calls.at("MPI_Barrier"), 1);
+    EXPECT_EQ(halo.calls.at("MPI_Reduce"), 1);
+    EXPECT_GT(halo.report["exchange_wait_seconds"].get<double>(), 0.0);
+    expect_late_fortran_rank_named(launcher, program);
   }
+}
+
+// A Fortran program of `use mpi_f08` under Open MPI, whose module calls
+// the library's ompi_NAME_f entry points: its waits for any and some of
+// its requests are measured, the requests it tests, completes and frees
+// along the way keep their peers (the late rank is still named from its
+// exchanges), and it runs as without the library.
+TEST(JobFortran, AnMpiF08HaloIsMeasuredUnderOpenMpi) {
+  const std::string program = kHaloFortranDir + "/halo_f08_openmpi";
+  ASSERT_EQ(::access(program.c_str(), X_OK), 0)
+      << program << " was not built: mpif90.openmpi is missing (apt-get install libopenmpi-dev, "
+      << "which brings gfortran)";
+  const FortranHalo halo = run_fortran_halo(kOpenMpi, program);
+  EXPECT_EQ(halo.report["steps"], 5) << halo.report.dump(1);
+  EXPECT_EQ(halo.calls.at("MPI_Waitany"), 400) << halo.report["call_sites"].dump(1);
+  EXPECT_EQ(halo.calls.at("MPI_Waitsome"), 200);
+  EXPECT_EQ(halo.calls.at("MPI_Waitall"), 200);
+  EXPECT_EQ(halo.calls.at("MPI_Recv"), 20);
+  EXPECT_EQ(halo.calls.at("MPI_Allreduce"), 4);
+  EXPECT_GT(halo.report["exchange_wait_seconds"].get<double>(), 0.0);
+  expect_late_fortran_rank_named(kOpenMpi, program);
 }
 
 // ScaLAPACK's own test programs from Debian (scalapack-mpi-test: Fortran

@@ -1,12 +1,14 @@
-# The call list (collector/job/mpi_calls.key) against what the build made
+# The call list (collector/job/rank/mpi_calls.key) against what the build made
 # of it: the in-job library of one family exports a wrapper for every call
 # listed, and its _c form for every call whose prototype has COUNT or DISP
 # (all of them, or none against an MPI older than MPI-4), and no other C
-# MPI_ entry point but the three written by hand.
+# MPI_ entry point but the three written by hand; and the Fortran entry
+# points of every call the key marks `fortran` (mpi_NAME_, and under Open
+# MPI ompi_NAME_f), and no other but Init, Init_thread and Finalize's.
 #
 #   cmake -DKEY=<mpi_calls.key> -DLIBRARY=<libcorenoise-job-F.so> -DNM=<nm> -P mpi_calls_check.cmake
 #
-# Also, the generator (collector/job/mpi_calls.cmake) refuses a key file it
+# Also, the generator (collector/job/rank/mpi_calls.cmake) refuses a key file it
 # cannot trust, naming the line:
 #
 #   cmake -DGENERATOR=<mpi_calls.cmake> -DWORK_DIR=<folder> -P mpi_calls_check.cmake
@@ -15,13 +17,16 @@ cmake_minimum_required(VERSION 3.25)
 if(GENERATOR)
   # Each bad line, and what the refusal must say.
   set(_cases
-    "nosuchkind int MPI_Barrier(MPI_Comm comm)|unknown kind 'nosuchkind'"
-    "dest int MPI_Send(const void* buf, COUNT count, MPI_Datatype type, int to, MPI_Comm comm)|needs a parameter named 'dest'"
-    "step int MPI_Barrier(MPI_Comm comm)\nstep int MPI_Barrier(MPI_Comm comm)|MPI_Barrier is listed twice"
-    "step MPI_Barrier(MPI_Comm comm)|expected '<kind> int MPI_<Name>")
+    "nosuchkind fortran int MPI_Barrier(MPI_Comm comm)|unknown kind 'nosuchkind'"
+    "dest c int MPI_Send(const void* buf, COUNT count, MPI_Datatype type, int to, MPI_Comm comm)|needs a parameter named 'dest'"
+    "step fortran int MPI_Barrier(MPI_Comm comm)\nstep c int MPI_Barrier(MPI_Comm comm)|MPI_Barrier is listed twice"
+    "step fortran MPI_Barrier(MPI_Comm comm)|expected '<kind> <c|fortran> int MPI_<Name>"
+    "step int MPI_Barrier(MPI_Comm comm)|expected '<kind> <c|fortran> int MPI_<Name>"
+    "step f77 int MPI_Barrier(MPI_Comm comm)|expected '<kind> <c|fortran> int MPI_<Name>")
   set(_index 0)
   foreach(_case IN LISTS _cases)
-    string(FIND "${_case}" "|" _bar)
+    # The last | divides the line from the message (which may hold one).
+    string(FIND "${_case}" "|" _bar REVERSE)
     string(SUBSTRING "${_case}" 0 ${_bar} _key)
     math(EXPR _bar "${_bar} + 1")
     string(SUBSTRING "${_case}" ${_bar} -1 _expected)
@@ -57,13 +62,38 @@ endif()
 string(REGEX MATCHALL "[ \t]T[ \t]+MPI_[A-Za-z_]+" _found "${_nm}")
 list(TRANSFORM _found REPLACE "^[ \t]T[ \t]+" "")
 
+# The Fortran ones: mpi_x_ always, ompi_x_f where the library has any
+# (Open MPI's).
+string(REGEX MATCHALL "[ \t]T[ \t]+(mpi_[a-z_]+_|ompi_[a-z_]+_f)\n" _found_fortran "${_nm}")
+list(TRANSFORM _found_fortran REPLACE "^[ \t]T[ \t]+" "")
+list(TRANSFORM _found_fortran STRIP)
+set(_ompi FALSE)
+if(_found_fortran MATCHES "ompi_")
+  set(_ompi TRUE)
+endif()
+
 set(_expected MPI_Init MPI_Init_thread MPI_Finalize)
+set(_expected_fortran "")
+foreach(_lower IN ITEMS init init_thread finalize)
+  list(APPEND _expected_fortran mpi_${_lower}_)
+  if(_ompi)
+    list(APPEND _expected_fortran ompi_${_lower}_f)
+  endif()
+endforeach()
 set(_large "")
-file(STRINGS "${KEY}" _lines REGEX "^[a-z]+[ \t]+int[ \t]+MPI_")
+file(STRINGS "${KEY}" _lines REGEX "^[a-z]+[ \t]+(c|fortran)[ \t]+int[ \t]+MPI_")
 foreach(_line IN LISTS _lines)
   string(REGEX MATCH "MPI_[A-Za-z_]+\\(" _name "${_line}")
   string(REPLACE "(" "" _name "${_name}")
   list(APPEND _expected ${_name})
+  if(_line MATCHES "^[a-z]+[ \t]+fortran[ \t]")
+    string(TOLOWER "${_name}" _lower)
+    string(REGEX REPLACE "^mpi_" "" _lower "${_lower}")
+    list(APPEND _expected_fortran mpi_${_lower}_)
+    if(_ompi)
+      list(APPEND _expected_fortran ompi_${_lower}_f)
+    endif()
+  endif()
   if(_line MATCHES "[^A-Za-z0-9_](COUNT|DISP)[^A-Za-z0-9_]")
     list(APPEND _large ${_name}_c)
   endif()
@@ -78,12 +108,14 @@ if(_some_large)
   list(APPEND _expected ${_large})
 endif()
 
-set(_missing ${_expected})
-list(REMOVE_ITEM _missing ${_found})
-set(_extra ${_found})
-list(REMOVE_ITEM _extra ${_expected})
+set(_missing ${_expected} ${_expected_fortran})
+list(REMOVE_ITEM _missing ${_found} ${_found_fortran})
+set(_extra ${_found} ${_found_fortran})
+list(REMOVE_ITEM _extra ${_expected} ${_expected_fortran})
 if(_missing OR _extra)
   message(FATAL_ERROR "${LIBRARY} against ${KEY}:\n  not exported: ${_missing}\n  not listed: ${_extra}")
 endif()
 list(LENGTH _expected _count)
-message(STATUS "${LIBRARY}: the ${_count} C entry points the key file lists (large-count forms: ${_some_large})")
+list(LENGTH _expected_fortran _fortran_count)
+message(STATUS "${LIBRARY}: the ${_count} C entry points the key file lists (large-count forms: ${_some_large}), "
+  "and ${_fortran_count} Fortran ones (Open MPI's ompi_*_f: ${_ompi})")

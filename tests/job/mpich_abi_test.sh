@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Any MPICH-ABI library, found at run time (collector/job/program_mpi.h):
+# Any MPICH-ABI library, found at run time (collector/job/rank/program_mpi.h):
 # the MPICH-family in-job library measures a program of Intel MPI, MVAPICH
 # or Cray MPICH (libmpi.so.12) where Debian's libmpich.so.12 is absent, and
 # loads no second MPI into it.

@@ -5,9 +5,20 @@
 #   probe/            the measuring library: nothing of daemon/ or collector/
 #   daemon/control/   the control library: nothing of daemon/ outside it
 #   daemon/           nothing of collector/
-#   collector/cluster/, collector/job/
-#                     the models and their policy: no view (collector/report/)
+#   collector/cluster/
+#                     the sweep's model and policy: no view (collector/report/)
 #                     and no command (collector/cli/)
+#   collector/job/model/
+#                     the job's model and policy: nothing of collector/ but
+#                     itself (no runtime, no rebuild, no view, no MPI layer)
+#   collector/job/rank/, collector/job/rebuild/
+#                     the in-rank runtime and the rebuild from spill files:
+#                     the model, not each other, no view, no command; the
+#                     runtime also the MPI layer's header-only deadline
+#                     (collector/mpi/mpi_deadline.h), the one way corenoise
+#                     waits for MPI with a timeout
+#   collector/job/    (its own files: job_wiring.cpp) the one place of the job
+#                     that reaches a view; no command
 #   collector/mpi/    the MPI layer: nothing that uses it
 #   collector/report/ the views: no command
 # Prints each include that crosses an arrow backwards and exits 1; 0 when
@@ -38,8 +49,11 @@ forbid probe/ 'daemon/|collector/'
 forbid daemon/control/ 'daemon/|collector/' 'daemon/control/'
 forbid daemon/ 'collector/'
 forbid collector/cluster/ 'collector/report/|collector/cli/'
-forbid collector/job/ 'collector/report/|collector/cli/'
+forbid collector/job/model/ 'collector/' 'collector/job/model/'
+forbid collector/job/rank/ 'collector/' 'collector/job/model/|collector/job/rank/|collector/mpi/mpi_deadline\.h'
+forbid collector/job/rebuild/ 'collector/' 'collector/job/model/|collector/job/rebuild/'
+forbid collector/job/ 'collector/cli/'
 forbid collector/mpi/ 'collector/cluster/|collector/report/|collector/job/|collector/cli/'
-forbid collector/report/ 'collector/cli/'
+forbid collector/report/ 'collector/cli/|collector/job/rank/|collector/job/rebuild/'
 echo "include_graph_check: $bad includes against the arrows"
 ((bad == 0))

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "collector/cluster/cluster_report.h"
-#include "collector/job/job_report.h"
+#include "collector/job/model/job_report.h"
 
 namespace corenoise {
 

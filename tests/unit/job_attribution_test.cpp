@@ -1,11 +1,11 @@
-// collector/job/attribution.h: the job's reference rank, why one rank was
+// collector/job/model/attribution.h: the job's reference rank, why one rank was
 // late, and the smallest cause worth naming. Values are binary fractions,
 // so that the arithmetic is exact.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "collector/job/attribution.h"
+#include "collector/job/model/attribution.h"
 
 namespace corenoise {
 namespace {

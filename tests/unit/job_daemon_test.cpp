@@ -1,6 +1,6 @@
-// collector/job/job_daemon.h: the daemon's verdicts from its `results`
+// collector/job/rank/job_daemon.h: the daemon's verdicts from its `results`
 // document, and the `job` request as the daemon's own parser reads it.
-#include "collector/job/job_daemon.h"
+#include "collector/job/rank/job_daemon.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-// Configuration findings (collector/job/rank_config.h, job_findings.h):
+// Configuration findings (collector/job/model/rank_config.h, job_findings.h):
 // XLA_FLAGS read as XLA's parser reads it, the thread-pool variables
 // against the libraries mapped, and the findings over ranks.
-#include "collector/job/job_findings.h"
+#include "collector/job/model/job_findings.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "collector/job/rank_config.h"
+#include "collector/job/model/rank_config.h"
 
 namespace corenoise {
 namespace {

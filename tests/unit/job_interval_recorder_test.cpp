@@ -1,4 +1,4 @@
-// collector/job/interval_recorder.h: the per-call bookkeeping of one rank,
+// collector/job/rank/interval_recorder.h: the per-call bookkeeping of one rank,
 // driven by scripted times (binary fractions, so that sums are exact).
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "collector/job/interval_recorder.h"
+#include "collector/job/rank/interval_recorder.h"
 
 namespace corenoise {
 namespace {

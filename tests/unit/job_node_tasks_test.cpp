@@ -1,4 +1,4 @@
-// collector/job/node_tasks.h: the other processes on a node's CPUs, from
+// collector/job/rank/node_tasks.h: the other processes on a node's CPUs, from
 // two scans of every task.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collector/job/node_tasks.h"
+#include "collector/job/rank/node_tasks.h"
 #include "job_proc_tree.h"
 
 namespace corenoise {

@@ -1,6 +1,6 @@
-// collector/job/job_options.h: the in-job library's settings from its
+// collector/job/model/job_options.h: the in-job library's settings from its
 // environment, with a malformed number kept at its default and named.
-#include "collector/job/job_options.h"
+#include "collector/job/model/job_options.h"
 
 #include <gtest/gtest.h>
 

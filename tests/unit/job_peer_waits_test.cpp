@@ -1,10 +1,10 @@
-// collector/job/peer_waits.h: exchange waits charged to the peers waited
+// collector/job/rank/peer_waits.h: exchange waits charged to the peers waited
 // for, the per-pair netting, and the request table.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "collector/job/peer_waits.h"
+#include "collector/job/rank/peer_waits.h"
 
 namespace corenoise {
 namespace {

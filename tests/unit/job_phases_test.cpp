@@ -1,13 +1,13 @@
-// The warm-up apart from the steady state (collector/job/step_math.h's
+// The warm-up apart from the steady state (collector/job/model/step_math.h's
 // warmup_steps, job_phases.h): where the warm-up ends, and each phase's
 // late ranks attributed against its own reference.
-#include "collector/job/job_phases.h"
+#include "collector/job/model/job_phases.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "collector/job/step_math.h"
+#include "collector/job/model/step_math.h"
 
 namespace corenoise {
 namespace {

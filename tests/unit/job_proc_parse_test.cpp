@@ -1,10 +1,10 @@
-// collector/job/proc_parse.h: the /proc text the in-job sampler re-reads.
+// collector/job/rank/proc_parse.h: the /proc text the in-job sampler re-reads.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "collector/job/proc_parse.h"
+#include "collector/job/rank/proc_parse.h"
 
 namespace corenoise {
 namespace {

@@ -1,4 +1,4 @@
-// collector/job/proc_sampler.h on a /proc tree of its own: the deltas
+// collector/job/rank/proc_sampler.h on a /proc tree of its own: the deltas
 // between two samples after the files were rewritten in place.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/proc_sampler.h"
+#include "collector/job/rank/proc_sampler.h"
 #include "job_proc_tree.h"
 
 namespace corenoise {

@@ -1,8 +1,8 @@
-// collector/job/job_report.h: the report built from records of four ranks
+// collector/job/model/job_report.h: the report built from records of four ranks
 // on two nodes, seen through its JSON view (report/job_report_json.h) and
 // its banner (report/job_banner.h), and the records' wire form
-// (collector/job/rank_record.h).
-#include "collector/job/job_report.h"
+// (collector/job/model/rank_record.h).
+#include "collector/job/model/job_report.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/cause_advice.h"
+#include "collector/report/cause_advice.h"
 #include "collector/report/job_banner.h"
 #include "collector/report/job_report_json.h"
 

@@ -1,4 +1,4 @@
-// Spill files read back (collector/job/spill_file.h) and the report built
+// Spill files read back (collector/job/rebuild/spill_reader.h) and the report built
 // from them (spill_report.h): what a killed job's writer leaves is read as
 // it wrote it; anything else is refused naming the file and what is wrong,
 // within bounded time and memory.
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/spill_file.h"
-#include "collector/job/spill_report.h"
+#include "collector/job/rebuild/spill_reader.h"
+#include "collector/job/rebuild/spill_report.h"
 #include "job_spill_files.h"
 
 namespace corenoise {

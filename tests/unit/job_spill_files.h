@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/job/interval_recorder.h"
-#include "collector/job/spill_file.h"
+#include "collector/job/rank/interval_recorder.h"
+#include "collector/job/rank/spill_writer.h"
 
 namespace corenoise::testing {
 

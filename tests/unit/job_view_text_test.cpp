@@ -3,8 +3,8 @@
 // process named here" only where a process is named.
 #include <gtest/gtest.h>
 
-#include "collector/job/cause_advice.h"
 #include "collector/report/call_site_text.h"
+#include "collector/report/cause_advice.h"
 #include "collector/report/rank_advice.h"
 
 namespace corenoise {

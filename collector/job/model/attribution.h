@@ -1,0 +1,62 @@
+// Why a rank was late, in seconds by cause: its time against the job's
+// reference rank, split into what kept it off its CPU (computing, or inside
+// a collective, where MPI polls: the others wait for it either way) and
+// what it did on it. Pure: the same function runs on every rank (for the daemon's
+// per-CPU figures) and on rank 0 (for the report).
+//
+// The reference is the job's typical rank: each figure's lower median over
+// the ranks (the median for thousands of ranks; for two, the smaller one,
+// the clean rank rather than the midpoint), the clock's upper median (the
+// faster). Then, with C the compute wall
+// time and R the main thread's CPU time in it:
+//   off-CPU excess (C-R) - ref(C-R), shared among own-threads,
+//     other-processes, interrupts and steal in proportion to each one's
+//     excess over the reference, at most each one's excess; what is left is
+//     unexplained (blocked: I/O, a lock, a sleep);
+//   on-CPU excess R - ref(R): page-faults first (minor faults priced at the
+//     cost measured at MPI_Init), then slower-clock (R × (1 - clock/ref
+//     clock)), the rest more-work.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <span>
+
+#include "collector/job/model/rank_measures.h"
+#include "daemon/control/job_causes.h"
+
+namespace corenoise {
+
+struct RankAttribution {
+  double excess_seconds = 0;  // off-CPU plus on-CPU compute time over the reference's (may be < 0)
+  std::array<double, kJobCauseCount> causes{};
+  double unexplained_seconds = 0;
+  // The largest cause; nullopt when no cause, or the excess, is under
+  // `min_seconds`.
+  std::optional<JobCause> main_cause;
+};
+
+// Each field's lower median over `ranks` (upper for the clock and the CPU
+// time in calls), and off_cpu_seconds the lower median of the ranks' own
+// off_cpu(). attribute() takes the rank's off-CPU time from its fields and
+// the reference's from off_cpu_seconds.
+RankMeasures reference_rank(std::span<const RankMeasures> ranks);
+
+// `min_seconds`: below it a cause is noise, not a finding (cause_threshold).
+RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
+                          double min_seconds);
+
+// The smallest cause worth naming in this job: 1 ms, 5 % of the
+// reference's compute time, and — with enough ranks to estimate it (8) —
+// five robust standard deviations (1.4826 × MAD) of the ranks' compute
+// times plus off-CPU time in calls: at 3,840 ranks the slowest clean rank is about 3.5 deviations
+// out, so clean ranks stay unnamed (docs/job.md has the measured rates).
+double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
+
+// Whether `attribution` names a late rank: a cause, and waiting caused of
+// at least `threshold`. Only a late rank has a cause to name, one that made
+// the others wait: the report names it, and its loss is what each rank
+// sends its node's daemon.
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold);
+
+}  // namespace corenoise

@@ -1,0 +1,29 @@
+// Configuration findings: what makes identical ranks unequal before the
+// first step, and is visible without timing anything: ranks that run more
+// busy threads than they have CPUs, ranks of a node that share CPUs or are
+// not bound at all, thread-pool variables left unset while the library that
+// reads them is mapped, and XLA_FLAGS words that XLA drops. One finding
+// per kind, over every rank it concerns, so that a mistake made on all
+// 3,840 ranks is one line, not 3,840.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collector/job/model/rank_record.h"
+
+namespace corenoise {
+
+struct JobFinding {
+  std::string kind;                // see job_findings.cpp's kinds
+  std::vector<int> ranks;          // the ranks it concerns, ascending
+  std::vector<std::string> nodes;  // their hosts, in order of first rank
+  std::string evidence;            // what was seen, with figures (at most a few examples)
+  std::string fix;
+};
+
+// The findings over the records that carry a configuration (records from
+// spill files carry none, and give none).
+std::vector<JobFinding> job_findings(const std::vector<RankRecord>& records);
+
+}  // namespace corenoise

@@ -1,0 +1,126 @@
+// The job's report: the model that every view of `corenoise job` renders
+// (report/job_report_json.h for the JSON of docs/job.md, schema
+// "corenoise-job/1", and the page drawn from it; report/job_banner.h for
+// rank 0's summary on stderr). Built once on rank 0 at MPI_Finalize, or by
+// `corenoise job --report` from spill files, from every rank's record: the
+// causes attributed, the culprits picked, the daemon's verdicts joined, the
+// call sites merged and the worst ranks ranked here, never in a view.
+//
+// Pure: no MPI, no I/O, no clock, so tests build reports from records of
+// their own. Thread-safety: free functions of their arguments.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/job/model/attribution.h"
+#include "collector/job/model/job_findings.h"
+#include "collector/job/model/job_phases.h"
+#include "collector/job/model/rank_record.h"
+
+namespace corenoise {
+
+// What rank 0 knows of the job beside the records.
+struct JobFacts {
+  std::string version;
+  std::string program;
+  std::string family;
+  double started_unix_seconds = 0;
+  int ranks_total = 0;  // the job's size
+  long steps = 0;
+  // Lateness per rank (rows in record order) per column of
+  // steps_per_column steps: seconds after the column's first arrival.
+  std::vector<std::vector<float>> lateness;
+  long steps_per_column = 1;
+  std::string incomplete_reason;  // empty: every rank reported
+  std::string clock_source;
+  // The MPI library measured (the reporting rank's): its file and
+  // MPI_Get_library_version's first line; empty when not known (a report
+  // from spill files).
+  std::string mpi_library;
+  std::string mpi_library_version;
+  // The warm-up's steps (step_math.h's warmup_steps); 0: not split.
+  long warmup_steps = 0;
+  // The steps (bins of steps_per_bin) that caused the most waiting, most
+  // first: where, and who arrived last.
+  struct Step {
+    long first_step = 0;  // counted from 1
+    long steps = 1;       // in its bin
+    double wait_caused_seconds = 0;
+    int last_rank = 0;
+    std::string call, site;  // the reporting rank's call there
+  };
+  std::vector<Step> worst_steps;
+};
+
+// Who took a late rank's time: one of its own threads (own-threads), or
+// another process on one of its CPUs (other-processes).
+struct JobCulprit {
+  enum class Kind { thread, process };
+  Kind kind = Kind::thread;
+  std::string name;  // the thread's or the process's command, as the kernel names it
+  long pid = 0;      // a process's; 0 for a thread
+  unsigned cpu = 0;  // the CPU a process ran on; 0 for a thread
+  double seconds = 0;
+};
+
+struct JobRank {
+  int rank = 0;
+  std::string host;
+  std::vector<unsigned> cpus;
+  long pid = 0;
+  RankMeasures measures;  // as the rank measured them
+  // Its excess and causes against the job's reference rank; main_cause is
+  // set only when the rank is late (is_late).
+  RankAttribution attribution;
+  std::vector<JobCulprit> culprits;  // of its causes, for a late rank
+  int busy_threads_peak = 0;         // its threads busy at once, at most (0: not known)
+  // The node's corenoised verdicts on this rank's CPUs; nullopt when the
+  // node's daemon gave none for them.
+  std::optional<std::map<unsigned, DaemonVerdict>> daemon;
+};
+
+// One call site over all ranks: its calls per rank (the most any rank
+// made), the wait summed over ranks and the longest single wait.
+struct JobCallSite {
+  std::string call, site;
+  double calls = 0, wait_seconds = 0, wait_max_seconds = 0;
+};
+
+struct JobReport {
+  JobFacts facts;
+  double elapsed_seconds = 0;  // the longest rank's
+  std::size_t ranks_reported = 0;
+  std::size_t nodes = 0;
+  // Summed over ranks: in blocking calls, computing between them, and the
+  // waiting the late ranks caused; of those, in point-to-point exchanges.
+  double wait_seconds = 0, compute_seconds = 0, wait_caused_seconds = 0;
+  double exchange_wait_seconds = 0, exchange_wait_caused_seconds = 0;
+  double exchange_uncharged_seconds = 0;
+  double cause_threshold_seconds = 0;  // the smallest cause named (cause_threshold)
+  // The waiting the late ranks caused, shared among each one's causes.
+  std::array<double, kJobCauseCount> causes{};
+  std::vector<JobCallSite> call_sites;  // most waiting first
+  std::vector<JobRank> ranks;           // in record order
+  std::vector<int> worst_ranks;         // rank numbers, most waiting caused first; at most 20
+  std::vector<JobFinding> findings;     // configuration findings (job_findings.h)
+  std::vector<JobPhase> phases;         // warm-up and steady state (job_phases.h); may be empty
+  std::vector<JobStep> worst_steps;     // most waiting caused first
+
+  bool complete() const { return facts.incomplete_reason.empty(); }
+  double collective_wait_seconds() const { return wait_seconds - exchange_wait_seconds; }
+  double collective_wait_caused_seconds() const {
+    return wait_caused_seconds - exchange_wait_caused_seconds;
+  }
+  const JobRank* rank(int number) const;  // nullptr when it did not report
+};
+
+// `facts` by value: its lateness matrix (ranks × columns) moves into the
+// report rather than being copied at MPI_Finalize.
+JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& records);
+
+}  // namespace corenoise

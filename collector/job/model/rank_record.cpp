@@ -1,0 +1,112 @@
+#include "collector/job/model/rank_record.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+namespace corenoise {
+
+using nlohmann::json;
+
+json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
+  json out = json::object();
+  for (const auto& [cpu, v] : verdicts) {
+    json verdict = {{"state", v.state}, {"cause", v.cause}};
+    if (v.age_seconds) verdict["age_seconds"] = *v.age_seconds;
+    out[std::to_string(cpu)] = std::move(verdict);
+  }
+  return out;
+}
+
+std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
+  std::map<unsigned, DaemonVerdict> out;
+  if (!verdicts.is_object()) return out;
+  for (const auto& item : verdicts.items()) {
+    const std::string& key = item.key();
+    const json& v = item.value();
+    unsigned cpu = 0;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), cpu);
+    if (error != std::errc() || end != key.data() + key.size() || !v.is_object()) continue;
+    const auto text = [&v](const char* name) {
+      return v.contains(name) && v[name].is_string() ? v[name].get<std::string>() : std::string();
+    };
+    DaemonVerdict verdict{text("state"), text("cause"), std::nullopt};
+    if (verdict.state.empty()) verdict.state = "unknown";
+    if (v.contains("age_seconds") && v["age_seconds"].is_number())
+      verdict.age_seconds = v["age_seconds"].get<double>();
+    out[cpu] = std::move(verdict);
+  }
+  return out;
+}
+
+json to_wire(const RankRecord& r) {
+  json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
+  wire["measures"] =
+      std::vector<double>(as_array(r.measures), as_array(r.measures) + kRankMeasureCount);
+  json threads = json::array();
+  for (const auto& t : r.threads) threads.push_back({t.name, t.seconds});
+  wire["threads"] = threads;
+  json sites = json::array();
+  for (const auto& s : r.sites)
+    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
+  wire["sites"] = sites;
+  if (!r.node_culprits.empty()) {
+    json culprits = json::array();
+    for (const auto& c : r.node_culprits) culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
+    wire["culprits"] = culprits;
+  }
+  if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
+  json pools = json::array();
+  for (const auto& pool : r.config.unset_pools) pools.push_back({pool.variable, pool.library});
+  wire["config"] = {{"busy_threads", r.config.busy_threads_peak},
+                    {"node_cpus", r.config.node_cpus},
+                    {"unset_pools", pools},
+                    {"xla_dropped", r.config.xla_dropped},
+                    {"binding_domain", r.config.binding_domain}};
+  if (r.warmup)
+    wire["warmup"] =
+        std::vector<double>(as_array(*r.warmup), as_array(*r.warmup) + kRankMeasureCount);
+  return wire;
+}
+
+RankRecord record_from_wire(const json& wire) {
+  RankRecord r;
+  r.rank = wire.at("rank").get<int>();
+  r.host = wire.at("host").get<std::string>();
+  r.cpus = wire.at("cpus").get<std::vector<unsigned>>();
+  r.pid = wire.at("pid").get<long>();
+  const auto measures = wire.at("measures").get<std::vector<double>>();
+  std::copy_n(measures.begin(), std::min(measures.size(), kRankMeasureCount), as_array(r.measures));
+  for (const auto& t : wire.at("threads"))
+    r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
+  for (const auto& s : wire.at("sites")) {
+    r.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
+                       s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
+  }
+  if (wire.contains("culprits")) {
+    for (const auto& c : wire.at("culprits")) {
+      r.node_culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(),
+                                 c.at(2).get<std::string>(), c.at(3).get<double>()});
+    }
+  }
+  if (wire.contains("daemon") && !wire.at("daemon").is_null())
+    r.node_daemon = verdicts_from_json(wire.at("daemon"));
+  if (wire.contains("config")) {
+    const json& config = wire.at("config");
+    r.config.busy_threads_peak = config.at("busy_threads").get<int>();
+    r.config.node_cpus = config.at("node_cpus").get<int>();
+    for (const auto& pool : config.at("unset_pools"))
+      r.config.unset_pools.push_back(
+          {pool.at(0).get<std::string>(), pool.at(1).get<std::string>()});
+    r.config.xla_dropped = config.at("xla_dropped").get<std::string>();
+    r.config.binding_domain = config.value("binding_domain", "");
+  }
+  if (wire.contains("warmup")) {
+    const auto warmup = wire.at("warmup").get<std::vector<double>>();
+    r.warmup.emplace();
+    std::copy_n(warmup.begin(), std::min(warmup.size(), kRankMeasureCount), as_array(*r.warmup));
+  }
+  return r;
+}
+
+}  // namespace corenoise

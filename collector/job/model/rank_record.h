@@ -1,0 +1,72 @@
+// What one rank sends rank 0 at MPI_Finalize (job_reduction.cpp), and what
+// a spill file is read back into (spill_report.h): its measures, its
+// threads, its call sites and, from one rank per node, the node's other
+// processes and its corenoised's verdicts. The wire form is JSON, read as
+// untrusted: a malformed record throws, and the rank counts as missing.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/job/model/rank_config.h"
+#include "collector/job/model/rank_measures.h"
+
+namespace corenoise {
+
+// corenoised's persistent verdict on one CPU, as the node's reporting rank
+// asked for it at MPI_Finalize (job_daemon.h).
+struct DaemonVerdict {
+  std::string state;                  // "ok", "noisy", ...; "unknown" when the daemon said none
+  std::string cause;                  // empty when none
+  std::optional<double> age_seconds;  // since the round that gave it; none if never finished
+  bool operator==(const DaemonVerdict&) const = default;
+};
+
+struct RankRecord {
+  int rank = 0;
+  std::string host;
+  std::vector<unsigned> cpus;
+  long pid = 0;
+  RankMeasures measures;
+  struct Thread {
+    std::string name;
+    double seconds = 0;
+  };
+  std::vector<Thread> threads;  // its other threads, busiest on its CPUs first
+  struct Site {
+    std::string call, site;
+    double calls = 0, wait_seconds = 0, wait_max_seconds = 0;
+  };
+  std::vector<Site> sites;
+  // From the node's reporting rank: other processes per CPU, and the
+  // node's corenoised verdicts per CPU (nullopt where none answered).
+  struct Culprit {
+    int cpu = -1;
+    long pid = 0;
+    std::string command;
+    double seconds = 0;
+  };
+  std::vector<Culprit> node_culprits;
+  std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;
+  RankConfig config;  // what its configuration showed (rank_config.h)
+  // Its measures at the end of the job's warm-up (JobFacts::warmup_steps),
+  // with wait_caused_seconds the waiting it caused at those steps; nullopt
+  // when the job has no warm-up apart, or from spill files.
+  std::optional<RankMeasures> warmup;
+};
+
+nlohmann::json to_wire(const RankRecord& record);
+RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
+
+// The verdicts as the wire and the report carry them:
+// {"<cpu>": {"state":..., "cause":..., "age_seconds":...}, ...}.
+nlohmann::json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts);
+// What is not a verdict (a key that is not a CPU number, an entry that is
+// not an object) is left out, never thrown on: a daemon's odd answer costs
+// its verdicts, not the rank's record.
+std::map<unsigned, DaemonVerdict> verdicts_from_json(const nlohmann::json& json);
+
+}  // namespace corenoise

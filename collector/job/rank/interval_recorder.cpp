@@ -1,0 +1,159 @@
+#include "collector/job/rank/interval_recorder.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace corenoise {
+
+StepWaits::StepWaits(std::size_t max_bins)
+    : max_bins_(std::max<std::size_t>(2, max_bins & ~std::size_t{1})) {
+  bins_.reserve(max_bins_);
+  sites_.reserve(max_bins_);
+}
+
+void StepWaits::add(double wait_seconds, std::uint16_t site) {
+  if (steps_ % steps_per_bin_ == 0) {
+    if (bins_.size() == max_bins_) {
+      // Full: merge neighbours, halving the resolution of the whole record.
+      for (std::size_t i = 0; i < max_bins_ / 2; ++i) {
+        bins_[i] = bins_[2 * i] + bins_[2 * i + 1];
+        sites_[i] = sites_[2 * i];
+      }
+      bins_.resize(max_bins_ / 2);
+      sites_.resize(max_bins_ / 2);
+      steps_per_bin_ *= 2;
+      if (mirror_ != nullptr) std::copy(bins_.begin(), bins_.end(), mirror_);
+    }
+    if (steps_ % steps_per_bin_ == 0) {
+      bins_.push_back(0.0);
+      sites_.push_back(site);
+    }
+  }
+  bins_.back() += wait_seconds;
+  ++steps_;
+  if (mirror_ != nullptr) {
+    mirror_[bins_.size() - 1] = bins_.back();
+    mirror_counts();
+  }
+}
+
+void StepWaits::mirror_to(double* bins, std::uint64_t* counts) {
+  mirror_ = bins;
+  mirror_counts_ = counts;
+  std::copy(bins_.begin(), bins_.end(), mirror_);
+  mirror_counts();
+}
+
+void StepWaits::mirror_counts() {
+  mirror_counts_[0] = steps_;
+  mirror_counts_[1] = steps_per_bin_;
+  mirror_counts_[2] = bins_.size();
+}
+
+IntervalRecorder::IntervalRecorder(double now, double thread_cpu, std::size_t max_step_bins)
+    : steps_(max_step_bins), interval_start_(now), interval_start_cpu_(thread_cpu) {}
+
+void IntervalRecorder::enter(double now, double thread_cpu) {
+  totals_.compute_seconds += std::max(0.0, now - interval_start_);
+  totals_.compute_cpu_seconds += std::max(0.0, thread_cpu - interval_start_cpu_);
+  interval_start_ = now;
+  interval_start_cpu_ = thread_cpu;
+  excluded_ = 0;
+  excluded_cpu_ = 0;
+  in_call_ = true;
+}
+
+double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
+                              std::uintptr_t return_address, bool step) {
+  const double wait = std::max(0.0, now - interval_start_ - excluded_);
+  // The call's time on the CPU; the rest the thread was kept off it.
+  const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
+  totals_.wait_seconds += wait;
+  totals_.wait_cpu_seconds += on_cpu;
+  if (mpi_call_role(call) == MpiCallRole::exchange) totals_.exchange_wait_seconds += wait;
+  ++totals_.calls;
+  CallSite& s = site(call, return_address);
+  ++s.calls;
+  s.wait_seconds += wait;
+  const bool longest = wait > s.wait_max_seconds;
+  s.wait_max_seconds = std::max(s.wait_max_seconds, wait);
+  wants_caller_ = nullptr;
+  if (sample_callers_ && s.return_address != 0 && (s.calls >= s.next_python_sample || longest)) {
+    if (s.calls >= s.next_python_sample) s.next_python_sample = 2 * s.calls;
+    wants_caller_ = &s;
+  }
+  // A step's wait as the others saw it: the time this rank was in the call
+  // and running. MPI libraries poll in their waits (MPICH's, Open MPI's and
+  // Intel MPI's defaults), so a rank kept off its CPU inside a collective
+  // delays the others as surely as one that arrives late: that time counts
+  // as lateness, not as waiting (docs/job.md, "What is measured").
+  if (step) {
+    const bool in_table = &s >= sites_.data() && &s < sites_.data() + kTableSlots;
+    const auto tag = static_cast<std::uint16_t>(in_table ? &s - sites_.data()
+                                                         : kTableSlots + (&s - overflow_.data()));
+    steps_.add(on_cpu, tag);
+  }
+  interval_start_ = now;
+  interval_start_cpu_ = thread_cpu;
+  in_call_ = false;
+  return wait;
+}
+
+void IntervalRecorder::add_caller(CallSite& site, const char* text) {
+  for (CallSite::PythonLine& line : site.python) {
+    if (line.text[0] == '\0') {
+      std::strncpy(line.text.data(), text, line.text.size() - 1);
+      line.samples = 1;
+      return;
+    }
+    if (std::strncmp(line.text.data(), text, line.text.size() - 1) == 0) {
+      ++line.samples;
+      return;
+    }
+  }
+}
+
+double IntervalRecorder::compute_seconds_at(double now) const {
+  return totals_.compute_seconds + (in_call_ ? 0.0 : std::max(0.0, now - interval_start_));
+}
+
+CallSite& IntervalRecorder::site(MpiCall call, std::uintptr_t return_address) {
+  // Fibonacci hashing of the address and call; linear probing.
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(return_address) << 5) ^ static_cast<std::uint64_t>(call);
+  // The top 9 bits: a slot of the 512.
+  static_assert(kTableSlots == 512);
+  std::size_t slot = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 55) % kTableSlots;
+  for (std::size_t probe = 0; probe < kTableSlots; ++probe) {
+    CallSite& s = sites_[slot];
+    if (s.call == call && s.return_address == return_address) return s;
+    if (s.call == MpiCall::count) {
+      if (used_ == kMaxCallSites) break;  // full: at most half the slots, so probes stay short
+      s.call = call;
+      s.return_address = return_address;
+      order_[used_++] = static_cast<std::uint16_t>(slot);
+      return s;
+    }
+    slot = (slot + 1) % kTableSlots;
+  }
+  CallSite& other = overflow_[static_cast<std::size_t>(call)];
+  other.call = call;
+  return other;
+}
+
+const CallSite* IntervalRecorder::site_at(std::uint16_t tag) const {
+  if (tag < kTableSlots) return sites_[tag].calls > 0 ? &sites_[tag] : nullptr;
+  const std::size_t other = tag - kTableSlots;
+  return other < overflow_.size() && overflow_[other].calls > 0 ? &overflow_[other] : nullptr;
+}
+
+std::vector<CallSite> IntervalRecorder::call_sites() const {
+  std::vector<CallSite> sites;
+  for (std::size_t i = 0; i < used_; ++i) sites.push_back(sites_[order_[i]]);
+  for (const CallSite& other : overflow_) {
+    if (other.calls > 0) sites.push_back(other);
+  }
+  return sites;
+}
+
+}  // namespace corenoise

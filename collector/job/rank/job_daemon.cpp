@@ -1,0 +1,146 @@
+#include "collector/job/rank/job_daemon.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "daemon/control/control_client.h"
+#include "daemon/control/slurm_cgroup.h"
+
+namespace corenoise {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::chrono::milliseconds kTimeout{1000};
+}
+
+json verdicts_from_results(const json& results, double now_unix_seconds) {
+  if (!results.is_object() || !results.contains("cpus") || !results["cpus"].is_array())
+    return nullptr;
+  double finished = 0;
+  if (results.contains("rounds") && results["rounds"].is_array() && !results["rounds"].empty()) {
+    const json& last = results["rounds"].back();
+    finished = last.value("started_unix_seconds", 0.0) + last.value("duration_seconds", 0.0);
+  }
+  json verdicts = json::object();
+  for (const json& cpu : results["cpus"]) {
+    if (!cpu.is_object() || !cpu.contains("cpu") || !cpu["cpu"].is_number_integer()) continue;
+    json verdict = {{"state", cpu.value("state", std::string("unknown"))},
+                    {"cause", cpu.value("cause", std::string())}};
+    if (finished > 0) verdict["age_seconds"] = std::max(0.0, now_unix_seconds - finished);
+    verdicts[std::to_string(cpu["cpu"].get<int>())] = verdict;
+  }
+  return verdicts.empty() ? json(nullptr) : verdicts;
+}
+
+std::string job_socket(const std::string& socket_path) {
+  if (socket_path.empty()) return {};
+  std::error_code ignored;
+  if (std::string user = user_socket_beside(socket_path); std::filesystem::exists(user, ignored)) {
+    return user;
+  }
+  return std::filesystem::exists(socket_path, ignored) ? socket_path : std::string();
+}
+
+json daemon_verdicts(const std::string& socket_path) {
+  const std::string socket = job_socket(socket_path);
+  if (socket.empty()) return nullptr;
+  try {
+    const json reply =
+        ControlClient(socket, kTimeout).request(json{{"command", "results"}}, kTimeout);
+    if (!reply.value("ok", false)) return nullptr;
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    // The reply is {"ok": true, ...the results document's fields}.
+    return verdicts_from_results(reply.contains("result") ? reply["result"] : reply, now);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds,
+                 int ranks, const std::vector<JobCpuLoss>& loss) {
+  JobRequest request;
+  request.job_id = job_id;
+  request.ended_unix_seconds = ended_unix_seconds;
+  request.elapsed_seconds = elapsed_seconds;
+  request.ranks = static_cast<unsigned>(std::max(1, ranks));
+  for (JobCpuLoss cpu : loss) {
+    // Bounded by the job's wall time, as the daemon requires, and to the
+    // microsecond, rounded down (up could pass elapsed_seconds, and the
+    // daemon would refuse the whole report): full 17-digit numbers for
+    // 4,096 CPUs would pass its 1 MiB line limit.
+    for (double& seconds : cpu.lost_seconds) {
+      seconds = std::floor(std::clamp(seconds, 0.0, elapsed_seconds) * 1e6) / 1e6;
+    }
+    request.cpus.push_back(cpu);
+  }
+  // All of it, too, no more than the wall time (the daemon refuses more):
+  // one rank's loss split over its CPUs.
+  double total = 0;
+  for (const JobCpuLoss& cpu : request.cpus) {
+    for (double seconds : cpu.lost_seconds) total += seconds;
+  }
+  if (total > elapsed_seconds) {
+    for (JobCpuLoss& cpu : request.cpus) {
+      for (double& seconds : cpu.lost_seconds) {
+        seconds = std::floor(seconds * (elapsed_seconds / total) * 1e6) / 1e6;
+      }
+    }
+  }
+  return to_json(ControlRequest{request});
+}
+
+json job_start_request(const std::string& job_id) {
+  return to_json(ControlRequest{JobStartRequest{job_id, slurm_cgroup_of_this_process()}});
+}
+
+std::string send_job_line(const std::string& socket_path, const json& request) {
+  if (socket_path.empty()) return "no socket";
+  const std::string socket = job_socket(socket_path);
+  if (socket.empty()) return "no corenoised at " + socket_path;
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  std::minstd_rand random(static_cast<unsigned>(::getpid()));
+  for (;;) {
+    std::string error;
+    try {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const json reply = ControlClient(socket, std::max(left, std::chrono::milliseconds(1)))
+                             .request(request, std::max(left, std::chrono::milliseconds(1)));
+      if (reply.value("ok", false)) return "";
+      error = reply.value("error", std::string("refused"));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    // The daemon's own words for a connection it turned away at the door.
+    if (error.rfind("too many connections", 0) != 0) return error;
+    const auto pause = std::chrono::milliseconds(2 + random() % 20);
+    if (std::chrono::steady_clock::now() + pause >= deadline) return error;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+std::string job_id(long pid) {
+  for (const char* name :
+       {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') {
+      // The daemon takes 1 to 128 printable ASCII characters.
+      std::string id;
+      for (const char* c = value; *c != '\0' && id.size() < 128; ++c)
+        id += (*c >= 0x20 && *c < 0x7f) ? *c : '_';
+      return id;
+    }
+  }
+  return "pid-" + std::to_string(pid);
+}
+
+}  // namespace corenoise

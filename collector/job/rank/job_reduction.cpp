@@ -1,0 +1,718 @@
+// MPI_Finalize's side of `corenoise job`: every rank's step waits reduced
+// into lateness and delay cost, every rank's record sent to rank 0, the
+// reference rank sent back, each node's per-CPU loss summed on its first
+// rank and handed to the node's corenoised, and rank 0's report.
+//
+// Nothing here may hang a job that was going to end: every exchange is
+// non-blocking and abandoned at one deadline (the finalize timeout) if a
+// rank never comes (it died, it exited without MPI_Finalize). Nor may it
+// abort one: the library's communicators return errors (pmpi_wrappers.cpp)
+// and a rank that abandons a collective posts no more on that communicator
+// (Collectives). Records go to rank 0 point to point, so a report says which
+// ranks were missing and holds all that the others sent.
+#include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collector/job/model/job_report.h"
+#include "collector/job/model/rank_config.h"
+#include "collector/job/model/step_math.h"
+#include "collector/job/rank/job_daemon.h"
+#include "collector/job/rank/job_mpi.h"
+#include "collector/job/rank/job_publisher.h"
+#include "collector/mpi/mpi_deadline.h"
+
+namespace corenoise {
+namespace {
+
+constexpr int kRecordTag = 7411;  // on the library's own communicator
+
+// Between two polls of the library's own operations: short, as the
+// program's ranks are waiting in MPI_Finalize.
+constexpr std::chrono::microseconds kPollPause{200};
+
+// Polls `request` until it completes or `deadline` passes (mpi_deadline.h).
+// A collective cannot be cancelled; one left pending is abandoned with the
+// job. One that failed (the library's communicators return errors: a peer's
+// process is gone) is not complete either: its buffers hold nothing to use.
+bool complete(MPI_Request& request, MpiDeadline deadline) {
+  const auto test = [](MPI_Request& r, int& done) {
+    return PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+  };
+  return complete_by(request, deadline, kPollPause, test) == MpiCompletion::complete;
+}
+
+// One communicator's collectives at MPI_Finalize. MPI matches collectives by
+// their order alone, so every rank must post the same sequence. A rank whose
+// deadline passed on one (a rank is gone, or more than the timeout late)
+// posts no more on that communicator: every rank's sequence is then a prefix
+// of one sequence, and a rank that comes late never has its reduction
+// matched with another rank's broadcast; it waits out its own deadline.
+class Collectives {
+ public:
+  explicit Collectives(MPI_Comm comm) : comm_(comm) {}
+  MPI_Comm comm() const { return comm_; }
+  bool open() const { return open_; }
+  void close() { open_ = false; }
+  // No collective of this communicator is left pending: its buffers may be
+  // freed and the communicator with them.
+  bool settled() const { return pending_ == 0; }
+  // Posts one collective, `post(comm, &request)` returning the MPI call's
+  // code, unless closed. False, and closed, if the call failed: the next
+  // one must not be posted either, or it would match the others' previous.
+  template <class Post>
+  bool post(Post&& post, MPI_Request& request) {
+    if (!open_) return false;
+    if (post(comm_, &request) != MPI_SUCCESS) {
+      open_ = false;
+      return false;
+    }
+    ++pending_;
+    return true;
+  }
+  // Waits for a posted collective until `deadline`. False, and closed, if
+  // it did not complete (it stays pending) or the communicator was closed.
+  bool finish(MPI_Request& request, MpiDeadline deadline) {
+    open_ = open_ && complete(request, deadline);
+    if (open_) --pending_;
+    return open_;
+  }
+
+ private:
+  MPI_Comm comm_;
+  bool open_ = true;
+  int pending_ = 0;  // posted, not seen to complete
+};
+
+}  // namespace
+
+// Every buffer that finish_job's collectives and its send read or write. A
+// collective abandoned at the deadline may still complete later, inside the
+// program's MPI_Finalize, and write its result (Open MPI's does): its
+// buffers must outlive finish_job. They live here, and buffers whose
+// operations did not all complete are kept, never freed (JobProcess::kept).
+struct FinalizeBuffers {
+  struct ValueRank {  // MPI_DOUBLE_INT
+    double value;
+    int rank;
+  };
+  long shape[4] = {}, low[4] = {}, high[4] = {};
+  std::vector<ValueRank> mine, minimum;
+  std::vector<double> sum, maximum;
+  std::vector<double> waited_for_me;
+  long pid = 0;
+  std::vector<long> pids;
+  int refused = 0;          // 1 if corenoised did not take this rank's report
+  int refused_on_node = 0;  // on the node's first rank: how many of the node's it did not
+  std::string record;       // this rank's, sent to rank 0
+  std::string incoming;     // on rank 0, the record being received
+  std::vector<double> reference;
+};
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// "libname.so+0x1a2b (symbol)" for a return address.
+std::string site_name(std::uintptr_t address) {
+  if (address == 0) return "other sites";
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(address), &info) == 0 || info.dli_fname == nullptr) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "0x%zx", static_cast<std::size_t>(address));
+    return text;
+  }
+  char offset[32];
+  std::snprintf(
+      offset, sizeof(offset), "+0x%zx",
+      static_cast<std::size_t>(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
+  std::string name = std::filesystem::path(info.dli_fname).filename().string();
+  if (name.empty()) name = "program";
+  name += offset;
+  if (info.dli_sname != nullptr) name += std::string(" (") + info.dli_sname + ")";
+  return name;
+}
+
+// A site by the Python lines sampled at it (python_caller.h), most
+// sampled first, where the rank is Python; else by its return address.
+std::string site_name(const CallSite& site) {
+  std::vector<const CallSite::PythonLine*> lines;
+  for (const CallSite::PythonLine& line : site.python) {
+    if (line.text[0] != '\0') lines.push_back(&line);
+  }
+  if (lines.empty()) return site_name(site.return_address);
+  std::stable_sort(lines.begin(), lines.end(), [](const auto* a, const auto* b) {
+    return a->samples > b->samples ||
+           (a->samples == b->samples && std::strcmp(a->text.data(), b->text.data()) < 0);
+  });
+  std::string name;
+  for (const CallSite::PythonLine* line : lines)
+    name += (name.empty() ? "" : "; ") + std::string(line->text.data());
+  return name;
+}
+
+struct StepResult {
+  bool complete = false;
+  double wait_caused = 0;
+  long warmup_steps = 0;                    // agreed by every rank (step_math.h)
+  double warmup_wait_caused = 0;            // of wait_caused, at those steps
+  std::vector<JobFacts::Step> worst_steps;  // rank 0's
+  std::vector<float> lateness;
+  long steps_per_column = 1;
+  std::string problem;
+};
+
+long unix_milliseconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+// The bins of steps that caused the most waiting, with the last rank to
+// arrive and this rank's call there.
+std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<double>& caused,
+                                        const std::vector<int>& last_rank, long steps_per_bin,
+                                        long steps) {
+  constexpr std::size_t kWorstSteps = 5;
+  std::vector<std::size_t> order(caused.size());
+  std::iota(order.begin(), order.end(), 0);
+  const std::size_t shown = std::min(kWorstSteps, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+                    [&](std::size_t a, std::size_t b) { return caused[a] > caused[b]; });
+  const IntervalRecorder& recorder = p.session->recorder();
+  const std::vector<std::uint16_t>& tags = recorder.step_waits().sites();
+  std::vector<JobFacts::Step> worst;
+  // A step that kept the others waiting less than 1 ms says nothing.
+  for (std::size_t k = 0; k < shown && caused[order[k]] >= 1e-3; ++k) {
+    const std::size_t bin = order[k];
+    JobFacts::Step step;
+    step.first_step = static_cast<long>(bin) * steps_per_bin + 1;
+    step.steps =
+        std::min(steps_per_bin, steps - step.first_step + 1);  // the last bin may be partial
+    step.wait_caused_seconds = caused[bin];
+    step.last_rank = last_rank[bin];
+    if (const CallSite* site = bin < tags.size() ? recorder.site_at(tags[bin]) : nullptr) {
+      step.call = std::string(mpi_call_name(site->call));
+      step.site = site_name(*site);
+    }
+    worst.push_back(std::move(step));
+  }
+  return worst;
+}
+
+std::string not_every_rank(double timeout) {
+  return "not every rank reached MPI_Finalize within " + std::to_string(static_cast<int>(timeout)) +
+         " s of the first; the ranks' steps are not compared";
+}
+
+// Every rank's step shape (bins, steps per bin, arrival, steps), its least
+// and most over the job into b.low and b.high. False, with the problem in
+// `result`, when not every rank came in time.
+// `deadline` is moved on once every rank is known to have arrived (the
+// first reduction completed): from then on each exchange has the full
+// timeout, however late the last rank came. Unless the last came so late
+// that the first has given up: the first reduction carries each rank's
+// arrival, and a rank that finds the earliest arrived a timeout ago posts
+// no more (the first, which gave up, would match none of it).
+bool reduce_shape(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                  MpiDeadline& deadline, double timeout, StepResult& result) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  long* const shape = b.shape;
+  shape[0] = static_cast<long>(waits.bins().size());
+  shape[1] = static_cast<long>(waits.steps_per_bin());
+  shape[2] = unix_milliseconds();
+  shape[3] = static_cast<long>(waits.steps());
+  const auto lowest = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(shape, b.low, 4, MPI_LONG, MPI_MIN, c, r);
+  };
+  const auto highest = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(shape, b.high, 4, MPI_LONG, MPI_MAX, c, r);
+  };
+  MPI_Request requests[2];
+  const bool posted = world.post(lowest, requests[0]) && world.post(highest, requests[1]);
+  if (!posted || !world.finish(requests[0], deadline) || !world.finish(requests[1], deadline)) {
+    result.problem = not_every_rank(timeout);
+    return false;
+  }
+  // A margin for the nodes' clocks and for the first's last poll.
+  const double margin = std::min(1.0, timeout / 10);
+  if (static_cast<double>(unix_milliseconds() - b.low[2]) / 1000 > timeout - margin) {
+    world.close();
+    result.problem = not_every_rank(timeout);
+    return false;
+  }
+  deadline = MpiDeadline::after(timeout);
+  return true;
+}
+
+// Every step bin's least wait (with its rank), summed wait and most wait,
+// into b.minimum, b.sum and b.maximum. False when not every rank came.
+bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                 MpiDeadline deadline) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  const std::size_t n = static_cast<std::size_t>(b.low[0]);
+  b.mine.resize(n);
+  b.minimum.resize(n);
+  b.sum.resize(n);
+  b.maximum.resize(n);
+  for (std::size_t i = 0; i < n; ++i) b.mine[i] = {waits.bins()[i], p.rank};
+  const int count = static_cast<int>(n);
+  const auto least_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(b.mine.data(), b.minimum.data(), count, MPI_DOUBLE_INT, MPI_MINLOC, c,
+                           r);
+  };
+  const auto summed_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(waits.bins().data(), b.sum.data(), count, MPI_DOUBLE, MPI_SUM, c, r);
+  };
+  const auto most_wait = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iallreduce(waits.bins().data(), b.maximum.data(), count, MPI_DOUBLE, MPI_MAX, c, r);
+  };
+  MPI_Request reductions[3];
+  const bool all_posted = world.post(least_wait, reductions[0]) &&
+                          world.post(summed_wait, reductions[1]) &&
+                          world.post(most_wait, reductions[2]);
+  for (MPI_Request& request : reductions) {
+    if (!all_posted || !world.finish(request, deadline)) return false;
+  }
+  return true;
+}
+
+// From the reduced bins: what this rank's lateness caused, its lateness
+// row, the job's warm-up and (rank 0) the worst steps.
+void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult& result) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  const std::size_t n = b.minimum.size();
+  std::vector<double> low_values(n);
+  std::vector<int> low_ranks(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    low_values[i] = b.minimum[i].value;
+    low_ranks[i] = b.minimum[i].rank;
+  }
+  const long steps_per_bin = b.low[1];
+  result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, b.sum);
+  result.lateness =
+      lateness_columns(waits.bins(), b.maximum, steps_per_bin, &result.steps_per_column);
+  // Every rank has the same reductions, so every rank finds the same
+  // warm-up, and its measures at that step go into its record.
+  const std::vector<double> caused = caused_per_bin(p.size, low_values, b.sum);
+  // The steps: every rank's count (its last bin may be partial); they
+  // agree, or the bins above would not have.
+  const long steps = b.low[3];
+  result.warmup_steps = warmup_steps(caused, steps_per_bin, steps);
+  const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / steps_per_bin);
+  result.warmup_wait_caused =
+      wait_caused(p.rank, p.size, std::span(low_values).first(warmup_bins),
+                  std::span(low_ranks).first(warmup_bins), std::span(b.sum).first(warmup_bins));
+  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
+}
+
+// The step waits of every rank, reduced (step_math.h).
+StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                        MpiDeadline& deadline, double timeout) {
+  StepResult result;
+  if (!reduce_shape(p, world, b, deadline, timeout, result)) return result;
+  if (b.low[0] != b.high[0] || b.low[1] != b.high[1]) {
+    result.problem = "the ranks made different numbers of collective calls over the whole job (" +
+                     std::to_string(b.low[0] * b.low[1]) + " to " +
+                     std::to_string(b.high[0] * b.high[1]) + " steps); lateness is not compared";
+    result.complete = true;
+    return result;
+  }
+  if (!reduce_bins(p, world, b, deadline)) {
+    result.problem = not_every_rank(timeout);
+    return result;
+  }
+  result.complete = true;
+  read_reduced_bins(p, b, result);
+  return result;
+}
+
+// The others' point-to-point waits charged to this rank, net of its own
+// charged to them (peer_waits.h): every rank sends each rank what it
+// charged it. Negative when a rank did not come.
+double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                        MpiDeadline deadline) {
+  const std::span<const double> charged = p.session->peer_waits().charged();
+  // Every rank's table has the job's size (JobSession), so every rank that
+  // came this far posts the exchange.
+  if (!world.open() || charged.size() != static_cast<std::size_t>(p.size)) return -1;
+  std::vector<double>& waited_for_me = b.waited_for_me;
+  waited_for_me.resize(charged.size());
+  MPI_Request request;
+  const bool posted = world.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, c,
+                              r);
+      },
+      request);
+  return posted && world.finish(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
+}
+
+RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
+  const JobSession& s = *p.session;
+  RankRecord r;
+  r.rank = p.rank;
+  r.host = host_name();
+  r.cpus = s.cpus();
+  r.pid = static_cast<long>(::getpid());
+  r.measures = s.measures();
+  r.measures.exchange_wait_caused_seconds = std::max(0.0, exchange_caused);
+  r.measures.wait_caused_seconds = steps.wait_caused + r.measures.exchange_wait_caused_seconds;
+  if (const RankMeasures* warmup = s.measures_at_step(steps.warmup_steps)) {
+    // Exchanges are charged over the whole job (peer_waits.h): the warm-up
+    // counts the waiting caused at its steps only.
+    r.warmup = *warmup;
+    r.warmup->wait_caused_seconds = steps.warmup_wait_caused;
+    r.warmup->exchange_wait_caused_seconds = 0;
+  }
+  for (const OwnThread& t : s.sampler().threads()) {
+    if (r.threads.size() == 5) break;
+    r.threads.push_back({t.name, t.seconds_on_rank_cpus});
+  }
+  for (const CallSite& site : s.recorder().call_sites()) {
+    r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site),
+                       static_cast<double>(site.calls), site.wait_seconds, site.wait_max_seconds});
+  }
+  // The libraries mapped by now (a runtime imported after MPI_Init too).
+  std::ifstream maps(s.options().proc_root + "/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)),
+                           std::istreambuf_iterator<char>());
+  r.config = read_rank_config(
+      mapped, [](const char* name) { return std::getenv(name); }, s.sampler().peak_busy_threads(),
+      static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  // A rank bound to several CPUs: are they a NUMA node or a package?
+  if (r.cpus.size() > 1)
+    r.config.binding_domain = binding_domain(read_cpu_domains(s.options().sys_root), r.cpus);
+  return r;
+}
+
+// On the node's first rank: what else ran on the node's CPUs, and what
+// its corenoised last said about them.
+void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, RankRecord& record,
+                   MpiDeadline deadline) {
+  b.pid = record.pid;
+  int node_size = 1;
+  PMPI_Comm_size(node.comm(), &node_size);
+  std::vector<long>& pids = b.pids;
+  pids.resize(p.node_rank == 0 ? static_cast<std::size_t>(node_size) : 0);
+  MPI_Request request;
+  const bool posted = node.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Igather(&b.pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, c, r);
+      },
+      request);
+  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
+  const auto now = scan_tasks(p.session->options().proc_root);
+  for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
+    record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
+  }
+  const nlohmann::json verdicts = daemon_verdicts(p.session->options().socket_path);
+  if (!verdicts.is_null()) record.node_daemon = verdicts_from_json(verdicts);
+}
+
+// Each rank hands its own loss, by cause, split over the CPUs it ran on,
+// to its node's corenoised: the daemon takes from a rank only CPUs that
+// rank may run on (docs/control.md, "Threat model"). The node's first rank
+// says once how many of the node's ranks the daemon did not take.
+void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
+                      const RankRecord& record, const RankAttribution& mine, MpiDeadline deadline) {
+  const std::string& socket = p.session->options().socket_path;
+  // No daemon on this node (every rank sees the same): nothing to say, but
+  // the node's ranks still meet below, all or none.
+  std::string error;
+  if (!job_socket(socket).empty()) {
+    std::vector<JobCpuLoss> per_cpu;
+    for (unsigned cpu : record.cpus) {
+      JobCpuLoss entry{cpu, {}};
+      bool any = false;
+      for (std::size_t i = 0; i < kJobCauseCount; ++i) {
+        entry.lost_seconds[i] = mine.causes[i] / static_cast<double>(record.cpus.size());
+        any = any || entry.lost_seconds[i] > 0;
+      }
+      if (any) per_cpu.push_back(entry);
+    }
+    const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
+    error = send_job_line(
+        socket, job_request(job_id(record.pid), now_unix,
+                            std::max(record.measures.elapsed_seconds, 1e-3), p.size, per_cpu));
+  }
+  b.refused = error.empty() ? 0 : 1;
+  MPI_Request request;
+  const bool posted = node.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ireduce(&b.refused, &b.refused_on_node, 1, MPI_INT, MPI_SUM, 0, c, r);
+      },
+      request);
+  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
+  if (b.refused_on_node == 0) return;
+  int node_size = 1;
+  PMPI_Comm_size(node.comm(), &node_size);
+  std::fprintf(
+      stderr,
+      "corenoise job: %s: corenoised did not take the loss of %d of the node's %d ranks%s%s\n",
+      record.host.c_str(), b.refused_on_node, node_size, error.empty() ? "" : ": ", error.c_str());
+}
+
+// A rank other than 0: its record (and its lateness row) to rank 0. False
+// when it could not be sent by `deadline`; `pending` when MPI may still
+// read the buffer.
+bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
+                 MpiDeadline deadline, bool& pending) {
+  // Names come from any process on the node, cut at 15 bytes: invalid
+  // UTF-8 is replaced, not thrown on.
+  b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  MPI_Request request;
+  if (PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
+                 p.comm, &request) != MPI_SUCCESS)
+    return false;
+  pending = !complete(request, deadline);
+  return !pending;
+}
+
+// What rank 0 holds once the others' records came or `deadline` passed.
+struct GatheredRecords {
+  std::vector<RankRecord> records;  // in rank order
+  std::vector<std::vector<float>> lateness;
+  std::vector<int> missing;  // ranks whose record did not come or did not parse
+};
+
+// Rank 0: every rank's record, its own (`wire`) first. `pending` when a
+// receive is left that MPI may still write into.
+GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann::json wire,
+                               MpiDeadline deadline, bool& pending) {
+  std::vector<bool> received(static_cast<std::size_t>(p.size), false);
+  std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
+  wires[0] = std::move(wire);
+  received[0] = true;
+  int count = 1;
+  std::string& buffer = b.incoming;
+  while (count < p.size) {
+    int flag = 0;
+    MPI_Status status;
+    if (!poll_until(deadline, kPollPause, [&] {
+          PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
+          return flag != 0;
+        }))
+      break;
+    int length = 0;
+    PMPI_Get_count(&status, MPI_CHAR, &length);
+    buffer.resize(static_cast<std::size_t>(length));
+    // Not a blocking receive: a large record needs its sender's MPI to
+    // progress, which a sender that gave up may never do.
+    MPI_Request request;
+    if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
+                   &request) != MPI_SUCCESS)
+      break;
+    if (!complete(request, deadline)) {
+      pending = true;
+      break;
+    }
+    const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
+    if (received[source]) continue;
+    wires[source] = nlohmann::json::parse(buffer, nullptr, false);
+    received[source] = !wires[source].is_discarded();
+    count += received[source] ? 1 : 0;
+  }
+  GatheredRecords gathered;
+  for (int rank = 0; rank < p.size; ++rank) {
+    const auto i = static_cast<std::size_t>(rank);
+    if (!received[i]) {
+      gathered.missing.push_back(rank);
+      continue;
+    }
+    try {
+      gathered.records.push_back(record_from_wire(wires[i]));
+      gathered.lateness.push_back(wires[i].value("lateness", std::vector<float>{}));
+    } catch (const std::exception&) {
+      gathered.missing.push_back(rank);
+    }
+  }
+  return gathered;
+}
+
+// From rank 0 to all: the reference rank and the naming threshold, so
+// that every rank attributes its own loss the way the report does, and
+// rank 0's verdict on whether every rank came: one verdict for all, so
+// that either every rank hands its node's loss to corenoised or none.
+// Returns that verdict (false also when the broadcast did not finish),
+// with the reference and threshold in `reference` and `threshold`.
+bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                     const GatheredRecords& gathered, bool every_rank_came, MpiDeadline deadline,
+                     RankMeasures& reference, double& threshold) {
+  std::vector<double>& shared = b.reference;
+  shared.assign(kRankMeasureCount + 2, 0.0);
+  if (p.rank == 0) {
+    std::vector<RankMeasures> measures;
+    for (const auto& r : gathered.records) measures.push_back(r.measures);
+    const RankMeasures ref = reference_rank(measures);
+    std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
+    shared[kRankMeasureCount] = cause_threshold(measures, ref);
+    shared[kRankMeasureCount + 1] = every_rank_came ? 1.0 : 0.0;
+  }
+  MPI_Request request;
+  const bool posted = world.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ibcast(shared.data(), static_cast<int>(shared.size()), MPI_DOUBLE, 0, c, r);
+      },
+      request);
+  if (!posted || !world.finish(request, deadline) || shared[kRankMeasureCount + 1] != 1.0)
+    return false;
+  std::copy_n(shared.begin(), kRankMeasureCount, as_array(reference));
+  threshold = shared[kRankMeasureCount];
+  return true;
+}
+
+// Rank 0's facts of the job beside the records: who ran, how many steps,
+// and why the report is incomplete, if it is.
+JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepResult& steps,
+                   const RankRecord& own, GatheredRecords& gathered, bool spilling) {
+  const JobOptions& options = session.options();
+  JobFacts facts;
+  facts.version = CORENOISE_VERSION;
+  facts.program = options.program;
+  facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
+  facts.started_unix_seconds = session.started_unix_seconds();
+  facts.ranks_total = p.size;
+  facts.steps = static_cast<long>(own.measures.steps);
+  facts.steps_per_column = steps.steps_per_column;
+  facts.clock_source = std::string(session.clock_source());
+  facts.mpi_library = p.mpi_library;
+  facts.mpi_library_version = p.mpi_library_version;
+  facts.warmup_steps = steps.warmup_steps;
+  facts.worst_steps = steps.worst_steps;
+  const std::vector<int>& missing = gathered.missing;
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing.size() && i < 20; ++i)
+      list += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 20) list += ", ...";
+    facts.incomplete_reason = std::to_string(missing.size()) + " of " + std::to_string(p.size) +
+                              " ranks did not report within " +
+                              std::to_string(static_cast<int>(options.finalize_timeout_seconds)) +
+                              " s of MPI_Finalize (ranks " + list + ")";
+  } else if (!steps.problem.empty()) {
+    facts.incomplete_reason = steps.problem;
+  }
+  if (!facts.incomplete_reason.empty() && spilling) {
+    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
+                               " (corenoise job --report " + options.spill_dir + ")";
+  }
+  auto& lateness = gathered.lateness;
+  const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
+    return row.size() == lateness.front().size();
+  });
+  if (rows_agree && !lateness.empty() && !lateness.front().empty())
+    facts.lateness = std::move(lateness);
+  return facts;
+}
+
+// The records, moved to rank 0: what it gathered (empty elsewhere),
+// whether this rank's was sent (always true on rank 0) and whether a
+// send or receive is left that MPI may still touch.
+struct RecordsMoved {
+  GatheredRecords gathered;
+  bool sent = true;
+  bool pending = false;
+};
+
+// Point to point, each rank's record with its lateness row. When a rank is
+// missing, the collectives' deadline has passed, and the others' records
+// still get a short window of their own.
+RecordsMoved move_records(const JobProcess& p, FinalizeBuffers& b, const RankRecord& record,
+                          const StepResult& steps, MpiDeadline deadline) {
+  nlohmann::json wire = to_wire(record);
+  wire["lateness"] = steps.lateness;
+  const double timeout = p.session->options().finalize_timeout_seconds;
+  const MpiDeadline records_deadline =
+      deadline.or_later(MpiDeadline::after(std::min(timeout, 5.0)));
+  RecordsMoved moved;
+  if (p.rank != 0) {
+    moved.sent = send_record(p, b, wire, records_deadline, moved.pending);
+  } else {
+    moved.gathered = gather_records(p, b, std::move(wire), records_deadline, moved.pending);
+  }
+  return moved;
+}
+
+// Each node's loss to its daemon, attributed as the report attributes it,
+// once every rank has the reference. False when the job was not reduced
+// (a rank missing, the reference not shared, or this rank's record not
+// sent): then this rank hands none.
+bool hand_node_loss(const JobProcess& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
+                    const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
+                    MpiDeadline deadline) {
+  RankMeasures reference;
+  double threshold = 0;
+  // Posted by every rank that came this far, whether its record was sent
+  // or not: the broadcast must match on every rank.
+  const bool shared =
+      share_reference(p, world, b, moved.gathered, steps_complete && moved.gathered.missing.empty(),
+                      deadline, reference, threshold);
+  if (!shared || !moved.sent) return false;
+  RankAttribution mine = attribute(record.measures, reference, threshold);
+  // Only a late rank's loss is the job's: the report names the same ranks.
+  if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
+  report_node_loss(p, node, b, record, mine, deadline);
+  return true;
+}
+
+}  // namespace
+
+bool finish_job(JobProcess& p) {
+  JobSession& session = *p.session;
+  session.close();
+  const JobOptions& options = session.options();
+  MpiDeadline deadline = MpiDeadline::after(options.finalize_timeout_seconds);
+  Collectives world(p.comm), node(p.node);
+  // Kept from the start, so that an exception (bad_alloc, a /proc read)
+  // after an abandoned operation cannot free what MPI may still write.
+  p.kept = new FinalizeBuffers;
+  FinalizeBuffers& b = *p.kept;
+
+  // The ranks' steps and exchanges, into this rank's record.
+  const StepResult steps = reduce_steps(p, world, b, deadline, options.finalize_timeout_seconds);
+  // Only once every rank came (a collective would wait for a missing one).
+  const double exchange_caused = reduce_exchanges(p, world, b, deadline);
+  RankRecord record = own_record(p, steps, exchange_caused);
+  add_node_view(p, node, b, record, deadline);
+  RecordsMoved moved = move_records(p, b, record, steps, deadline);
+  const bool reduced = hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
+  // Rank 0 has every figure: the spill files are no longer needed. If it
+  // has not, they stay for `corenoise job --report`.
+  SpillWriter* spill = session.spill();
+  if (spill != nullptr && reduced) spill->remove();
+
+  // Nothing pending writes into the buffers, or they are kept for good.
+  const bool settled = world.settled() && node.settled() && !moved.pending;
+  if (settled) {
+    delete p.kept;
+    p.kept = nullptr;
+  }
+  if (p.rank != 0) return settled;
+  JobFacts facts = job_facts(p, session, steps, record, moved.gathered, spill != nullptr);
+  if (const JobPublisher publish = job_publisher()) {
+    publish(build_job_report(std::move(facts), moved.gathered.records), options);
+  }
+  // Empty once every rank removed its file; else it stays, with the files.
+  if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
+  return settled;
+}
+
+}  // namespace corenoise
