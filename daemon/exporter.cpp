@@ -14,7 +14,6 @@
 #include <string_view>
 #include <utility>
 
-#include "probe/stream_probe.h"
 #include "probe/trace/culprit_names.h"
 
 namespace corenoise {
@@ -193,44 +192,29 @@ class Builder {
   std::vector<MetricFamily> families_;
 };
 
-// The bytes one triad pass moves on `pu`. The report keeps bandwidth, not
-// the buffer size, so this repeats the runner's sizing (the settings' size,
-// else default_stream_bytes of the LLC share) and StreamProbe's rounding to
-// whole elements; bandwidth was computed as these bytes / the pass time, so
-// the quotient gives back the measured pass time.
-double stream_pass_bytes(const ProbeSettings& settings, const ProcessingUnit& pu) {
-  const std::size_t requested = settings.stream_bytes > 0
-                                    ? static_cast<std::size_t>(settings.stream_bytes)
-                                    : default_stream_bytes(pu.llc_share_bytes);
-  const std::size_t elements = std::max<std::size_t>(1024, requested / (3 * sizeof(double)));
-  return static_cast<double>(elements * 3 * sizeof(double));
-}
-
-std::optional<double> quotient(double numerator, std::optional<double> denominator) {
-  if (!denominator || *denominator <= 0) return std::nullopt;
-  return numerator / *denominator;
-}
-
 std::optional<double> as_double(std::optional<std::uint64_t> v) {
   if (!v) return std::nullopt;
   return static_cast<double>(*v);
 }
 
-// Per-mode figures of one measured CPU.
-void add_mode_figures(Builder& b, const ProcessingUnit& pu, const std::string& cpu,
-                      std::string_view mode, const CoreFigures& c, const ProbeSettings& settings) {
-  b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_seconds);
-  if (c.stream_bytes_per_second) {
-    b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}},
-          quotient(stream_pass_bytes(settings, pu), c.stream_bytes_per_second));
+// Per-mode figures of one measured CPU: each kind's sample duration and
+// slowdown under its `probe` label (probe_kinds.h), then the rates.
+void add_mode_figures(Builder& b, const std::string& cpu, std::string_view mode,
+                      const CoreFigures& c) {
+  for (ProbeKind probe : kAllProbeKinds) {
+    b.add(kProbeDuration, {{"cpu", cpu}, {"probe", to_string(probe)}, {"mode", mode}},
+          sample_seconds(probe, c.figure[probe], c.work[probe]));
   }
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_slowdown);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "clock"}, {"mode", mode}}, c.clock_ratio);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}}, c.stream_slowdown);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "expected"}, {"mode", mode}}, c.expected_slowdown);
-  b.add(kClockHertz, {{"cpu", cpu}, {"mode", mode}}, c.clock_hertz);
+  for (ProbeKind probe : kAllProbeKinds) {
+    if (!descriptor(probe).slowdown_metric) continue;
+    b.add(kSlowdown, {{"cpu", cpu}, {"probe", to_string(probe)}, {"mode", mode}},
+          c.slowdown[probe]);
+  }
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", to_string(kExpectedRatio)}, {"mode", mode}},
+        c.expected_slowdown);
+  b.add(kClockHertz, {{"cpu", cpu}, {"mode", mode}}, c.figure[ProbeKind::clock]);
   b.add(kMatmulFlops, {{"cpu", cpu}, {"mode", mode}}, c.matmul_flops_per_second);
-  b.add(kMemoryBandwidth, {{"cpu", cpu}, {"mode", mode}}, c.stream_bytes_per_second);
+  b.add(kMemoryBandwidth, {{"cpu", cpu}, {"mode", mode}}, c.figure[ProbeKind::stream]);
 }
 
 void add_ratio_map(Builder& b, Family family, const std::map<ProbeKey, double>& ratios,
@@ -362,8 +346,8 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
   b.reserve(kCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
   b.reserve(kRoundCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
   b.reserve(kCoreUnhealthyRounds, nm > 0 ? n : 0);
-  b.reserve(kProbeDuration, 2 * n * nm);
-  b.reserve(kSlowdown, 4 * n * nm);
+  b.reserve(kProbeDuration, kProbeKinds * n * nm);
+  b.reserve(kSlowdown, std::size(kAllRatioProbes) * n * nm);
   b.reserve(kClusterSlowdown, s.cluster_slowdown.size());
   b.reserve(kBaselineSlowdown, s.baseline_slowdown.size());
   for (Family f : {kClockHertz, kMatmulFlops, kMemoryBandwidth}) b.reserve(f, n * nm);
@@ -412,7 +396,7 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
     const std::string_view mode = to_string(m->mode);
     for (std::size_t i = 0; i < n; ++i) {
       if (!measured[pus[i].cpu]) continue;
-      add_mode_figures(b, pus[i], cpu_labels[i], mode, m->verdicts.cores[i], report.settings);
+      add_mode_figures(b, cpu_labels[i], mode, m->verdicts.cores[i]);
     }
   }
   add_ratio_map(b, kClusterSlowdown, s.cluster_slowdown, measured);

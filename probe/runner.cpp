@@ -15,12 +15,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "probe/clock_probe.h"
 #include "probe/detour_windows.h"
 #include "probe/matmul.h"
 #include "probe/pinning.h"
 #include "probe/spin_barrier.h"
-#include "probe/stream_probe.h"
 #include "probe/trace/culprit_names.h"
 #include "probe/tsc.h"
 #include "probe/turn_taking.h"
@@ -39,9 +37,8 @@ double time_seconds(Fn&& fn) {
 // Everything one probe thread needs, built after pinning.
 struct CpuKernels {
   std::unique_ptr<MatmulKernel> matmul;
-  std::optional<ClockProbe> clock;
   std::unique_ptr<DetourProbe> detour;
-  std::unique_ptr<StreamProbe> stream;
+  PerKind<std::unique_ptr<ProbeKernel>> driven;  // the descriptor's kernels (make_kernel)
 };
 
 // How the probe threads of a round take their steps (one sample of one
@@ -245,14 +242,17 @@ class CpuWorker {
       kernels_.matmul = std::make_unique<MatmulKernel>(settings_.matmul_size, settings_.dtype,
                                                        settings_.reps, state_->isa);
       kernels_.matmul->run();  // warm-up: caches, TLB, and the FPU's power state
-      out_.matmul_work = kernels_.matmul->work();
+      out_.work[ProbeKind::matmul] = kernels_.matmul->work();
       out_.matmul_seconds.reserve(samples);
       out_.matmul_product_seconds.resize(samples * static_cast<std::size_t>(settings_.reps));
     }
-    if (settings_.runs(ProbeKind::clock)) {
-      kernels_.clock.emplace();
-      kernels_.clock->run();
-      out_.clock_hertz.reserve(samples);
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      if (d.make_kernel == nullptr || !settings_.runs(d.kind)) continue;
+      auto& kernel = kernels_.driven[d.kind];
+      kernel = d.make_kernel(settings_, pu_);
+      kernel->sample();  // warm-up
+      out_.work[d.kind] = kernel->work();
+      out_.samples[d.kind].reserve(samples);
     }
     if (settings_.runs(ProbeKind::detour)) {
       kernels_.detour =
@@ -273,15 +273,6 @@ class CpuWorker {
         draw_detour_windows(detour_windows_, kernels_.detour->nominal_window_ticks(), rng);
       }
     }
-    if (settings_.runs(ProbeKind::stream)) {
-      const std::size_t bytes = settings_.stream_bytes > 0
-                                    ? static_cast<std::size_t>(settings_.stream_bytes)
-                                    : default_stream_bytes(pu_.llc_share_bytes);
-      kernels_.stream = std::make_unique<StreamProbe>(bytes);
-      kernels_.stream->run();
-      out_.stream_work = kernels_.stream->work();
-      out_.stream_seconds.reserve(samples);
-    }
   }
 
   void measure(ProbeKind probe) {
@@ -292,9 +283,6 @@ class CpuWorker {
         out_.matmul_seconds.push_back(time_seconds([&] { kernels_.matmul->run(products); }));
         break;
       }
-      case ProbeKind::clock:
-        out_.clock_hertz.push_back(kernels_.clock->run());
-        break;
       case ProbeKind::detour: {
         const std::uint64_t window =
             out_.detours.size() < detour_windows_.size() ? detour_windows_[out_.detours.size()] : 0;
@@ -308,8 +296,8 @@ class CpuWorker {
         state_->trace->window_ends(pu_.cpu);
         break;
       }
-      case ProbeKind::stream:
-        out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
+      default:
+        out_.samples[probe].push_back(kernels_.driven[probe]->sample());
         break;
     }
   }
@@ -371,11 +359,6 @@ void attribute_detours(trace::TraceSource& source, CpuSamples& out) {
   std::vector<trace::Detour>().swap(out.detour_spans);
 }
 
-bool no_samples(const CpuSamples& s) {
-  return s.matmul_seconds.empty() && s.clock_hertz.empty() && s.detours.empty() &&
-         s.stream_seconds.empty();
-}
-
 std::string seconds_text(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%g s", seconds);
@@ -383,6 +366,12 @@ std::string seconds_text(double seconds) {
 }
 
 }  // namespace
+
+bool CpuSamples::no_samples() const {
+  return matmul_seconds.empty() && detours.empty() &&
+         std::all_of(samples.items.begin(), samples.items.end(),
+                     [](const std::vector<double>& v) { return v.empty(); });
+}
 
 std::size_t shared_round_bytes(std::size_t participants) {
   return kTurnsOffset + TurnTaking::state_bytes(participants);
@@ -533,7 +522,7 @@ RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Pro
     threads[w].join();
     out = std::move(state->samples[w]);
     if (trace_) attribute_detours(*trace_, out);
-    if (round.overran && out.error.empty() && no_samples(out)) {
+    if (round.overran && out.error.empty() && out.no_samples()) {
       out.error = "the round overran its deadline of " + seconds_text(deadline_seconds) +
                   " before this CPU's first sample";
     }

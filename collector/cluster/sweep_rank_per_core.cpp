@@ -263,8 +263,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
     std::vector<CpuSamples> taking_part;
     for (unsigned cpu : *only) {
       for (auto& s : round.cpus) {
-        if (s.cpu == cpu && (!s.matmul_seconds.empty() || !s.clock_hertz.empty() ||
-                             !s.detours.empty() || !s.stream_seconds.empty() || !s.error.empty())) {
+        if (s.cpu == cpu && (!s.no_samples() || !s.error.empty())) {
           taking_part.push_back(std::move(s));
           break;
         }

@@ -11,21 +11,14 @@
 namespace corenoise {
 namespace {
 
-// Metrics in their natural units for people; JSON keeps base units.
+// Metrics in their natural units for people (each kind's Display); JSON
+// keeps base units.
 std::string metric_value(Metric metric, double value) {
   if (!std::isfinite(value)) return std::string(kMissing);
-  switch (metric) {
-    case Metric::matmul_seconds:
-      return fixed(value * 1e3, 3) + " ms";
-    case Metric::clock_hertz:
-      return fixed(value / 1e9, 2) + " GHz";
-    case Metric::noise_ratio:
-      return fixed(value * 100, 3) + " %";
-    case Metric::stream_bytes_per_second:
-      return fixed(value / 1e9, 2) + " GB/s";
-    default:
-      return fixed(value, 3);
-  }
+  const auto kind = kind_of(metric);
+  if (!kind) return fixed(value, 3);
+  const Display& d = descriptor(*kind).display;
+  return fixed(value * d.multiply / d.divide, d.decimals) + " " + std::string(d.unit);
 }
 
 std::string node_label(const ClusterReport& report, std::uint32_t index) {

@@ -75,14 +75,14 @@ TEST(ControlProtocol, ParsesPublish) {
   EXPECT_EQ(publish.reference, json({{"nodes", 32}}));
   ASSERT_EQ(publish.slowdowns.size(), 4u);
   EXPECT_EQ(publish.slowdowns[0].cpu, 0u);
-  EXPECT_EQ(publish.slowdowns[0].probe, RatioProbe::matmul);
+  EXPECT_EQ(publish.slowdowns[0].probe, ratio_probe(ProbeKind::matmul));
   EXPECT_EQ(publish.slowdowns[0].mode, Mode::isolated);
   EXPECT_DOUBLE_EQ(publish.slowdowns[0].ratio, 1.02);
   EXPECT_EQ(publish.slowdowns[1].cpu, 7u);
-  EXPECT_EQ(publish.slowdowns[1].probe, RatioProbe::stream);
+  EXPECT_EQ(publish.slowdowns[1].probe, ratio_probe(ProbeKind::stream));
   EXPECT_EQ(publish.slowdowns[1].mode, Mode::concurrent);
-  EXPECT_EQ(publish.slowdowns[2].probe, RatioProbe::clock);
-  EXPECT_EQ(publish.slowdowns[3].probe, RatioProbe::expected);
+  EXPECT_EQ(publish.slowdowns[2].probe, ratio_probe(ProbeKind::clock));
+  EXPECT_EQ(publish.slowdowns[3].probe, kExpectedRatio);
   // An empty publication is valid: it clears the cluster figures.
   EXPECT_TRUE(std::get<PublishRequest>(parse_request(R"({"command":"publish",)"
                                                      R"("published_unix_seconds":1,)"
@@ -479,7 +479,7 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
       RunRequest{},
       RunRequest{1795963026.25, {Mode::concurrent}, false},
       RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
-      PublishRequest{10, json({{"nodes", 3}}), {{5, RatioProbe::expected, Mode::concurrent, 1.5}}},
+      PublishRequest{10, json({{"nodes", 3}}), {{5, kExpectedRatio, Mode::concurrent, 1.5}}},
       CalibrateRequest{},
       JobRequest{"slurm-1234",
                  1795963000.5,
