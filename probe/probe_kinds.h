@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "probe/uncertainty.h"
 #include "probe/work.h"
@@ -165,6 +166,7 @@ struct ProbeDescriptor {
   MakeKernel make_kernel;              // for Summary::median and work_per_median_time
   double KernelWork::*work = nullptr;  // Summary::work_per_median_time; the sample's duration
   bool reports_spread = false;         // MAD / median of the samples, in the JSON
+  bool by_default = true;              // run without --probes (a new kind may ship opt-in)
   // Its JSON object: {json_figure: figure, interval, json_ratio: slowdown, …}.
   std::string_view json_figure;
   std::string_view json_ratio;  // empty: no slowdown there (the detour's is the noise factor)
@@ -282,6 +284,15 @@ static_assert(
     "kProbeDescriptors is in ProbeKind order");
 
 constexpr std::string_view to_string(ProbeKind kind) { return descriptor(kind).name; }
+
+// The kinds a round runs without --probes.
+inline const std::vector<ProbeKind> kDefaultProbeKinds = [] {
+  std::vector<ProbeKind> kinds;
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    if (d.by_default) kinds.push_back(d.kind);
+  }
+  return kinds;
+}();
 
 // Unknown uncertainties, each on its kind's scale.
 constexpr PerKind<Uncertainty> unknown_errors() {

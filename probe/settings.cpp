@@ -41,6 +41,16 @@ std::string probe_names(std::string_view separator) {
   return names;
 }
 
+// "all", or the kinds that run by default where some ship opt-in.
+std::string default_probe_names() {
+  if (kDefaultProbeKinds.size() == kProbeKinds) return "all";
+  std::string names;
+  for (ProbeKind kind : kDefaultProbeKinds) {
+    names += (names.empty() ? "" : ",") + std::string(to_string(kind));
+  }
+  return names;
+}
+
 ProbeKind parse_probe(std::string_view name) {
   if (const auto kind = probe_kind_named(name)) return *kind;
   throw std::invalid_argument("unknown probe " + quoted(name) +
@@ -50,7 +60,8 @@ ProbeKind parse_probe(std::string_view name) {
 std::vector<OptionSpec> make_specs() {
   std::vector<OptionSpec> specs;
   specs.push_back({"probes", "LIST",
-                   "probes to run, comma-separated: " + probe_names(",") + " (default: all)",
+                   "probes to run, comma-separated: " + probe_names(",") +
+                       " (default: " + default_probe_names() + ")",
                    [](ProbeSettings& s, std::string_view v) {
                      std::vector<ProbeKind> probes;
                      for (auto part : split_commas(v)) {

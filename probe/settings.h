@@ -22,7 +22,7 @@ enum class Mode { isolated, concurrent };
 std::string_view to_string(Mode mode);
 
 struct ProbeSettings {
-  std::vector<ProbeKind> probes{kAllProbeKinds.begin(), kAllProbeKinds.end()};
+  std::vector<ProbeKind> probes = kDefaultProbeKinds;
   std::vector<Mode> modes{Mode::isolated};
   int samples = 7;
   int matmul_size = 128;
