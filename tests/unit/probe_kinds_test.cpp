@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 #include <string>
 
 #include "collector/cluster/cluster_report.h"
 #include "collector/cluster/cluster_stats.h"
+#include "collector/report/report_page.h"
 #include "collector/report/sweep_summary.h"
 #include "collector/report/table.h"
 #include "collector/report/web_assets.h"
@@ -26,8 +28,10 @@
 #include "probe/analysis.h"
 #include "probe/report.h"
 #include "probe/report_json.h"
+#include "probe/runner.h"
 #include "probe/samples_codec.h"
 #include "probe/settings.h"
+#include "probe/topology.h"
 
 namespace corenoise {
 namespace {
@@ -218,15 +222,24 @@ TEST(ProbeKinds, TheClusterHistogramsAndTheSweepSummaryCountEveryKind) {
   }
 }
 
+// The page shows each kind's quantiles in its unit: the kinds run by
+// default are in the embedded script, an opt-in kind's entry is added to a
+// page whose report has its figures.
 TEST(ProbeKinds, ThePageKnowsEveryKindsUnit) {
   const std::string script(web_assets::kScript);
   EXPECT_EQ(script.find("@@CORENOISE_METRIC_SCALE@@"), std::string::npos);
+  nlohmann::json quantiles = nlohmann::json::array();
   for (const ProbeDescriptor& d : kProbeDescriptors) {
-    EXPECT_NE(script.find("    " + std::string(d.figure_name) + ": [" +
-                          std::string(d.display.page_scale) + ", \"" + std::string(d.display.unit) +
-                          "\"]"),
-              std::string::npos)
-        << d.name;
+    quantiles.push_back({{"metric", d.figure_name}, {"mode", "isolated"}, {"kind", "default"}});
+  }
+  const std::string page = render_report_page(
+      {{"schema", "corenoise-sweep/1"}, {"cluster", {{"quantiles", quantiles}}}});
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    const std::string entry = "    " + std::string(d.figure_name) + ": [" +
+                              std::string(d.display.page_scale) + ", \"" +
+                              std::string(d.display.unit) + "\"]";
+    EXPECT_EQ(script.find(entry) != std::string::npos, d.by_default) << d.name;
+    EXPECT_NE(page.find(entry), std::string::npos) << d.name;
   }
 }
 
@@ -269,6 +282,50 @@ TEST(ProbeKinds, TheCalibrationStoreKeepsEveryCalibratedKind) {
     ASSERT_NE(it, baseline.end()) << d.name;
     EXPECT_DOUBLE_EQ(it->second, 1.0) << d.name;
   }
+}
+
+// Every kind, opt-in ones too, from --probes through a real round on this
+// machine to the JSON, the table and /metrics.
+TEST(ProbeKinds, EveryKindRunsThroughARealRound) {
+  ProbeSettings settings;
+  std::string all;
+  for (ProbeKind kind : kAllProbeKinds)
+    all += (all.empty() ? "" : ",") + std::string(to_string(kind));
+  find_probe_option("probes")->apply(settings, all);
+  settings.samples = 3;
+  settings.stream_bytes = 4 << 20;
+  settings.detour_window_seconds = 0.002;
+  const Topology topology = Topology::load("native");
+  std::vector<unsigned> cpus;
+  for (const auto& pu : topology.pus()) {
+    if (pu.usable() && cpus.size() < 2) cpus.push_back(pu.cpu);
+  }
+  ASSERT_FALSE(cpus.empty());
+  const RoundSamples round = Runner(settings, topology).run(Mode::isolated, cpus);
+  NodeReport r;
+  r.settings = settings;
+  r.pus = topology.pus();
+  r.modes.push_back(make_mode_report(round, r.pus, settings.thresholds));
+  const std::size_t at = static_cast<std::size_t>(
+      std::find_if(r.pus.begin(), r.pus.end(),
+                   [&](const ProcessingUnit& pu) { return pu.cpu == cpus[0]; }) -
+      r.pus.begin());
+  const CoreFigures& c = r.modes[0].verdicts.cores.at(at);
+  const nlohmann::json j = to_json(r)["cpus"][at];
+  Snapshot s;
+  s.report = r;
+  const std::string metrics = render_metrics(collect_metrics(s));
+  std::ostringstream table;
+  print_table(table, r);
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    ASSERT_TRUE(c.figure[d.kind]) << d.name;
+    EXPECT_TRUE(j.contains(std::string(d.name))) << d.name;
+    EXPECT_NE(table.str().find(std::string(d.columns[0].header)), std::string::npos) << d.name;
+    if (d.slowdown_metric) {
+      EXPECT_NE(metrics.find("probe=\"" + std::string(d.name) + "\""), std::string::npos) << d.name;
+    }
+  }
+  std::cout << table.str();
 }
 
 }  // namespace
