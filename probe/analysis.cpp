@@ -317,12 +317,67 @@ void widen(CoreFigures& c, const KindReference::PeerSpread& s) {
   }
 }
 
-// The verdict: the first test whose lower bound clears its threshold,
-// except that noise explains a low clock (below).
-void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
+// The sentence that says why a judged core has its state (empty for ok).
+std::string cause_text(const CoreFigures& c, const KindReference& ref, bool clock_read_low) {
   const double noise = c.detour ? c.detour->noise_ratio() : 0;
+  switch (c.state) {
+    case CoreState::throttled:
+      return format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
+                    *c.figure[ProbeKind::clock] / 1e9,
+                    (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100, c.kind.c_str(),
+                    *ref.figure[ProbeKind::clock] / 1e9) +
+             interval_text(*c.slowdown[ProbeKind::clock], c.slowdown_error[ProbeKind::clock], true);
+    case CoreState::noisy:
+      return format(
+                 "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
+                 "the node's floor",
+                 noise * 100, static_cast<unsigned long long>(c.detour->count),
+                 c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
+             interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
+             (c.culprits ? attribute(*c.detour, *c.culprits) : attribute(*c.detour)) +
+             (clock_read_low ? format("; its clock reads %.1f%% low, as detours this large make it",
+                                      (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100)
+                             : std::string());
+    case CoreState::contended:
+      return format(
+                 "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal "
+                 "clock and noise",
+                 *c.figure[ProbeKind::stream] / 1e9,
+                 (1 - 1 / *c.slowdown[ProbeKind::stream]) * 100) +
+             interval_text(*c.slowdown[ProbeKind::stream], c.slowdown_error[ProbeKind::stream],
+                           true);
+    case CoreState::slow:
+      return format("matmul %.1f%% slower than the reference", (*c.expected_slowdown - 1) * 100) +
+             interval_text(*c.expected_slowdown, c.expected_slowdown_error, true) +
+             "; clock, noise and memory are normal";
+    default:
+      return "";
+  }
+}
+
+// The clock is the median of short dependent-add chains, and on a noisy
+// core enough of them contain a detour to pull that median down at full
+// frequency. When the noise test clears too and the noise is large enough
+// to explain the deficit, the noise is the finding: calling it throttled
+// would send the confirmation to re-measure the clock, which misleads the
+// same way (a heavily noisy core came out "transient throttled"). Large
+// enough: a median chain a fraction d slower means at least half the
+// chains lost d of their time, so at least d/2 of the time overall.
+// True where the state became noisy so.
+bool prefer_noise_to_a_low_clock(CoreFigures& c, const Thresholds& t) {
+  if (c.state != CoreState::throttled || !c.detour) return false;
+  const double deficit = 1 - 1 / *c.slowdown[ProbeKind::clock];
+  const auto bound = clears(c, CoreState::noisy, t, t.alpha);
+  if (!bound || c.detour->noise_ratio() < deficit / 2) return false;
+  c.state = CoreState::noisy;
+  c.bound = bound;
+  return true;
+}
+
+// The verdict: the first test whose lower bound clears its threshold,
+// except that noise explains a low clock (above).
+void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.state = CoreState::ok;
-  c.cause = "";
   c.bound.reset();
   for (const Test& test : kTests) {
     if (const auto bound = clears(c, test.state, t, t.alpha)) {
@@ -331,62 +386,8 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
       break;
     }
   }
-  // The clock is the median of short dependent-add chains, and on a noisy
-  // core enough of them contain a detour to pull that median down at full
-  // frequency. When the noise test clears too and the noise is large enough
-  // to explain the deficit, the noise is the finding: calling it throttled
-  // would send the confirmation to re-measure the clock, which misleads the
-  // same way (a heavily noisy core came out "transient throttled"). Large
-  // enough: a median chain a fraction d slower means at least half the
-  // chains lost d of their time, so at least d/2 of the time overall.
-  bool clock_read_low = false;
-  if (c.state == CoreState::throttled && c.detour) {
-    const double deficit = 1 - 1 / *c.slowdown[ProbeKind::clock];
-    const auto bound = clears(c, CoreState::noisy, t, t.alpha);
-    if (bound && c.detour->noise_ratio() >= deficit / 2) {
-      c.state = CoreState::noisy;
-      c.bound = bound;
-      clock_read_low = true;
-    }
-  }
-  switch (c.state) {
-    case CoreState::throttled:
-      c.cause =
-          format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
-                 *c.figure[ProbeKind::clock] / 1e9, (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100,
-                 c.kind.c_str(), *ref.figure[ProbeKind::clock] / 1e9) +
-          interval_text(*c.slowdown[ProbeKind::clock], c.slowdown_error[ProbeKind::clock], true);
-      break;
-    case CoreState::noisy:
-      c.cause = format(
-                    "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
-                    "the node's floor",
-                    noise * 100, static_cast<unsigned long long>(c.detour->count),
-                    c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
-                interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
-                (c.culprits ? attribute(*c.detour, *c.culprits) : attribute(*c.detour));
-      if (clock_read_low) {
-        c.cause += format("; its clock reads %.1f%% low, as detours this large make it",
-                          (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100);
-      }
-      break;
-    case CoreState::contended:
-      c.cause =
-          format(
-              "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal "
-              "clock and noise",
-              *c.figure[ProbeKind::stream] / 1e9, (1 - 1 / *c.slowdown[ProbeKind::stream]) * 100) +
-          interval_text(*c.slowdown[ProbeKind::stream], c.slowdown_error[ProbeKind::stream], true);
-      break;
-    case CoreState::slow:
-      c.cause =
-          format("matmul %.1f%% slower than the reference", (*c.expected_slowdown - 1) * 100) +
-          interval_text(*c.expected_slowdown, c.expected_slowdown_error, true) +
-          "; clock, noise and memory are normal";
-      break;
-    default:
-      break;
-  }
+  const bool clock_read_low = prefer_noise_to_a_low_clock(c, t);
+  c.cause = cause_text(c, ref, clock_read_low);
 }
 
 void summarize_matmul(CoreFigures& c, const CpuSamples& samples) {
