@@ -21,6 +21,12 @@ std::string seconds_text(double seconds) {
   return seconds >= 1.0 ? fixed(seconds, 2) + " s" : fixed(seconds * 1e3, 1) + " ms";
 }
 
+std::string plain_seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
 std::string duration_text(double seconds) {
   const double s = std::abs(seconds);
   if (!std::isfinite(s)) return std::string(kMissing);
