@@ -27,6 +27,18 @@ std::string plain_seconds_text(double seconds) {
   return text;
 }
 
+std::string plain_duration_text(double seconds) {
+  char text[32];
+  if (seconds >= 1) {
+    std::snprintf(text, sizeof text, "%g s", seconds);
+  } else if (seconds >= 1e-3) {
+    std::snprintf(text, sizeof text, "%g ms", seconds * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%g µs", seconds * 1e6);
+  }
+  return text;
+}
+
 std::string duration_text(double seconds) {
   const double s = std::abs(seconds);
   if (!std::isfinite(s)) return std::string(kMissing);
@@ -45,5 +57,7 @@ std::string points_text(double ratio) {
   if (!std::isfinite(ratio)) return std::string(kMissing);
   return fixed(ratio * 100, 1) + " points";
 }
+
+std::string excess_percent_text(double ratio) { return fixed((ratio - 1) * 100, 1) + "%"; }
 
 }  // namespace corenoise

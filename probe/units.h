@@ -30,6 +30,9 @@ std::string seconds_text(double seconds);
 // A span of time in the fewest digits that give it back ("%g s": "30 s",
 // "0.5 s", "2.5e-05 s"): a deadline or a setting as it was written.
 std::string plain_seconds_text(double seconds);
+// A short span in its plainest unit, "%g" digits: "1.5 s", "10 ms",
+// "100 µs" (an injection's period, as the user wrote it).
+std::string plain_duration_text(double seconds);
 // A longer span, as a person says it: "40 s", "3.5 min", "2.1 h", "3.0 d"
 // (its magnitude: a time ago and a time to come read alike).
 std::string duration_text(double seconds);
@@ -38,5 +41,8 @@ std::string duration_text(double seconds);
 // percentage points, "1.5 points".
 std::string percent_text(double ratio, int decimals = 1);
 std::string points_text(double ratio);
+// How much a slowdown ratio exceeds 1, in percent, as a verdict's cause
+// writes it: 1.123 → "12.3%".
+std::string excess_percent_text(double ratio);
 
 }  // namespace corenoise
