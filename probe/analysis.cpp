@@ -2,21 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "probe/stats.h"
-#include "probe/trace/culprit_names.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
-
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer, fmt, args...);
-  return buffer;
-}
 
 std::optional<double> median_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
@@ -56,61 +48,6 @@ std::vector<double> per_sample_matmul(const CpuSamples& samples) {
 std::optional<double> ratio(std::optional<double> num, std::optional<double> den) {
   if (!num || !den || *den <= 0) return std::nullopt;
   return *num / *den;
-}
-
-// Where the lost time went, as far as the kernel can tell: time taken by
-// other threads and steal are measured in seconds; interrupts only counted;
-// the rest happened below the guest kernel (hypervisor, SMIs).
-std::string attribute(const DetourResult& d) {
-  const double lost = std::max(d.total_seconds, 1e-12);
-  const double preempted = std::min(d.preempted_seconds.value_or(0), lost);
-  const double steal = std::min(d.steal_seconds.value_or(0), lost - preempted);
-  const double rest = lost - preempted - steal;
-  const unsigned long long irqs = d.interrupts.value_or(0) + d.softirqs.value_or(0);
-  std::string text;
-  if (preempted > 0) {
-    text += format("%.0f%% preempted by other threads (%llu times)", 100 * preempted / lost,
-                   static_cast<unsigned long long>(d.preemptions));
-  }
-  if (steal > 0) text += format("%s%.0f%% steal", text.empty() ? "" : ", ", 100 * steal / lost);
-  if (rest > 0.005 * lost) {
-    text += format("%s%.0f%% %s", text.empty() ? "" : ", ", 100 * rest / lost,
-                   irqs > 0 ? "in interrupts, softirqs or below the kernel"
-                            : "below the kernel (hypervisor or SMI)");
-  }
-  if (irqs > 0) text += format(" [%llu interrupts and softirqs]", irqs);
-  return text;
-}
-
-// The same from the tracer: each culprit by name, its share of the lost
-// time, the largest first. The time the trace did not match (more detours
-// in a window than the runner kept) is said, not spread over the others.
-std::string attribute(const DetourResult& d, const trace::Attribution& culprits) {
-  const double lost = std::max(d.total_seconds, 1e-12);
-  constexpr std::size_t kNamed = 3;
-  std::string text;
-  double named = 0;
-  for (std::size_t i = 0; i < culprits.culprits.size() && i < kNamed; ++i) {
-    const trace::Culprit& c = culprits.culprits[i];
-    const double share = c.seconds / lost;
-    if (share < 0.005) break;
-    named += c.seconds;
-    const bool idle = c.kind == trace::CulpritKind::task && c.id == 0;  // nobody preempted it
-    const char* verb = c.kind == trace::CulpritKind::task && !idle ? "preempted by "
-                       : c.kind == trace::CulpritKind::irq ||
-                               c.kind == trace::CulpritKind::softirq ||
-                               c.kind == trace::CulpritKind::work
-                           ? "in "
-                           : "";
-    text += format("%s%.0f%% %s%s (%llu times)", text.empty() ? "" : ", ", 100 * share, verb,
-                   trace::describe(c).c_str(), static_cast<unsigned long long>(c.detours));
-  }
-  const double others = culprits.detour_seconds - named;
-  if (others > 0.005 * lost) text += format(", %.0f%% others", 100 * others / lost);
-  const double unmatched = lost - culprits.detour_seconds;
-  if (unmatched > 0.005 * lost) text += format(", %.0f%% not matched", 100 * unmatched / lost);
-  if (culprits.overran) text += " (the tracer lost events)";
-  return text;
 }
 
 KindReference reference_of(const std::string& kind, const std::vector<const CoreFigures*>& cores) {
@@ -160,16 +97,6 @@ void use_lone_core_floor(KindReference& ref, const CoreFigures& core) {
   // drain it).
   ref.figure[ProbeKind::detour] = ref.noise_floor;
   ref.error[ProbeKind::detour] = ref.noise_floor_error;
-}
-
-// " (95% interval 2.1-4.0%)" for a ratio whose excess is shown in percent,
-// "" where the uncertainty is not known.
-std::string interval_text(double value, const Uncertainty& u, bool as_slowdown) {
-  const auto i = interval(value, u, kReportedConfidence);
-  if (!i) return "";
-  if (as_slowdown)
-    return format(" (95%% interval %.1f-%.1f%%)", (i->lo - 1) * 100, (i->hi - 1) * 100);
-  return format(" (95%% interval %.1f-%.1f points)", i->lo * 100, i->hi * 100);
 }
 
 // Cores of one kind that differ by design (favoured / preferred cores) run
@@ -317,44 +244,6 @@ void widen(CoreFigures& c, const KindReference::PeerSpread& s) {
   }
 }
 
-// The sentence that says why a judged core has its state (empty for ok).
-std::string cause_text(const CoreFigures& c, const KindReference& ref, bool clock_read_low) {
-  const double noise = c.detour ? c.detour->noise_ratio() : 0;
-  switch (c.state) {
-    case CoreState::throttled:
-      return format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz",
-                    *c.figure[ProbeKind::clock] / 1e9,
-                    (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100, c.kind.c_str(),
-                    *ref.figure[ProbeKind::clock] / 1e9) +
-             interval_text(*c.slowdown[ProbeKind::clock], c.slowdown_error[ProbeKind::clock], true);
-    case CoreState::noisy:
-      return format(
-                 "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
-                 "the node's floor",
-                 noise * 100, static_cast<unsigned long long>(c.detour->count),
-                 c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
-             interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
-             (c.culprits ? attribute(*c.detour, *c.culprits) : attribute(*c.detour)) +
-             (clock_read_low ? format("; its clock reads %.1f%% low, as detours this large make it",
-                                      (1 - 1 / *c.slowdown[ProbeKind::clock]) * 100)
-                             : std::string());
-    case CoreState::contended:
-      return format(
-                 "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal "
-                 "clock and noise",
-                 *c.figure[ProbeKind::stream] / 1e9,
-                 (1 - 1 / *c.slowdown[ProbeKind::stream]) * 100) +
-             interval_text(*c.slowdown[ProbeKind::stream], c.slowdown_error[ProbeKind::stream],
-                           true);
-    case CoreState::slow:
-      return format("matmul %.1f%% slower than the reference", (*c.expected_slowdown - 1) * 100) +
-             interval_text(*c.expected_slowdown, c.expected_slowdown_error, true) +
-             "; clock, noise and memory are normal";
-    default:
-      return "";
-  }
-}
-
 // The clock is the median of short dependent-add chains, and on a noisy
 // core enough of them contain a detour to pull that median down at full
 // frequency. When the noise test clears too and the noise is large enough
@@ -386,8 +275,10 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
       break;
     }
   }
-  const bool clock_read_low = prefer_noise_to_a_low_clock(c, t);
-  c.cause = cause_text(c, ref, clock_read_low);
+  c.why = {};
+  c.why.clock_read_low = prefer_noise_to_a_low_clock(c, t);
+  if (c.state == CoreState::throttled) c.why.reference = ref.figure[ProbeKind::clock];
+  c.cause = cause_text(c);
 }
 
 void summarize_matmul(CoreFigures& c, const CpuSamples& samples) {

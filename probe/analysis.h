@@ -76,7 +76,15 @@ struct CoreFigures {
   // ratios themselves stay raw.
   std::optional<double> design_ratio;
   CoreState state = CoreState::skipped;
-  std::string cause;  // one line: why this state (or why skipped)
+  // Why this state, as data beyond the figures above that the sentence
+  // cites (probe/verdict_text.h makes it): the reference clock a throttled
+  // core is below; whether a noisy core's clock also read low (its detours
+  // pulled the clock's median down).
+  struct Why {
+    std::optional<double> reference;
+    bool clock_read_low = false;
+  } why;
+  std::string cause;  // one line: why this state (or why skipped), cause_text(*this) when judged
   // For an unhealthy state: the one-sided lower confidence bound of the
   // figure that decided it (at the level judge() was given), which cleared
   // the threshold.
