@@ -55,8 +55,11 @@ std::string calibration_fingerprint(const ProbeSettings& s, Isa isa) {
 void calibrate_from(Calibration& calibration, const ModeReport& mode) {
   for (const CoreFigures& c : mode.verdicts.cores) {
     if (c.state == CoreState::skipped) continue;
-    calibration.cores[{c.cpu, mode.mode}] = {c.matmul_seconds, c.clock_hertz,
-                                             c.stream_bytes_per_second};
+    CoreCalibration& core = calibration.cores[{c.cpu, mode.mode}];
+    core = {};
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      if (d.calibrated) core.figure[d.kind] = c.figure[d.kind];
+    }
   }
   calibration.calibrated_unix_seconds = mode.started_unix_seconds;
 }
@@ -69,16 +72,11 @@ std::map<ProbeKey, double> baseline_slowdowns(const Calibration& calibration,
       const auto it = calibration.cores.find({c.cpu, mode.mode});
       if (c.state == CoreState::skipped || it == calibration.cores.end()) continue;
       const CoreCalibration& base = it->second;
-      if (c.matmul_seconds && base.matmul_seconds && *base.matmul_seconds > 0) {
-        result[{c.cpu, RatioProbe::matmul, mode.mode}] = *c.matmul_seconds / *base.matmul_seconds;
-      }
-      if (c.clock_hertz && base.clock_hertz && *c.clock_hertz > 0) {
-        result[{c.cpu, RatioProbe::clock, mode.mode}] = *base.clock_hertz / *c.clock_hertz;
-      }
-      if (c.stream_bytes_per_second && base.stream_bytes_per_second &&
-          *c.stream_bytes_per_second > 0) {
-        result[{c.cpu, RatioProbe::stream, mode.mode}] =
-            *base.stream_bytes_per_second / *c.stream_bytes_per_second;
+      for (const ProbeDescriptor& d : kProbeDescriptors) {
+        if (!d.calibrated || !d.slowdown_metric) continue;
+        const Reference own_past{base.figure[d.kind], d.direction};
+        if (const auto slowdown = own_past.slowdown(c.figure[d.kind]))
+          result[{c.cpu, ratio_probe(d.kind), mode.mode}] = *slowdown;
       }
     }
   }
@@ -103,9 +101,11 @@ std::optional<Calibration> CalibrationStore::load() const {
     c.fingerprint = doc.at("fingerprint").get<std::string>();
     c.calibrated_unix_seconds = doc.at("calibrated_unix_seconds").get<double>();
     for (const json& core : doc.at("cores")) {
-      c.cores[{core.at("cpu").get<unsigned>(), parse_mode(core.at("mode").get<std::string>())}] = {
-          get(core, "matmul_seconds"), get(core, "clock_hertz"),
-          get(core, "stream_bytes_per_second")};
+      CoreCalibration& figures =
+          c.cores[{core.at("cpu").get<unsigned>(), parse_mode(core.at("mode").get<std::string>())}];
+      for (const ProbeDescriptor& d : kProbeDescriptors) {
+        if (d.calibrated) figures.figure[d.kind] = get(core, std::string(d.figure_name).c_str());
+      }
     }
     return c;
   } catch (const std::exception& e) {
@@ -117,9 +117,9 @@ void CalibrationStore::save(const Calibration& c) const {
   json cores = json::array();
   for (const auto& [key, figures] : c.cores) {
     json core = {{"cpu", key.first}, {"mode", to_string(key.second)}};
-    put(core, "matmul_seconds", figures.matmul_seconds);
-    put(core, "clock_hertz", figures.clock_hertz);
-    put(core, "stream_bytes_per_second", figures.stream_bytes_per_second);
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      if (d.calibrated) put(core, std::string(d.figure_name).c_str(), figures.figure[d.kind]);
+    }
     cores.push_back(std::move(core));
   }
   const json doc = {{"fingerprint", c.fingerprint},

@@ -15,10 +15,11 @@
 
 namespace corenoise {
 
+// The figures of the calibrated kinds (ProbeDescriptor::calibrated), kept
+// under their figure_name.
 struct CoreCalibration {
-  std::optional<double> matmul_seconds;
-  std::optional<double> clock_hertz;
-  std::optional<double> stream_bytes_per_second;
+  PerKind<std::optional<double>> figure;
+  friend bool operator==(const CoreCalibration&, const CoreCalibration&) = default;
 };
 
 struct Calibration {

@@ -14,7 +14,6 @@
 #include <string_view>
 #include <utility>
 
-#include "probe/stream_probe.h"
 #include "probe/trace/culprit_names.h"
 
 namespace corenoise {
@@ -193,44 +192,29 @@ class Builder {
   std::vector<MetricFamily> families_;
 };
 
-// The bytes one triad pass moves on `pu`. The report keeps bandwidth, not
-// the buffer size, so this repeats the runner's sizing (the settings' size,
-// else default_stream_bytes of the LLC share) and StreamProbe's rounding to
-// whole elements; bandwidth was computed as these bytes / the pass time, so
-// the quotient gives back the measured pass time.
-double stream_pass_bytes(const ProbeSettings& settings, const ProcessingUnit& pu) {
-  const std::size_t requested = settings.stream_bytes > 0
-                                    ? static_cast<std::size_t>(settings.stream_bytes)
-                                    : default_stream_bytes(pu.llc_share_bytes);
-  const std::size_t elements = std::max<std::size_t>(1024, requested / (3 * sizeof(double)));
-  return static_cast<double>(elements * 3 * sizeof(double));
-}
-
-std::optional<double> quotient(double numerator, std::optional<double> denominator) {
-  if (!denominator || *denominator <= 0) return std::nullopt;
-  return numerator / *denominator;
-}
-
 std::optional<double> as_double(std::optional<std::uint64_t> v) {
   if (!v) return std::nullopt;
   return static_cast<double>(*v);
 }
 
-// Per-mode figures of one measured CPU.
-void add_mode_figures(Builder& b, const ProcessingUnit& pu, const std::string& cpu,
-                      std::string_view mode, const CoreFigures& c, const ProbeSettings& settings) {
-  b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_seconds);
-  if (c.stream_bytes_per_second) {
-    b.add(kProbeDuration, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}},
-          quotient(stream_pass_bytes(settings, pu), c.stream_bytes_per_second));
+// Per-mode figures of one measured CPU: each kind's sample duration and
+// slowdown under its `probe` label (probe_kinds.h), then the rates.
+void add_mode_figures(Builder& b, const std::string& cpu, std::string_view mode,
+                      const CoreFigures& c) {
+  for (ProbeKind probe : kAllProbeKinds) {
+    b.add(kProbeDuration, {{"cpu", cpu}, {"probe", to_string(probe)}, {"mode", mode}},
+          sample_seconds(probe, c.figure[probe], c.work[probe]));
   }
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "matmul"}, {"mode", mode}}, c.matmul_slowdown);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "clock"}, {"mode", mode}}, c.clock_ratio);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "stream"}, {"mode", mode}}, c.stream_slowdown);
-  b.add(kSlowdown, {{"cpu", cpu}, {"probe", "expected"}, {"mode", mode}}, c.expected_slowdown);
-  b.add(kClockHertz, {{"cpu", cpu}, {"mode", mode}}, c.clock_hertz);
+  for (ProbeKind probe : kAllProbeKinds) {
+    if (!descriptor(probe).slowdown_metric) continue;
+    b.add(kSlowdown, {{"cpu", cpu}, {"probe", to_string(probe)}, {"mode", mode}},
+          c.slowdown[probe]);
+  }
+  b.add(kSlowdown, {{"cpu", cpu}, {"probe", to_string(kExpectedRatio)}, {"mode", mode}},
+        c.expected_slowdown);
+  b.add(kClockHertz, {{"cpu", cpu}, {"mode", mode}}, c.figure[ProbeKind::clock]);
   b.add(kMatmulFlops, {{"cpu", cpu}, {"mode", mode}}, c.matmul_flops_per_second);
-  b.add(kMemoryBandwidth, {{"cpu", cpu}, {"mode", mode}}, c.stream_bytes_per_second);
+  b.add(kMemoryBandwidth, {{"cpu", cpu}, {"mode", mode}}, c.figure[ProbeKind::stream]);
 }
 
 void add_ratio_map(Builder& b, Family family, const std::map<ProbeKey, double>& ratios,
@@ -316,13 +300,7 @@ void add_jobs(Builder& b, const JobTotals& jobs) {
   }
 }
 
-}  // namespace
-
-std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
-  Builder b;
-  const NodeReport& report = s.report;
-  const auto& pus = report.pus;
-
+void add_process(Builder& b, const Snapshot& s) {
   b.add(kBuildInfo, {{"version", s.version.empty() ? CORENOISE_VERSION : s.version}}, 1.0);
   if (s.started_unix_seconds > 0) b.add(kStartTime, {}, s.started_unix_seconds);
   b.add(kPaused, {}, s.paused ? 1.0 : 0.0);
@@ -333,37 +311,46 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
     b.add(kRoundsTotal, {{"mode", m}}, static_cast<double>(stats.rounds));
   }
   b.add(kClusterPublishTimestamp, {}, s.cluster_published_unix_seconds);
+}
 
-  // Only modes whose verdicts line up with the topology (one per PU, same
-  // CPU) are used: a malformed snapshot loses figures, never mislabels them.
+// What one walk of the snapshot's CPUs needs: the usable modes, each PU's
+// `cpu` label, and which CPUs (by OS index) were measured.
+struct CpuWalk {
   std::vector<const ModeReport*> modes;
+  std::vector<std::string> labels;
+  std::vector<bool> measured;
+};
+
+// Only modes whose verdicts line up with the topology (one per PU, same
+// CPU) are used: a malformed snapshot loses figures, never mislabels them.
+// Skipped CPUs (and all before the first round) get cpu_info and
+// core_state only.
+CpuWalk walk_of(const NodeReport& report) {
+  const auto& pus = report.pus;
+  CpuWalk w;
   for (const ModeReport& m : report.modes) {
     const auto& cores = m.verdicts.cores;
     if (cores.size() != pus.size()) continue;
     bool aligned = true;
     for (std::size_t i = 0; i < pus.size() && aligned; ++i) aligned = cores[i].cpu == pus[i].cpu;
-    if (aligned) modes.push_back(&m);
+    if (aligned) w.modes.push_back(&m);
   }
-
-  // Per-CPU labels, and which CPUs were measured: skipped ones (and all
-  // before the first round) get cpu_info and core_state only.
-  std::vector<std::string> cpu_labels;
-  cpu_labels.reserve(pus.size());
-  std::vector<bool> measured;
+  w.labels.reserve(pus.size());
   for (std::size_t i = 0; i < pus.size(); ++i) {
-    cpu_labels.push_back(std::to_string(pus[i].cpu));
-    if (pus[i].cpu >= measured.size()) measured.resize(pus[i].cpu + 1, false);
-    measured[pus[i].cpu] = !modes.empty() && report.state(i) != CoreState::skipped;
+    w.labels.push_back(std::to_string(pus[i].cpu));
+    if (pus[i].cpu >= w.measured.size()) w.measured.resize(pus[i].cpu + 1, false);
+    w.measured[pus[i].cpu] = !w.modes.empty() && report.state(i) != CoreState::skipped;
   }
+  return w;
+}
 
-  const std::size_t n = pus.size();
-  const std::size_t nm = modes.size();
+void reserve_series(Builder& b, const Snapshot& s, std::size_t n, std::size_t nm) {
   b.reserve(kCpuInfo, n);
   b.reserve(kCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
   b.reserve(kRoundCoreState, nm > 0 ? n * std::size(kAllCoreStates) : 0);
   b.reserve(kCoreUnhealthyRounds, nm > 0 ? n : 0);
-  b.reserve(kProbeDuration, 2 * n * nm);
-  b.reserve(kSlowdown, 4 * n * nm);
+  b.reserve(kProbeDuration, kProbeKinds * n * nm);
+  b.reserve(kSlowdown, std::size(kAllRatioProbes) * n * nm);
   b.reserve(kClusterSlowdown, s.cluster_slowdown.size());
   b.reserve(kBaselineSlowdown, s.baseline_slowdown.size());
   for (Family f : {kClockHertz, kMatmulFlops, kMemoryBandwidth}) b.reserve(f, n * nm);
@@ -372,11 +359,13 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
     b.reserve(f, n);
   }
   b.reserve(kCulpritRatio, kCulpritsPerCpu * n);
+}
 
-  for (std::size_t i = 0; i < n; ++i) {
+void add_cpu_info(Builder& b, const std::vector<ProcessingUnit>& pus, const CpuWalk& w) {
+  for (std::size_t i = 0; i < pus.size(); ++i) {
     const ProcessingUnit& pu = pus[i];
     b.add(kCpuInfo,
-          {{"cpu", cpu_labels[i]},
+          {{"cpu", w.labels[i]},
            {"core", std::to_string(pu.core)},
            {"package", std::to_string(pu.package)},
            // Empty (the same as no label to Prometheus) where hwloc knows no node.
@@ -384,61 +373,78 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
            {"kind", pu.kind}},
           1.0);
   }
-  // Before the first round there is no verdict yet: no core_state at all
-  // rather than every CPU reading "skipped".
-  // Both state families take one walk each, so that each family's series
-  // stay contiguous and in topology order.
-  if (!modes.empty()) {
-    std::vector<PersistentVerdict> verdicts;
-    verdicts.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) verdicts.push_back(verdict_of(s, i));
-    for (const auto& [family, persistent] :
-         {std::pair{kCoreState, true}, std::pair{kRoundCoreState, false}}) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const CoreState state = persistent ? verdicts[i].state : verdicts[i].round_state;
-        for (CoreState candidate : kAllCoreStates) {
-          b.add(family, {{"cpu", cpu_labels[i]}, {"state", to_string(candidate)}},
-                candidate == state ? 1.0 : 0.0);
-        }
+}
+
+// Before the first round there is no verdict yet: no core_state at all
+// rather than every CPU reading "skipped". Both state families take one
+// walk each, so that each family's series stay contiguous and in topology
+// order.
+void add_states(Builder& b, const Snapshot& s, const CpuWalk& w) {
+  if (w.modes.empty()) return;
+  const std::size_t n = s.report.pus.size();
+  std::vector<PersistentVerdict> verdicts;
+  verdicts.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) verdicts.push_back(verdict_of(s, i));
+  for (const auto& [family, persistent] :
+       {std::pair{kCoreState, true}, std::pair{kRoundCoreState, false}}) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const CoreState state = persistent ? verdicts[i].state : verdicts[i].round_state;
+      for (CoreState candidate : kAllCoreStates) {
+        b.add(family, {{"cpu", w.labels[i]}, {"state", to_string(candidate)}},
+              candidate == state ? 1.0 : 0.0);
       }
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      b.add(kCoreUnhealthyRounds, {{"cpu", cpu_labels[i]}},
-            static_cast<double>(verdicts[i].unhealthy_rounds));
-    }
   }
-
-  for (const ModeReport* m : modes) {
-    const std::string_view mode = to_string(m->mode);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!measured[pus[i].cpu]) continue;
-      add_mode_figures(b, pus[i], cpu_labels[i], mode, m->verdicts.cores[i], report.settings);
-    }
-  }
-  add_ratio_map(b, kClusterSlowdown, s.cluster_slowdown, measured);
-  add_ratio_map(b, kBaselineSlowdown, s.baseline_slowdown, measured);
-
-  // Noise without a mode label: the isolated round's where it measured this
-  // CPU (the core's own noise, the figure verdicts are drawn from), else the
-  // concurrent round's. report.modes is in run order, isolated first.
   for (std::size_t i = 0; i < n; ++i) {
-    if (!measured[pus[i].cpu]) continue;
-    for (const ModeReport* m : modes) {
+    b.add(kCoreUnhealthyRounds, {{"cpu", w.labels[i]}},
+          static_cast<double>(verdicts[i].unhealthy_rounds));
+  }
+}
+
+// Noise without a mode label: the isolated round's where it measured this
+// CPU (the core's own noise, the figure verdicts are drawn from), else the
+// concurrent round's. report.modes is in run order, isolated first.
+void add_noise(Builder& b, const Snapshot& s, const CpuWalk& w) {
+  const auto& pus = s.report.pus;
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    if (!w.measured[pus[i].cpu]) continue;
+    for (const ModeReport* m : w.modes) {
       const CoreFigures& c = m->verdicts.cores[i];
       if (!c.detour || c.detour->window_seconds <= 0) continue;
-      b.add(kNoiseRatio, {{"cpu", cpu_labels[i]}}, c.detour->noise_ratio());
-      b.add(kExcessNoiseRatio, {{"cpu", cpu_labels[i]}}, c.excess_noise);
-      b.add(kDetourMax, {{"cpu", cpu_labels[i]}}, c.detour->max_seconds);
-      if (c.culprits) add_culprits(b, cpu_labels[i], c);
+      b.add(kNoiseRatio, {{"cpu", w.labels[i]}}, c.detour->noise_ratio());
+      b.add(kExcessNoiseRatio, {{"cpu", w.labels[i]}}, c.excess_noise);
+      b.add(kDetourMax, {{"cpu", w.labels[i]}}, c.detour->max_seconds);
+      if (c.culprits) add_culprits(b, w.labels[i], c);
       break;
     }
   }
   for (const auto& [cpu, totals] : s.totals) {
-    if (cpu >= measured.size() || !measured[cpu]) continue;
+    if (cpu >= w.measured.size() || !w.measured[cpu]) continue;
     const std::string label = std::to_string(cpu);
     b.add(kDetoursTotal, {{"cpu", label}}, static_cast<double>(totals.detours));
     b.add(kDetourSecondsTotal, {{"cpu", label}}, totals.detour_seconds);
   }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
+  Builder b;
+  const auto& pus = s.report.pus;
+  add_process(b, s);
+  const CpuWalk w = walk_of(s.report);
+  reserve_series(b, s, pus.size(), w.modes.size());
+  add_cpu_info(b, pus, w);
+  add_states(b, s, w);
+  for (const ModeReport* m : w.modes) {
+    const std::string_view mode = to_string(m->mode);
+    for (std::size_t i = 0; i < pus.size(); ++i) {
+      if (w.measured[pus[i].cpu]) add_mode_figures(b, w.labels[i], mode, m->verdicts.cores[i]);
+    }
+  }
+  add_ratio_map(b, kClusterSlowdown, s.cluster_slowdown, w.measured);
+  add_ratio_map(b, kBaselineSlowdown, s.baseline_slowdown, w.measured);
+  add_noise(b, s, w);
   add_sys(b, s);
   add_jobs(b, s.jobs);
   return std::move(b).take();

@@ -25,7 +25,7 @@ namespace corenoise {
 // Ratio figures are keyed by (cpu, probe, mode).
 struct ProbeKey {
   unsigned cpu = 0;
-  RatioProbe probe = RatioProbe::matmul;
+  RatioProbe probe = ratio_probe(ProbeKind::matmul);
   Mode mode = Mode::isolated;
   auto operator<=>(const ProbeKey&) const = default;
 };

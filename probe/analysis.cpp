@@ -2,21 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "probe/stats.h"
-#include "probe/trace/culprit_names.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
-
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer, fmt, args...);
-  return buffer;
-}
 
 std::optional<double> median_of(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
@@ -58,90 +50,25 @@ std::optional<double> ratio(std::optional<double> num, std::optional<double> den
   return *num / *den;
 }
 
-// Where the lost time went, as far as the kernel can tell: time taken by
-// other threads and steal are measured in seconds; interrupts only counted;
-// the rest happened below the guest kernel (hypervisor, SMIs).
-std::string attribute(const DetourResult& d) {
-  const double lost = std::max(d.total_seconds, 1e-12);
-  const double preempted = std::min(d.preempted_seconds.value_or(0), lost);
-  const double steal = std::min(d.steal_seconds.value_or(0), lost - preempted);
-  const double rest = lost - preempted - steal;
-  const unsigned long long irqs = d.interrupts.value_or(0) + d.softirqs.value_or(0);
-  std::string text;
-  if (preempted > 0) {
-    text += format("%.0f%% preempted by other threads (%llu times)", 100 * preempted / lost,
-                   static_cast<unsigned long long>(d.preemptions));
-  }
-  if (steal > 0) text += format("%s%.0f%% steal", text.empty() ? "" : ", ", 100 * steal / lost);
-  if (rest > 0.005 * lost) {
-    text += format("%s%.0f%% %s", text.empty() ? "" : ", ", 100 * rest / lost,
-                   irqs > 0 ? "in interrupts, softirqs or below the kernel"
-                            : "below the kernel (hypervisor or SMI)");
-  }
-  if (irqs > 0) text += format(" [%llu interrupts and softirqs]", irqs);
-  return text;
-}
-
-// The same from the tracer: each culprit by name, its share of the lost
-// time, the largest first. The time the trace did not match (more detours
-// in a window than the runner kept) is said, not spread over the others.
-std::string attribute(const DetourResult& d, const trace::Attribution& culprits) {
-  const double lost = std::max(d.total_seconds, 1e-12);
-  constexpr std::size_t kNamed = 3;
-  std::string text;
-  double named = 0;
-  for (std::size_t i = 0; i < culprits.culprits.size() && i < kNamed; ++i) {
-    const trace::Culprit& c = culprits.culprits[i];
-    const double share = c.seconds / lost;
-    if (share < 0.005) break;
-    named += c.seconds;
-    const bool idle = c.kind == trace::CulpritKind::task && c.id == 0;  // nobody preempted it
-    const char* verb = c.kind == trace::CulpritKind::task && !idle ? "preempted by "
-                       : c.kind == trace::CulpritKind::irq ||
-                               c.kind == trace::CulpritKind::softirq ||
-                               c.kind == trace::CulpritKind::work
-                           ? "in "
-                           : "";
-    text += format("%s%.0f%% %s%s (%llu times)", text.empty() ? "" : ", ", 100 * share, verb,
-                   trace::describe(c).c_str(), static_cast<unsigned long long>(c.detours));
-  }
-  const double others = culprits.detour_seconds - named;
-  if (others > 0.005 * lost) text += format(", %.0f%% others", 100 * others / lost);
-  const double unmatched = lost - culprits.detour_seconds;
-  if (unmatched > 0.005 * lost) text += format(", %.0f%% not matched", 100 * unmatched / lost);
-  if (culprits.overran) text += " (the tracer lost events)";
-  return text;
-}
-
 KindReference reference_of(const std::string& kind, const std::vector<const CoreFigures*>& cores) {
   KindReference ref;
   ref.kind = kind;
   ref.cores = cores.size();
-  std::vector<double> matmul, clock, noise, stream;
-  std::vector<Uncertainty> matmul_u, clock_u, noise_u, stream_u;
-  for (const CoreFigures* c : cores) {
-    if (c->matmul_seconds)
-      matmul.push_back(*c->matmul_seconds), matmul_u.push_back(c->matmul_error);
-    if (c->clock_hertz) clock.push_back(*c->clock_hertz), clock_u.push_back(c->clock_error);
-    if (c->detour) noise.push_back(c->detour->noise_ratio()), noise_u.push_back(c->noise_error);
-    if (c->stream_bytes_per_second) {
-      stream.push_back(*c->stream_bytes_per_second);
-      stream_u.push_back(c->stream_error);
+  for (ProbeKind probe : kAllProbeKinds) {
+    std::vector<double> values;
+    std::vector<Uncertainty> errors;
+    for (const CoreFigures* c : cores) {
+      if (!c->figure[probe]) continue;
+      values.push_back(*c->figure[probe]);
+      errors.push_back(c->error[probe]);
     }
-  }
-  ref.matmul_seconds = median_of(matmul);
-  ref.clock_hertz = median_of(clock);
-  ref.noise_ratio = median_of(noise);
-  ref.stream_bytes_per_second = median_of(stream);
-  ref.matmul_error = median_uncertainty(matmul_u);
-  ref.clock_error = median_uncertainty(clock_u);
-  ref.noise_error = median_uncertainty(noise_u);
-  ref.stream_error = median_uncertainty(stream_u);
-  if (!noise.empty()) {
-    ref.noise_floor = stats::lower_quantile(noise, 0.25);
+    ref.figure[probe] = median_of(values);
+    if (!errors.empty()) ref.error[probe] = median_uncertainty(errors);
+    if (probe != ProbeKind::detour || values.empty()) continue;
+    ref.noise_floor = stats::lower_quantile(values, 0.25);
     // The floor is one core's figure: that core's uncertainty is the floor's.
-    for (std::size_t i = 0; i < noise.size(); ++i) {
-      if (noise[i] == *ref.noise_floor) ref.noise_floor_error = noise_u[i];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] == *ref.noise_floor) ref.noise_floor_error = errors[i];
     }
   }
   return ref;
@@ -163,32 +90,13 @@ void use_lone_core_floor(KindReference& ref, const CoreFigures& core) {
   ref.noise_floor = (d.total_seconds - preempted) / d.window_seconds;
   // The excess then carries the spread of the core's window noise shares
   // alone: the floor is no second measurement.
-  ref.noise_floor_error = {Scale::linear, 0, core.noise_error.df};
+  ref.noise_floor_error = {Scale::linear, 0, core.error[ProbeKind::detour].df};
   // The typical core of such a node, which its slowdowns are against, is
   // the core without what other threads took: the floor too (else its
   // expected slowdown would be 1 whatever it lost, and no sweep would
   // drain it).
-  ref.noise_ratio = ref.noise_floor;
-  ref.noise_error = ref.noise_floor_error;
-}
-
-// Of log((1 − reference noise) / (1 − noise)), by the delta method:
-// se(log(1 − r)) = se(r) / (1 − r).
-Uncertainty noise_factor_error(double noise, const Uncertainty& u, double ref_noise,
-                               const Uncertainty& ref_u) {
-  if (!u.known() || !ref_u.known()) return {};
-  return {Scale::log, std::hypot(u.se / (1 - noise), ref_u.se / (1 - ref_noise)),
-          std::min(u.df, ref_u.df)};
-}
-
-// " (95% interval 2.1-4.0%)" for a ratio whose excess is shown in percent,
-// "" where the uncertainty is not known.
-std::string interval_text(double value, const Uncertainty& u, bool as_slowdown) {
-  const auto i = interval(value, u, kReportedConfidence);
-  if (!i) return "";
-  if (as_slowdown)
-    return format(" (95%% interval %.1f-%.1f%%)", (i->lo - 1) * 100, (i->hi - 1) * 100);
-  return format(" (95%% interval %.1f-%.1f points)", i->lo * 100, i->hi * 100);
+  ref.figure[ProbeKind::detour] = ref.noise_floor;
+  ref.error[ProbeKind::detour] = ref.noise_floor_error;
 }
 
 // Cores of one kind that differ by design (favoured / preferred cores) run
@@ -207,28 +115,37 @@ void set_design_ratios(std::vector<CoreFigures>& cores, Mode mode) {
   }
 }
 
-// The four tests, in the order they decide: the state each names, the
-// figure and error it bounds, its threshold, the peer spread that widens
-// it, and whether a design difference excuses it. One table, so that the
-// verdict, the re-test, the peer spread and the widening read the same.
+// The tests, in the order they decide (ProbeDescriptor::test_order): the
+// state each names, the figure and error it bounds, its threshold, the
+// peer spread that widens it, and whether a design difference excuses it.
+// One table, so that the verdict, the re-test, the peer spread and the
+// widening read the same.
 struct Test {
+  ProbeKind kind;
   CoreState state;
-  std::optional<double> CoreFigures::*figure;
-  Uncertainty CoreFigures::*error;
+  Tested tested;
   double Thresholds::*threshold;
-  double KindReference::PeerSpread::*spread;
   bool excused_by_design;
 };
-constexpr Test kTests[] = {
-    {CoreState::throttled, &CoreFigures::clock_ratio, &CoreFigures::clock_ratio_error,
-     &Thresholds::throttled_clock_ratio, &KindReference::PeerSpread::clock_ratio, true},
-    {CoreState::noisy, &CoreFigures::excess_noise, &CoreFigures::excess_noise_error,
-     &Thresholds::noisy_excess_noise, &KindReference::PeerSpread::excess_noise, false},
-    {CoreState::contended, &CoreFigures::stream_slowdown, &CoreFigures::stream_slowdown_error,
-     &Thresholds::contended_stream_ratio, &KindReference::PeerSpread::stream_slowdown, false},
-    {CoreState::slow, &CoreFigures::expected_slowdown, &CoreFigures::expected_slowdown_error,
-     &Thresholds::slow_ratio, &KindReference::PeerSpread::expected_slowdown, true},
-};
+
+constexpr std::size_t kTestCount = [] {
+  std::size_t n = 0;
+  for (const ProbeDescriptor& d : kProbeDescriptors) n += d.tested != Tested::none ? 1 : 0;
+  return n;
+}();
+
+constexpr std::array<Test, kTestCount> kTests = [] {
+  std::array<Test, kTestCount> tests{};
+  std::size_t n = 0;
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    if (d.tested != Tested::none)
+      tests[n++] = {d.kind, d.drives, d.tested, d.threshold, d.excused_by_design};
+  }
+  std::sort(tests.begin(), tests.end(), [](const Test& a, const Test& b) {
+    return descriptor(a.kind).test_order < descriptor(b.kind).test_order;
+  });
+  return tests;
+}();
 
 const Test* test_of(CoreState state) {
   for (const Test& t : kTests) {
@@ -237,50 +154,73 @@ const Test* test_of(CoreState state) {
   return nullptr;
 }
 
+std::optional<double>& tested_figure(CoreFigures& c, const Test& t) {
+  switch (t.tested) {
+    case Tested::excess_over_floor:
+      return c.excess_noise;
+    case Tested::expected_slowdown:
+      return c.expected_slowdown;
+    default:
+      return c.slowdown[t.kind];
+  }
+}
+const std::optional<double>& tested_figure(const CoreFigures& c, const Test& t) {
+  return tested_figure(const_cast<CoreFigures&>(c), t);
+}
+Uncertainty& tested_error(CoreFigures& c, const Test& t) {
+  switch (t.tested) {
+    case Tested::excess_over_floor:
+      return c.excess_noise_error;
+    case Tested::expected_slowdown:
+      return c.expected_slowdown_error;
+    default:
+      return c.slowdown_error[t.kind];
+  }
+}
+
 // The figures and their sampling errors against the reference.
 void compare(CoreFigures& c, const KindReference& ref) {
-  c.matmul_slowdown = ratio(c.matmul_seconds, ref.matmul_seconds);
-  c.clock_ratio = ratio(ref.clock_hertz, c.clock_hertz);
-  c.stream_slowdown = ratio(ref.stream_bytes_per_second, c.stream_bytes_per_second);
-  c.matmul_slowdown_error = combine(c.matmul_error, ref.matmul_error);
-  c.clock_ratio_error = combine(c.clock_error, ref.clock_error);
-  c.stream_slowdown_error = combine(c.stream_error, ref.stream_error);
-  const double noise = c.detour ? c.detour->noise_ratio() : 0;
-  if (c.detour && ref.noise_floor) {
-    c.excess_noise = noise - *ref.noise_floor;
-    c.excess_noise_error = noise == *ref.noise_floor
-                               ? Uncertainty{Scale::linear, 0, c.noise_error.df}
-                               : combine(c.noise_error, ref.noise_floor_error);
+  for (ProbeKind probe : kAllProbeKinds) {
+    const Reference reference = ref.reference(probe);
+    c.slowdown[probe] = reference.slowdown(c.figure[probe]);
+    if (c.slowdown[probe])
+      c.slowdown_error[probe] = reference.slowdown_error(*c.figure[probe], c.error[probe]);
   }
-  if (c.detour && ref.noise_ratio && noise < 1) {
-    c.noise_factor = (1 - *ref.noise_ratio) / (1 - noise);
-    c.noise_factor_error =
-        noise_factor_error(noise, c.noise_error, *ref.noise_ratio, ref.noise_error);
+  const auto& noise = c.figure[ProbeKind::detour];
+  if (noise && ref.noise_floor) {
+    c.excess_noise = *noise - *ref.noise_floor;
+    c.excess_noise_error = *noise == *ref.noise_floor
+                               ? Uncertainty{Scale::linear, 0, c.error[ProbeKind::detour].df}
+                               : combine(c.error[ProbeKind::detour], ref.noise_floor_error);
   }
   // Without matmul, the clock is the best stand-in for intrinsic speed.
-  const double intrinsic = c.matmul_slowdown.value_or(c.clock_ratio.value_or(1));
-  const Uncertainty intrinsic_error = c.matmul_slowdown ? c.matmul_slowdown_error
-                                      : c.clock_ratio   ? c.clock_ratio_error
-                                                        : Uncertainty{Scale::log, 0, 1e9};
-  c.expected_slowdown = intrinsic * c.noise_factor.value_or(1);
-  c.expected_slowdown_error =
-      c.noise_factor ? combine(intrinsic_error, c.noise_factor_error) : intrinsic_error;
-  if (c.clock_ratio) c.residual = intrinsic / *c.clock_ratio;
+  const auto& matmul = c.slowdown[ProbeKind::matmul];
+  const auto& clock = c.slowdown[ProbeKind::clock];
+  const auto& noise_factor = c.slowdown[ProbeKind::detour];
+  const double intrinsic = matmul.value_or(clock.value_or(1));
+  const Uncertainty intrinsic_error = matmul  ? c.slowdown_error[ProbeKind::matmul]
+                                      : clock ? c.slowdown_error[ProbeKind::clock]
+                                              : Uncertainty{Scale::log, 0, 1e9};
+  c.expected_slowdown = intrinsic * noise_factor.value_or(1);
+  c.expected_slowdown_error = noise_factor
+                                  ? combine(intrinsic_error, c.slowdown_error[ProbeKind::detour])
+                                  : intrinsic_error;
+  if (clock) c.residual = intrinsic / *clock;
 }
 
 // The spread of one figure across the kind's cores beyond their sampling
 // errors: √max(0, (1.4826·MAD)² − median(se)²). Robust: a minority of bad
 // cores moves neither the MAD nor the median.
-double peer_spread_of(const std::vector<const CoreFigures*>& cores,
-                      std::optional<double> CoreFigures::*figure, Uncertainty CoreFigures::*error) {
+double peer_spread_of(const std::vector<const CoreFigures*>& cores, const Test& test) {
   std::vector<double> values, errors;
   for (const CoreFigures* c : cores) {
-    const auto& v = c->*figure;
-    if (!v || !(c->*error).known()) continue;
-    const bool log_scale = (c->*error).scale == Scale::log;
+    const auto& v = tested_figure(*c, test);
+    const Uncertainty& error = tested_error(const_cast<CoreFigures&>(*c), test);
+    if (!v || !error.known()) continue;
+    const bool log_scale = error.scale == Scale::log;
     if (log_scale && *v <= 0) continue;
     values.push_back(log_scale ? std::log(*v) : *v);
-    errors.push_back((c->*error).se);
+    errors.push_back(error.se);
   }
   if (values.size() < kMinCoresForPeerSpread) return 0;
   const double spread = 1.4826 * stats::mad(values);
@@ -291,7 +231,7 @@ double peer_spread_of(const std::vector<const CoreFigures*>& cores,
 KindReference::PeerSpread peer_spread(const std::vector<const CoreFigures*>& cores) {
   KindReference::PeerSpread s;
   if (cores.size() < kMinCoresForPeerSpread) return s;
-  for (const Test& t : kTests) s.*t.spread = peer_spread_of(cores, t.figure, t.error);
+  for (const Test& t : kTests) s.spread[t.kind] = peer_spread_of(cores, t);
   s.estimated = true;
   return s;
 }
@@ -299,17 +239,34 @@ KindReference::PeerSpread peer_spread(const std::vector<const CoreFigures*>& cor
 // Adds the peers' spread to the errors the tests read.
 void widen(CoreFigures& c, const KindReference::PeerSpread& s) {
   for (const Test& t : kTests) {
-    Uncertainty& u = c.*t.error;
-    if (u.known()) u.se = std::hypot(u.se, s.*t.spread);
+    Uncertainty& u = tested_error(c, t);
+    if (u.known()) u.se = std::hypot(u.se, s.spread[t.kind]);
   }
 }
 
+// The clock is the median of short dependent-add chains, and on a noisy
+// core enough of them contain a detour to pull that median down at full
+// frequency. When the noise test clears too and the noise is large enough
+// to explain the deficit, the noise is the finding: calling it throttled
+// would send the confirmation to re-measure the clock, which misleads the
+// same way (a heavily noisy core came out "transient throttled"). Large
+// enough: a median chain a fraction d slower means at least half the
+// chains lost d of their time, so at least d/2 of the time overall.
+// True where the state became noisy so.
+bool prefer_noise_to_a_low_clock(CoreFigures& c, const Thresholds& t) {
+  if (c.state != CoreState::throttled || !c.detour) return false;
+  const double deficit = 1 - 1 / *c.slowdown[ProbeKind::clock];
+  const auto bound = clears(c, CoreState::noisy, t, t.alpha);
+  if (!bound || c.detour->noise_ratio() < deficit / 2) return false;
+  c.state = CoreState::noisy;
+  c.bound = bound;
+  return true;
+}
+
 // The verdict: the first test whose lower bound clears its threshold,
-// except that noise explains a low clock (below).
+// except that noise explains a low clock (above).
 void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
-  const double noise = c.detour ? c.detour->noise_ratio() : 0;
   c.state = CoreState::ok;
-  c.cause = "";
   c.bound.reset();
   for (const Test& test : kTests) {
     if (const auto bound = clears(c, test.state, t, t.alpha)) {
@@ -318,83 +275,60 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
       break;
     }
   }
-  // The clock is the median of short dependent-add chains, and on a noisy
-  // core enough of them contain a detour to pull that median down at full
-  // frequency. When the noise test clears too and the noise is large enough
-  // to explain the deficit, the noise is the finding: calling it throttled
-  // would send the confirmation to re-measure the clock, which misleads the
-  // same way (a heavily noisy core came out "transient throttled"). Large
-  // enough: a median chain a fraction d slower means at least half the
-  // chains lost d of their time, so at least d/2 of the time overall.
-  bool clock_read_low = false;
-  if (c.state == CoreState::throttled && c.detour) {
-    const double deficit = 1 - 1 / *c.clock_ratio;
-    const auto bound = clears(c, CoreState::noisy, t, t.alpha);
-    if (bound && c.detour->noise_ratio() >= deficit / 2) {
-      c.state = CoreState::noisy;
-      c.bound = bound;
-      clock_read_low = true;
-    }
+  c.why = {};
+  c.why.clock_read_low = prefer_noise_to_a_low_clock(c, t);
+  if (c.state == CoreState::throttled) c.why.reference = ref.figure[ProbeKind::clock];
+  c.cause = cause_text(c);
+}
+
+void summarize_matmul(CoreFigures& c, const CpuSamples& samples) {
+  const auto& products = samples.matmul_product_seconds;
+  const std::vector<double> intrinsic = per_sample_matmul(samples);
+  const auto seconds = median_of(intrinsic);
+  c.figure[ProbeKind::matmul] = seconds;
+  c.error[ProbeKind::matmul] = log_uncertainty(intrinsic, kMedianEfficiency);
+  c.spread[ProbeKind::matmul] = spread_of(products.empty() ? samples.matmul_seconds : products);
+  c.work[ProbeKind::matmul] = samples.work[ProbeKind::matmul];
+  c.matmul_sample_seconds = median_of(samples.matmul_seconds);
+  if (seconds && *seconds > 0)
+    c.matmul_flops_per_second = samples.work[ProbeKind::matmul].flops / *seconds;
+}
+
+// The median sample of a kernel the runner drives through its descriptor
+// (or its work over the median sample time). The median, not a fast
+// decile: a triad pass takes milliseconds, longer than most detours, and
+// with seven samples a fast decile would be the fastest pass, whose error
+// the samples' spread does not describe.
+void summarize_kernel(CoreFigures& c, const CpuSamples& samples, const ProbeDescriptor& d) {
+  const std::vector<double>& values = samples.samples[d.kind];
+  c.work[d.kind] = samples.work[d.kind];
+  const auto median = median_of(values);
+  if (!median) return;
+  if (d.summary == Summary::work_per_median_time) {
+    if (!(*median > 0)) return;
+    c.figure[d.kind] = samples.work[d.kind].*d.work / *median;
+  } else {
+    c.figure[d.kind] = median;
   }
-  switch (c.state) {
-    case CoreState::throttled:
-      c.cause =
-          format("clock %.2f GHz is %.1f%% below the %s reference %.2f GHz", *c.clock_hertz / 1e9,
-                 (1 - 1 / *c.clock_ratio) * 100, c.kind.c_str(), *ref.clock_hertz / 1e9) +
-          interval_text(*c.clock_ratio, c.clock_ratio_error, true);
-      break;
-    case CoreState::noisy:
-      c.cause = format(
-                    "loses %.1f%% of its time to %llu detours (max %.0f us), %.1f points above "
-                    "the node's floor",
-                    noise * 100, static_cast<unsigned long long>(c.detour->count),
-                    c.detour->max_seconds * 1e6, *c.excess_noise * 100) +
-                interval_text(*c.excess_noise, c.excess_noise_error, false) + ": " +
-                (c.culprits ? attribute(*c.detour, *c.culprits) : attribute(*c.detour));
-      if (clock_read_low) {
-        c.cause += format("; its clock reads %.1f%% low, as detours this large make it",
-                          (1 - 1 / *c.clock_ratio) * 100);
-      }
-      break;
-    case CoreState::contended:
-      c.cause = format(
-                    "memory bandwidth %.1f GB/s is %.1f%% below the reference with normal "
-                    "clock and noise",
-                    *c.stream_bytes_per_second / 1e9, (1 - 1 / *c.stream_slowdown) * 100) +
-                interval_text(*c.stream_slowdown, c.stream_slowdown_error, true);
-      break;
-    case CoreState::slow:
-      c.cause =
-          format("matmul %.1f%% slower than the reference", (*c.expected_slowdown - 1) * 100) +
-          interval_text(*c.expected_slowdown, c.expected_slowdown_error, true) +
-          "; clock, noise and memory are normal";
-      break;
-    default:
-      break;
+  c.error[d.kind] = log_uncertainty(values, kMedianEfficiency);
+  if (d.reports_spread) c.spread[d.kind] = spread_of(values);
+}
+
+void summarize_detours(CoreFigures& c, const CpuSamples& samples) {
+  DetourResult merged;
+  std::vector<double> lost, windows;
+  for (const auto& window : samples.detours) {
+    merged.merge(window);
+    lost.push_back(window.total_seconds);
+    windows.push_back(window.window_seconds);
   }
+  c.detour = merged;
+  c.figure[ProbeKind::detour] = merged.noise_ratio();
+  c.error[ProbeKind::detour] = pooled_share_uncertainty(lost, windows);
+  c.culprits = samples.culprits;
 }
 
 }  // namespace
-
-std::string_view to_string(CoreState state) {
-  switch (state) {
-    case CoreState::ok:
-      return "ok";
-    case CoreState::transient:
-      return "transient";
-    case CoreState::noisy:
-      return "noisy";
-    case CoreState::throttled:
-      return "throttled";
-    case CoreState::contended:
-      return "contended";
-    case CoreState::slow:
-      return "slow";
-    case CoreState::skipped:
-      return "skipped";
-  }
-  return "?";
-}
 
 CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   CoreFigures c;
@@ -405,40 +339,13 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
     c.cause = samples.error;
     return c;
   }
-  if (!samples.matmul_seconds.empty()) {
-    const auto& products = samples.matmul_product_seconds;
-    const std::vector<double> intrinsic = per_sample_matmul(samples);
-    c.matmul_seconds = median_of(intrinsic);
-    c.matmul_error = log_uncertainty(intrinsic, kMedianEfficiency);
-    c.matmul_spread = spread_of(products.empty() ? samples.matmul_seconds : products);
-    c.matmul_sample_seconds = median_of(samples.matmul_seconds);
+  if (!samples.matmul_seconds.empty()) summarize_matmul(c, samples);
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    if (d.summary != Summary::own) summarize_kernel(c, samples, d);
   }
-  if (c.matmul_seconds && *c.matmul_seconds > 0) {
-    c.matmul_flops_per_second = samples.matmul_work.flops / *c.matmul_seconds;
-  }
-  c.clock_hertz = median_of(samples.clock_hertz);
-  c.clock_spread = spread_of(samples.clock_hertz);
-  c.clock_error = log_uncertainty(samples.clock_hertz, kMedianEfficiency);
-  if (!samples.detours.empty()) {
-    DetourResult merged;
-    std::vector<double> lost, windows;
-    for (const auto& window : samples.detours) {
-      merged.merge(window);
-      lost.push_back(window.total_seconds);
-      windows.push_back(window.window_seconds);
-    }
-    c.detour = merged;
-    c.noise_error = pooled_share_uncertainty(lost, windows);
-    c.culprits = samples.culprits;
-  }
-  // The median triad: a pass takes milliseconds, longer than most detours,
-  // and with seven samples a fast decile would be the fastest pass, whose
-  // error the samples' spread does not describe.
-  if (const auto t = median_of(samples.stream_seconds); t && *t > 0) {
-    c.stream_bytes_per_second = samples.stream_work.bytes / *t;
-    c.stream_error = log_uncertainty(samples.stream_seconds, kMedianEfficiency);
-  }
-  const bool measured = c.matmul_seconds || c.clock_hertz || c.detour || c.stream_bytes_per_second;
+  if (!samples.detours.empty()) summarize_detours(c, samples);
+  const bool measured = std::any_of(c.figure.items.begin(), c.figure.items.end(),
+                                    [](const auto& figure) { return figure.has_value(); });
   c.state = measured ? CoreState::ok : CoreState::skipped;
   if (!measured) c.cause = "no samples (round cancelled)";
   return c;
@@ -446,11 +353,11 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
 
 std::optional<double> test_figure(const CoreFigures& c, CoreState state) {
   const Test* test = test_of(state);
-  if (test == nullptr || !(c.*test->figure)) return std::nullopt;
+  if (test == nullptr || !tested_figure(c, *test)) return std::nullopt;
   // Excuses a core slower by design; never accuses a favoured one (with
   // turbo off it runs at everyone's clock).
   const double design = test->excused_by_design ? std::max(1.0, c.design_ratio.value_or(1)) : 1;
-  return *(c.*test->figure) / design;
+  return *tested_figure(c, *test) / design;
 }
 
 std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& t,
@@ -458,7 +365,7 @@ std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresh
   const auto figure = test_figure(c, state);
   if (!figure) return std::nullopt;
   const Test& test = *test_of(state);
-  const auto bound = lower_bound(*figure, c.*test.error, alpha);
+  const auto bound = lower_bound(*figure, tested_error(const_cast<CoreFigures&>(c), test), alpha);
   if (!bound || *bound < t.*test.threshold) return std::nullopt;
   return bound;
 }

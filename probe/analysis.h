@@ -25,25 +25,12 @@
 #include <vector>
 
 #include "probe/detour_probe.h"
+#include "probe/probe_kinds.h"
 #include "probe/runner.h"
 #include "probe/settings.h"
 #include "probe/uncertainty.h"
 
 namespace corenoise {
-
-// Ordered from healthy to worst cause; `skipped` means not measured.
-// `transient`: looked unhealthy once, but the re-measurement (probe, sweep)
-// or the core's recent rounds (daemon) did not bear it out; its figures are
-// kept, and it is not unhealthy (docs/verdicts.md).
-enum class CoreState { ok, transient, noisy, throttled, contended, slow, skipped };
-std::string_view to_string(CoreState state);
-inline constexpr CoreState kAllCoreStates[] = {
-    CoreState::ok,        CoreState::transient, CoreState::noisy,  CoreState::throttled,
-    CoreState::contended, CoreState::slow,      CoreState::skipped};
-// noisy, throttled, contended or slow: what sets exit 2, drains and alerts.
-constexpr bool is_unhealthy(CoreState state) {
-  return state != CoreState::ok && state != CoreState::transient && state != CoreState::skipped;
-}
 
 // One CPU's figures in one mode, in base units. Optional fields are empty
 // for probes not run.
@@ -52,36 +39,34 @@ struct CoreFigures {
   std::string kind;
   // The PU's designed top performance (ProcessingUnit::top_perf), an input.
   std::optional<double> top_perf;
-  std::optional<double> matmul_seconds;  // one sample, uninterrupted: fast-decile product × reps
-  std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul_seconds
-  std::optional<double> matmul_spread;            // MAD / median of the product times
+  // Each probe kind's figure (its descriptor's figure_name, in base units;
+  // matmul: one sample uninterrupted, the fast-decile product × reps;
+  // clock: the median sample, each the fastest of its chunks; detour: the
+  // share of time lost over all windows; stream: from the median triad
+  // time), empty for probes not run, and how sure it is, from the round's
+  // own samples (uncertainty.h): the spread of the per-sample figures (each
+  // sample's fast-decile product, clock, triad time; each detour window's
+  // noise share), on the kind's scale.
+  PerKind<std::optional<double>> figure;
+  PerKind<Uncertainty> error = unknown_errors();
+  PerKind<std::optional<double>> spread;          // MAD / median of the samples (reports_spread)
+  PerKind<KernelWork> work;                       // of one sample's run
+  std::optional<double> matmul_flops_per_second;  // the sample's FLOP / matmul seconds
   std::optional<double> matmul_sample_seconds;    // median measured sample, noise included
-  std::optional<double> clock_hertz;  // median of samples (each the fastest of its chunks)
-  std::optional<double> clock_spread;
-  std::optional<DetourResult> detour;  // all windows merged
+  std::optional<DetourResult> detour;             // all windows merged
   // Where the CPU was traced: what the detours' time was charged to
   // (probe/trace/culprit_matcher.h), in seconds.
   std::optional<trace::Attribution> culprits;
-  std::optional<double> stream_bytes_per_second;  // from the fast-decile sample time
-  // How sure each figure is, from the round's own samples (uncertainty.h):
-  // the spread of the per-sample figures (each sample's fast-decile
-  // product, clock, triad time; each detour window's noise share).
-  Uncertainty matmul_error;                // of matmul_seconds, log scale
-  Uncertainty clock_error;                 // of clock_hertz, log scale
-  Uncertainty noise_error{Scale::linear};  // of detour->noise_ratio(), linear
-  Uncertainty stream_error;                // of stream_bytes_per_second, log scale
-  // Filled by judge():
-  std::optional<double> matmul_slowdown;  // matmul time / reference
-  std::optional<double> clock_ratio;      // reference clock / clock
-  std::optional<double> stream_slowdown;  // reference bandwidth / bandwidth
-  std::optional<double> excess_noise;     // noise ratio − the kind's noise floor
-  std::optional<double> noise_factor;
+  // Filled by judge(): each figure against the kind's reference
+  // (Reference::slowdown: matmul time / reference, reference clock / clock,
+  // the noise factor, reference bandwidth / bandwidth) and its uncertainty,
+  // the core's and the reference's combined (log scale).
+  PerKind<std::optional<double>> slowdown;
+  PerKind<Uncertainty> slowdown_error;
+  std::optional<double> excess_noise;  // noise ratio − the kind's noise floor
   std::optional<double> residual;
   std::optional<double> expected_slowdown;
-  // The uncertainties of the judged figures: the core's and the
-  // reference's combined (log scale, excess_noise linear).
-  Uncertainty matmul_slowdown_error, clock_ratio_error, stream_slowdown_error,
-      excess_noise_error{Scale::linear}, noise_factor_error, expected_slowdown_error;
+  Uncertainty excess_noise_error{Scale::linear}, expected_slowdown_error;
   // Isolated rounds only: median top_perf of the kind's measured cores /
   // this core's top_perf. > 1 for a core slower by design (not a favoured
   // core of Turbo Boost Max 3.0 / CPPC), < 1 for a favoured one, 1 where
@@ -91,7 +76,15 @@ struct CoreFigures {
   // ratios themselves stay raw.
   std::optional<double> design_ratio;
   CoreState state = CoreState::skipped;
-  std::string cause;  // one line: why this state (or why skipped)
+  // Why this state, as data beyond the figures above that the sentence
+  // cites (probe/verdict_text.h makes it): the reference clock a throttled
+  // core is below; whether a noisy core's clock also read low (its detours
+  // pulled the clock's median down).
+  struct Why {
+    std::optional<double> reference;
+    bool clock_read_low = false;
+  } why;
+  std::string cause;  // one line: why this state (or why skipped), cause_text(*this) when judged
   // For an unhealthy state: the one-sided lower confidence bound of the
   // figure that decided it (at the level judge() was given), which cleared
   // the threshold.
@@ -116,17 +109,19 @@ struct CoreFigures {
 struct KindReference {
   std::string kind;
   std::size_t cores = 0;
-  std::optional<double> matmul_seconds;
-  std::optional<double> clock_hertz;
-  std::optional<double> noise_ratio;  // median: the typical core, for slowdowns
+  // Each kind's median figure (the detour's: noise ratio, the typical core,
+  // for slowdowns) and the uncertainty of the median (median_uncertainty
+  // of the members').
+  PerKind<std::optional<double>> figure;
+  PerKind<Uncertainty> error = unknown_errors();
   // The quietest quarter's upper bound (lower_quantile 0.25): noise only
   // ever adds, so the floor that every core could reach is a low quantile.
   // In a VM it includes what the hypervisor takes from every vCPU alike.
   std::optional<double> noise_floor;
-  std::optional<double> stream_bytes_per_second;
-  // Uncertainties of the medians (median_uncertainty of the members').
-  Uncertainty matmul_error, clock_error, noise_error{Scale::linear}, stream_error;
   Uncertainty noise_floor_error{Scale::linear};  // the floor core's own
+  Reference reference(ProbeKind probe) const {
+    return {figure[probe], descriptor(probe).direction, error[probe]};
+  }
   // How far this kind's healthy cores differ from one another in this round
   // beyond what their own samples explain (Efron's empirical null): the
   // robust spread of each tested figure across the kind's cores, less their
@@ -134,8 +129,9 @@ struct KindReference {
   // linear for the excess noise. Estimated where the kind has at least
   // kMinCoresForPeerSpread reference cores, else taken from the round a
   // confirmation re-measures, else 0. Every test's error includes it.
+  // Indexed by the kind whose test it widens (ProbeDescriptor::tested_name).
   struct PeerSpread {
-    double clock_ratio = 0, excess_noise = 0, stream_slowdown = 0, expected_slowdown = 0;
+    PerKind<double> spread;
     bool estimated = false;
   } peer_spread;
 };
@@ -164,8 +160,9 @@ ModeVerdicts judge(std::vector<CoreFigures> cores, const Thresholds& thresholds,
                    const std::vector<unsigned>* reference_cpus = nullptr,
                    const std::vector<KindReference>* peers = nullptr);
 
-// The test that decides `state` (throttled: clock ratio; noisy: excess
-// noise; contended: stream slowdown; slow: expected slowdown) on judged
+// The test that decides `state` (the kind whose descriptor drives it:
+// throttled: clock ratio; noisy: excess noise; contended: stream slowdown;
+// slow: expected slowdown) on judged
 // figures: its lower bound at alpha if that clears the threshold, else
 // nullopt. Also nullopt for states that are not unhealthy.
 std::optional<double> clears(const CoreFigures& c, CoreState state, const Thresholds& thresholds,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "probe/probe_kinds.h"
 #include "probe/tsc.h"
 
 namespace corenoise {
@@ -47,6 +48,25 @@ double ClockProbe::run() const {
 
 KernelWork ClockProbe::work() const {
   return KernelWork{.cycles = static_cast<double>(blocks_per_chunk_ * kAddsPerBlock)};
+}
+
+namespace {
+
+// The clock probe as the runner drives it (probe_kinds.h): a sample is the
+// clock itself, timed inside run().
+class ClockKernel final : public ProbeKernel {
+ public:
+  double sample() override { return probe_.run(); }
+  KernelWork work() const override { return probe_.work(); }
+
+ private:
+  ClockProbe probe_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProbeKernel> make_clock_kernel(const ProbeSettings&, const ProcessingUnit&) {
+  return std::make_unique<ClockKernel>();
 }
 
 }  // namespace corenoise

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <string>
+
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {
@@ -16,14 +17,10 @@ const CoreFigures* find_cpu(const std::vector<CoreFigures>& cores, unsigned cpu)
   return nullptr;
 }
 
+// The re-measured figure as its test reads it: excess noise in points, a
+// slowdown ratio in percent above 1.
 std::string percent(double value, CoreState state) {
-  char text[64];
-  if (state == CoreState::noisy) {
-    std::snprintf(text, sizeof text, "%.1f points", value * 100);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f%%", (value - 1) * 100);
-  }
-  return text;
+  return state == CoreState::noisy ? points_text(value) : excess_percent_text(value);
 }
 
 }  // namespace

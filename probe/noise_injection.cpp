@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "probe/cpu_list.h"
 #include "probe/futex.h"
 #include "probe/pinning.h"
+#include "probe/units.h"
 
 namespace corenoise {
 namespace {
@@ -29,19 +29,6 @@ std::int64_t monotonic_ns() {
 
 std::int64_t to_ns(double seconds) {
   return static_cast<std::int64_t>(std::llround(seconds * 1e9));
-}
-
-// "10 ms", "100 µs", "1.5 s": the shortest plain spelling of a duration.
-std::string format_duration(double seconds) {
-  char text[32];
-  if (seconds >= 1) {
-    std::snprintf(text, sizeof text, "%g s", seconds);
-  } else if (seconds >= 1e-3) {
-    std::snprintf(text, sizeof text, "%g ms", seconds * 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%g µs", seconds * 1e6);
-  }
-  return text;
 }
 
 std::string format_cpus(const std::vector<unsigned>& cpus) {
@@ -68,7 +55,7 @@ BusyPattern pattern_from_burst(double hz, double length_seconds) {
   if (!std::isfinite(length_seconds) || length_seconds < 1e-6 || length_seconds > period) {
     throw std::invalid_argument(
         "--burst-length: expected seconds from 0.000001 to the period 1/burst-hz (" +
-        format_duration(period) + ")");
+        plain_duration_text(period) + ")");
   }
   return {length_seconds, period};
 }
@@ -92,18 +79,14 @@ std::string to_string(SchedPolicy policy) {
 }
 
 std::string describe(const InjectionPlan& plan, SchedPolicy policy) {
-  char text[160];
   if (plan.kind == InjectionKind::memory_hog) {
-    std::snprintf(text, sizeof text, "memory hog, %zu MiB streamed read+write on %s (%s)",
-                  plan.hog_bytes >> 20, format_cpus(plan.cpus).c_str(),
-                  to_string(SchedPolicy::normal).c_str());
-  } else {
-    std::snprintf(text, sizeof text, "duty %.1f %% (%s busy) every %s on %s (%s)",
-                  plan.pattern.duty() * 100, format_duration(plan.pattern.busy_seconds).c_str(),
-                  format_duration(plan.pattern.period_seconds).c_str(),
-                  format_cpus(plan.cpus).c_str(), to_string(policy).c_str());
+    return "memory hog, " + std::to_string(plan.hog_bytes >> 20) + " MiB streamed read+write on " +
+           format_cpus(plan.cpus) + " (" + to_string(SchedPolicy::normal) + ")";
   }
-  return text;
+  return "duty " + percent_text(plan.pattern.duty()) + " (" +
+         plain_duration_text(plan.pattern.busy_seconds) + " busy) every " +
+         plain_duration_text(plan.pattern.period_seconds) + " on " + format_cpus(plan.cpus) + " (" +
+         to_string(policy) + ")";
 }
 
 // What the threads share with their owner: the stop word (a futex, so that a

@@ -71,6 +71,25 @@ json trace_json(const trace::Attribution& a) {
           {"culprits", std::move(culprits)}};
 }
 
+// One kind's figures of a core: {figure, interval, ratio, ratio_interval,
+// spread} under the descriptor's names, and matmul's own details.
+json kind_json(const CoreFigures& c, ProbeKind probe) {
+  const ProbeDescriptor& d = descriptor(probe);
+  const std::string ratio(d.json_ratio);
+  json m = {{std::string(d.json_figure), *c.figure[probe]}};
+  put_interval(m, "interval", c.figure[probe], c.error[probe]);
+  if (!ratio.empty()) {
+    put(m, ratio.c_str(), c.slowdown[probe]);
+    put_interval(m, (ratio + "_interval").c_str(), c.slowdown[probe], c.slowdown_error[probe]);
+  }
+  if (d.reports_spread) put(m, "spread", c.spread[probe]);
+  if (probe == ProbeKind::matmul) {
+    put(m, "flops_per_second", c.matmul_flops_per_second);
+    put(m, "sample_seconds", c.matmul_sample_seconds);
+  }
+  return m;
+}
+
 // The figures of one mode for one CPU: the probe objects and the verdict.
 void put_figures(json& j, const CoreFigures& c) {
   j["state"] = to_string(c.state);
@@ -82,38 +101,18 @@ void put_figures(json& j, const CoreFigures& c) {
   if (c.confirmation) j["confirmation"] = confirmation_json(*c.confirmation);
   put(j, "excess_noise", c.excess_noise);
   put_interval(j, "excess_noise_interval", c.excess_noise, c.excess_noise_error);
-  put(j, "noise_factor", c.noise_factor);
+  put(j, "noise_factor", c.slowdown[ProbeKind::detour]);
   put(j, "residual", c.residual);
   put(j, "design_ratio", c.design_ratio);
-  if (c.matmul_seconds) {
-    json m = {{"seconds", *c.matmul_seconds}};
-    put_interval(m, "interval", c.matmul_seconds, c.matmul_error);
-    put(m, "flops_per_second", c.matmul_flops_per_second);
-    put(m, "slowdown", c.matmul_slowdown);
-    put_interval(m, "slowdown_interval", c.matmul_slowdown, c.matmul_slowdown_error);
-    put(m, "spread", c.matmul_spread);
-    put(m, "sample_seconds", c.matmul_sample_seconds);
-    j["matmul"] = std::move(m);
-  }
-  if (c.clock_hertz) {
-    json m = {{"hertz", *c.clock_hertz}};
-    put_interval(m, "interval", c.clock_hertz, c.clock_error);
-    put(m, "ratio", c.clock_ratio);
-    put_interval(m, "ratio_interval", c.clock_ratio, c.clock_ratio_error);
-    put(m, "spread", c.clock_spread);
-    j["clock"] = std::move(m);
-  }
-  if (c.detour) {
-    j["detour"] = detour_json(*c.detour);
-    put_interval(j["detour"], "noise_ratio_interval", c.detour->noise_ratio(), c.noise_error);
-    if (c.culprits) j["detour"]["trace"] = trace_json(*c.culprits);
-  }
-  if (c.stream_bytes_per_second) {
-    json m = {{"bytes_per_second", *c.stream_bytes_per_second}};
-    put_interval(m, "interval", c.stream_bytes_per_second, c.stream_error);
-    put(m, "slowdown", c.stream_slowdown);
-    put_interval(m, "slowdown_interval", c.stream_slowdown, c.stream_slowdown_error);
-    j["stream"] = std::move(m);
+  for (ProbeKind probe : kAllProbeKinds) {
+    if (probe == ProbeKind::detour) {
+      if (!c.detour) continue;
+      j["detour"] = detour_json(*c.detour);
+      put_interval(j["detour"], "noise_ratio_interval", c.detour->noise_ratio(), c.error[probe]);
+      if (c.culprits) j["detour"]["trace"] = trace_json(*c.culprits);
+    } else if (c.figure[probe]) {
+      j[std::string(descriptor(probe).name)] = kind_json(c, probe);
+    }
   }
 }
 
@@ -154,17 +153,17 @@ json round_json(const ModeReport& m) {
   json refs = json::array();
   for (const auto& ref : m.verdicts.references) {
     json r = {{"kind", ref.kind}, {"cores", ref.cores}};
-    put(r, "matmul_seconds", ref.matmul_seconds);
-    put(r, "clock_hertz", ref.clock_hertz);
-    put(r, "noise_ratio", ref.noise_ratio);
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      put(r, std::string(d.figure_name).c_str(), ref.figure[d.kind]);
+    }
     put(r, "noise_floor", ref.noise_floor);
-    put(r, "stream_bytes_per_second", ref.stream_bytes_per_second);
     if (ref.peer_spread.estimated) {
-      const auto& s = ref.peer_spread;
-      r["peer_spread"] = {{"clock_ratio", s.clock_ratio},
-                          {"excess_noise", s.excess_noise},
-                          {"stream_slowdown", s.stream_slowdown},
-                          {"expected_slowdown", s.expected_slowdown}};
+      json spread = json::object();
+      for (const ProbeDescriptor& d : kProbeDescriptors) {
+        if (d.tested != Tested::none)
+          spread[std::string(d.tested_name)] = ref.peer_spread.spread[d.kind];
+      }
+      r["peer_spread"] = std::move(spread);
     }
     refs.push_back(std::move(r));
   }
@@ -265,21 +264,20 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
   c.cause = j.value("cause", "");
   c.expected_slowdown = opt(j, "expected_slowdown");
   c.excess_noise = opt(j, "excess_noise");
-  c.noise_factor = opt(j, "noise_factor");
+  c.slowdown[ProbeKind::detour] = opt(j, "noise_factor");
   c.residual = opt(j, "residual");
   c.design_ratio = opt(j, "design_ratio");
-  if (j.contains("matmul")) {
-    const json& m = j["matmul"];
-    c.matmul_seconds = opt(m, "seconds");
-    c.matmul_flops_per_second = opt(m, "flops_per_second");
-    c.matmul_slowdown = opt(m, "slowdown");
-    c.matmul_spread = opt(m, "spread");
-    c.matmul_sample_seconds = opt(m, "sample_seconds");
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    const std::string name(d.name);
+    if (!j.contains(name) || d.kind == ProbeKind::detour) continue;
+    const json& m = j[name];
+    c.figure[d.kind] = opt(m, std::string(d.json_figure).c_str());
+    if (!d.json_ratio.empty()) c.slowdown[d.kind] = opt(m, std::string(d.json_ratio).c_str());
+    if (d.reports_spread) c.spread[d.kind] = opt(m, "spread");
   }
-  if (j.contains("clock")) {
-    c.clock_hertz = opt(j["clock"], "hertz");
-    c.clock_ratio = opt(j["clock"], "ratio");
-    c.clock_spread = opt(j["clock"], "spread");
+  if (j.contains("matmul")) {
+    c.matmul_flops_per_second = opt(j["matmul"], "flops_per_second");
+    c.matmul_sample_seconds = opt(j["matmul"], "sample_seconds");
   }
   if (j.contains("detour")) {
     const json& d = j["detour"];
@@ -291,10 +289,7 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
     r.max_seconds = d.value("max_seconds", 0.0);
     r.preemptions = d.value("preemptions", std::uint64_t{0});
     c.detour = r;
-  }
-  if (j.contains("stream")) {
-    c.stream_bytes_per_second = opt(j["stream"], "bytes_per_second");
-    c.stream_slowdown = opt(j["stream"], "slowdown");
+    c.figure[ProbeKind::detour] = r.noise_ratio();
   }
   return c;
 }
@@ -316,11 +311,10 @@ NodeReport node_report_from_json(const json& doc) {
       KindReference k;
       k.kind = ref.value("kind", "");
       k.cores = ref.value("cores", std::size_t{0});
-      k.matmul_seconds = opt(ref, "matmul_seconds");
-      k.clock_hertz = opt(ref, "clock_hertz");
-      k.noise_ratio = opt(ref, "noise_ratio");
+      for (const ProbeDescriptor& d : kProbeDescriptors) {
+        k.figure[d.kind] = opt(ref, std::string(d.figure_name).c_str());
+      }
       k.noise_floor = opt(ref, "noise_floor");
-      k.stream_bytes_per_second = opt(ref, "stream_bytes_per_second");
       m.verdicts.references.push_back(std::move(k));
     }
     r.modes.push_back(std::move(m));

@@ -15,15 +15,14 @@
 #include <stdexcept>
 #include <thread>
 
-#include "probe/clock_probe.h"
 #include "probe/detour_windows.h"
 #include "probe/matmul.h"
 #include "probe/pinning.h"
 #include "probe/spin_barrier.h"
-#include "probe/stream_probe.h"
 #include "probe/trace/culprit_names.h"
 #include "probe/tsc.h"
 #include "probe/turn_taking.h"
+#include "probe/units.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -39,9 +38,8 @@ double time_seconds(Fn&& fn) {
 // Everything one probe thread needs, built after pinning.
 struct CpuKernels {
   std::unique_ptr<MatmulKernel> matmul;
-  std::optional<ClockProbe> clock;
   std::unique_ptr<DetourProbe> detour;
-  std::unique_ptr<StreamProbe> stream;
+  PerKind<std::unique_ptr<ProbeKernel>> driven;  // the descriptor's kernels (make_kernel)
 };
 
 // How the probe threads of a round take their steps (one sample of one
@@ -245,14 +243,17 @@ class CpuWorker {
       kernels_.matmul = std::make_unique<MatmulKernel>(settings_.matmul_size, settings_.dtype,
                                                        settings_.reps, state_->isa);
       kernels_.matmul->run();  // warm-up: caches, TLB, and the FPU's power state
-      out_.matmul_work = kernels_.matmul->work();
+      out_.work[ProbeKind::matmul] = kernels_.matmul->work();
       out_.matmul_seconds.reserve(samples);
       out_.matmul_product_seconds.resize(samples * static_cast<std::size_t>(settings_.reps));
     }
-    if (settings_.runs(ProbeKind::clock)) {
-      kernels_.clock.emplace();
-      kernels_.clock->run();
-      out_.clock_hertz.reserve(samples);
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      if (d.make_kernel == nullptr || !settings_.runs(d.kind)) continue;
+      auto& kernel = kernels_.driven[d.kind];
+      kernel = d.make_kernel(settings_, pu_);
+      kernel->sample();  // warm-up
+      out_.work[d.kind] = kernel->work();
+      out_.samples[d.kind].reserve(samples);
     }
     if (settings_.runs(ProbeKind::detour)) {
       kernels_.detour =
@@ -273,15 +274,6 @@ class CpuWorker {
         draw_detour_windows(detour_windows_, kernels_.detour->nominal_window_ticks(), rng);
       }
     }
-    if (settings_.runs(ProbeKind::stream)) {
-      const std::size_t bytes = settings_.stream_bytes > 0
-                                    ? static_cast<std::size_t>(settings_.stream_bytes)
-                                    : default_stream_bytes(pu_.llc_share_bytes);
-      kernels_.stream = std::make_unique<StreamProbe>(bytes);
-      kernels_.stream->run();
-      out_.stream_work = kernels_.stream->work();
-      out_.stream_seconds.reserve(samples);
-    }
   }
 
   void measure(ProbeKind probe) {
@@ -292,9 +284,6 @@ class CpuWorker {
         out_.matmul_seconds.push_back(time_seconds([&] { kernels_.matmul->run(products); }));
         break;
       }
-      case ProbeKind::clock:
-        out_.clock_hertz.push_back(kernels_.clock->run());
-        break;
       case ProbeKind::detour: {
         const std::uint64_t window =
             out_.detours.size() < detour_windows_.size() ? detour_windows_[out_.detours.size()] : 0;
@@ -308,8 +297,8 @@ class CpuWorker {
         state_->trace->window_ends(pu_.cpu);
         break;
       }
-      case ProbeKind::stream:
-        out_.stream_seconds.push_back(time_seconds([&] { kernels_.stream->run(); }));
+      default:
+        out_.samples[probe].push_back(kernels_.driven[probe]->sample());
         break;
     }
   }
@@ -371,18 +360,13 @@ void attribute_detours(trace::TraceSource& source, CpuSamples& out) {
   std::vector<trace::Detour>().swap(out.detour_spans);
 }
 
-bool no_samples(const CpuSamples& s) {
-  return s.matmul_seconds.empty() && s.clock_hertz.empty() && s.detours.empty() &&
-         s.stream_seconds.empty();
-}
-
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", seconds);
-  return text;
-}
-
 }  // namespace
+
+bool CpuSamples::no_samples() const {
+  return matmul_seconds.empty() && detours.empty() &&
+         std::all_of(samples.items.begin(), samples.items.end(),
+                     [](const std::vector<double>& v) { return v.empty(); });
+}
 
 std::size_t shared_round_bytes(std::size_t participants) {
   return kTurnsOffset + TurnTaking::state_bytes(participants);
@@ -412,131 +396,165 @@ Runner Runner::for_confirmation(const std::vector<ProbeKind>& needed) const {
   return again;
 }
 
-RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress,
-                         const std::atomic<bool>* cancel, const SharedRound* shared,
-                         double deadline_seconds) const {
-  if (shared != nullptr && (shared->memory == nullptr || shared->participants == 0 ||
-                            shared->first + cpus.size() > shared->participants)) {
+namespace {
+
+void check_shared(const SharedRound* shared, std::size_t cpus, double deadline_seconds) {
+  if (shared == nullptr) return;
+  if (shared->memory == nullptr || shared->participants == 0 ||
+      shared->first + cpus > shared->participants) {
     throw std::invalid_argument("shared round: participants do not cover this process's CPUs");
   }
-  if (shared != nullptr && deadline_seconds > 0) {
-    // Abandoning a participant would leave the other processes waiting for it.
+  // Abandoning a participant would leave the other processes waiting for it.
+  if (deadline_seconds > 0)
     throw std::invalid_argument("shared round: no deadline across processes");
-  }
-  RoundSamples round;
-  round.mode = mode;
-  round.isa = isa_;
-  round.started_unix_seconds = unix_seconds_now();
-  const auto t0 = std::chrono::steady_clock::now();
+}
 
+std::vector<const ProcessingUnit*> pus_of(const Topology& topology,
+                                          const std::vector<unsigned>& cpus) {
   std::vector<const ProcessingUnit*> pus;
   for (unsigned cpu : cpus) {
-    const ProcessingUnit* pu = topology_.find(cpu);
+    const ProcessingUnit* pu = topology.find(cpu);
     if (pu == nullptr)
       throw std::invalid_argument("CPU " + std::to_string(cpu) + " is not in the topology");
     pus.push_back(pu);
   }
-  round.cpus.resize(pus.size());
-  for (std::size_t i = 0; i < pus.size(); ++i) round.cpus[i].cpu = pus[i]->cpu;
+  return pus;
+}
 
-  // A CPU whose thread of an earlier round is still stuck gets no second one.
-  const std::vector<unsigned> stuck =
-      shared != nullptr ? std::vector<unsigned>{} : cpus_still_abandoned();
-  auto state = std::make_shared<RoundState>(settings_, isa_, trace_);
-  std::vector<std::size_t> measured;  // round.cpus index of each worker
-  std::vector<unsigned> measured_cpus;
+// The CPUs that get a probe thread: all but those whose thread of an
+// earlier round is still stuck (they get an error instead of a second one).
+struct Workers {
+  std::vector<std::size_t> index;  // round.cpus index of each worker
+  std::vector<unsigned> cpus;
+};
+Workers enlist(RoundSamples& round, const std::vector<const ProcessingUnit*>& pus,
+               const std::vector<unsigned>& stuck, RoundState& state) {
+  Workers workers;
   for (std::size_t i = 0; i < pus.size(); ++i) {
     if (std::find(stuck.begin(), stuck.end(), pus[i]->cpu) != stuck.end()) {
       round.cpus[i].error =
           "its probe thread of an earlier round overran its deadline and has not finished yet";
       continue;
     }
-    measured.push_back(i);
-    measured_cpus.push_back(pus[i]->cpu);
-    state->pus.push_back(*pus[i]);
-    state->samples.emplace_back().cpu = pus[i]->cpu;
+    workers.index.push_back(i);
+    workers.cpus.push_back(pus[i]->cpu);
+    state.pus.push_back(*pus[i]);
+    state.samples.emplace_back().cpu = pus[i]->cpu;
   }
-  const std::size_t workers = measured.size();
+  return workers;
+}
 
+using Clock = std::chrono::steady_clock;
+
+// Waits for the workers; past the deadline or on a cancel tells them to
+// stop, and gives up on those still in a sample a grace period later.
+// Returns which workers finished; sets round.overran.
+std::vector<char> wait_for_workers(RoundState& state, RoundSamples& round, Clock::time_point t0,
+                                   double deadline_seconds, const std::atomic<bool>* cancel,
+                                   bool across_processes) {
+  const auto deadline = deadline_seconds > 0
+                            ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(deadline_seconds))
+                            : Clock::time_point::max();
+  std::optional<Clock::time_point> give_up;
+  std::unique_lock lock(state.mutex);
+  while (state.running > 0) {
+    // Across processes nobody is abandoned: wait on, looking once a second.
+    const auto look = Clock::now() + std::chrono::seconds(1);
+    state.finished.wait_until(lock,
+                              give_up && !across_processes ? *give_up : std::min(deadline, look));
+    const auto now = Clock::now();
+    if (!give_up) {
+      const bool cancelled = cancel != nullptr && cancel->load();
+      if (!cancelled && now < deadline) continue;
+      round.overran = !cancelled;
+      state.stop = true;
+      if (!across_processes) state.broken = true;
+      give_up = now + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(Runner::kAbandonGraceSeconds));
+    } else if (now >= *give_up && !across_processes) {
+      break;
+    }
+  }
+  state.over = true;
+  return state.done;
+}
+
+// A worker's samples into its CPU's place in the round, or, for a thread
+// still in a sample, why that CPU has none (the thread is left behind).
+void collect(CpuSamples& out, std::thread& thread, bool finished, CpuSamples& samples,
+             const RoundSamples& round, double deadline_seconds, trace::TraceSource* trace) {
+  const double grace = Runner::kAbandonGraceSeconds;
+  if (!finished) {
+    thread.detach();  // it owns its share of the round's state
+    out.abandoned = true;
+    if (trace != nullptr) trace->window_abandoned(out.cpu);
+    out.error =
+        round.overran
+            ? "overran its deadline of " + plain_seconds_text(deadline_seconds) +
+                  " (still in a sample " + plain_seconds_text(grace) + " later; abandoned)"
+            : "did not stop within " + plain_seconds_text(grace) + " of the cancel; abandoned";
+    return;
+  }
+  thread.join();
+  out = std::move(samples);
+  if (trace != nullptr) attribute_detours(*trace, out);
+  if (round.overran && out.error.empty() && out.no_samples()) {
+    out.error = "the round overran its deadline of " + plain_seconds_text(deadline_seconds) +
+                " before this CPU's first sample";
+  }
+}
+
+}  // namespace
+
+RoundSamples Runner::run(Mode mode, const std::vector<unsigned>& cpus, const Progress& progress,
+                         const std::atomic<bool>* cancel, const SharedRound* shared,
+                         double deadline_seconds) const {
+  check_shared(shared, cpus.size(), deadline_seconds);
+  RoundSamples round;
+  round.mode = mode;
+  round.isa = isa_;
+  round.started_unix_seconds = unix_seconds_now();
+  const auto t0 = Clock::now();
+  const std::vector<const ProcessingUnit*> pus = pus_of(topology_, cpus);
+  round.cpus.resize(pus.size());
+  for (std::size_t i = 0; i < pus.size(); ++i) round.cpus[i].cpu = pus[i]->cpu;
+
+  auto state = std::make_shared<RoundState>(settings_, isa_, trace_);
+  const Workers workers = enlist(
+      round, pus, shared != nullptr ? std::vector<unsigned>{} : cpus_still_abandoned(), *state);
+  const std::size_t n = workers.cpus.size();
   // Taken before the probe threads exist, so that it moves every thread but
   // theirs.
   std::optional<ProcessOffCpus> off(
-      std::in_place, mode == Mode::isolated ? std::vector<unsigned>{} : measured_cpus);
+      std::in_place, mode == Mode::isolated ? std::vector<unsigned>{} : workers.cpus);
   state->off = &*off;
   state->progress = progress;
   state->cancel = cancel;
   state->one_at_a_time = mode == Mode::isolated;
   if (mode == Mode::isolated) {
     const std::size_t steps = settings_.probes.size() * static_cast<std::size_t>(settings_.samples);
-    state->pacing = std::make_unique<InTurn>(*state, measured_cpus, steps, shared);
+    state->pacing = std::make_unique<InTurn>(*state, workers.cpus, steps, shared);
   } else {
-    state->pacing = std::make_unique<Together>(*state, workers, shared);
+    state->pacing = std::make_unique<Together>(*state, n, shared);
   }
   // Recorded whole where every CPU's windows run at once (TraceSource::round_begins).
   const bool trace_whole_round = trace_ && mode == Mode::concurrent;
-  if (trace_whole_round) trace_->round_begins(measured_cpus);
-  state->done.assign(workers, 0);
-  state->running = workers;
+  if (trace_whole_round) trace_->round_begins(workers.cpus);
+  state->done.assign(n, 0);
+  state->running = n;
   std::vector<std::thread> threads;
-  threads.reserve(workers);
-  for (std::size_t i = 0; i < workers; ++i) threads.emplace_back(CpuWorker(state, i));
+  threads.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) threads.emplace_back(CpuWorker(state, i));
 
-  // Wait for the workers; past the deadline or on a cancel tell them to
-  // stop, and give up on those still in a sample a grace period later.
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = deadline_seconds > 0
-                            ? t0 + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(deadline_seconds))
-                            : Clock::time_point::max();
-  std::optional<Clock::time_point> give_up;
-  std::vector<char> finished;
-  {
-    std::unique_lock lock(state->mutex);
-    while (state->running > 0) {
-      // Across processes nobody is abandoned: wait on, looking once a second.
-      const auto look = Clock::now() + std::chrono::seconds(1);
-      state->finished.wait_until(
-          lock, give_up && shared == nullptr ? *give_up : std::min(deadline, look));
-      const auto now = Clock::now();
-      if (!give_up) {
-        const bool cancelled = cancel != nullptr && cancel->load();
-        if (!cancelled && now < deadline) continue;
-        round.overran = !cancelled;
-        state->stop = true;
-        if (shared == nullptr) state->broken = true;
-        give_up = now + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(kAbandonGraceSeconds));
-      } else if (now >= *give_up && shared == nullptr) {
-        break;
-      }
-    }
-    state->over = true;
-    finished = state->done;
-  }
+  const std::vector<char> finished =
+      wait_for_workers(*state, round, t0, deadline_seconds, cancel, shared != nullptr);
   off.reset();  // no worker reaches it any more
   if (trace_whole_round) trace_->round_ends();
   if (progress && mode == Mode::concurrent) progress(1, 1);
-
-  for (std::size_t w = 0; w < workers; ++w) {
-    CpuSamples& out = round.cpus[measured[w]];
-    if (!finished[w]) {
-      threads[w].detach();  // it owns its share of `state`
-      out.abandoned = true;
-      if (trace_) trace_->window_abandoned(out.cpu);
-      out.error = round.overran ? "overran its deadline of " + seconds_text(deadline_seconds) +
-                                      " (still in a sample " + seconds_text(kAbandonGraceSeconds) +
-                                      " later; abandoned)"
-                                : "did not stop within " + seconds_text(kAbandonGraceSeconds) +
-                                      " of the cancel; abandoned";
-      continue;
-    }
-    threads[w].join();
-    out = std::move(state->samples[w]);
-    if (trace_) attribute_detours(*trace_, out);
-    if (round.overran && out.error.empty() && no_samples(out)) {
-      out.error = "the round overran its deadline of " + seconds_text(deadline_seconds) +
-                  " before this CPU's first sample";
-    }
+  for (std::size_t w = 0; w < n; ++w) {
+    collect(round.cpus[workers.index[w]], threads[w], finished[w] != 0, state->samples[w], round,
+            deadline_seconds, trace_.get());
   }
   if (std::find(finished.begin(), finished.end(), 0) != finished.end()) {
     std::lock_guard registry(abandoned_mutex);

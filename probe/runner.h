@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "probe/detour_probe.h"
+#include "probe/probe_kinds.h"
 #include "probe/settings.h"
 #include "probe/topology.h"
 #include "probe/trace/culprit_matcher.h"
@@ -30,8 +31,9 @@ struct CpuSamples {
   unsigned cpu = 0;
   std::vector<double> matmul_seconds;          // one per sample: `reps` products
   std::vector<double> matmul_product_seconds;  // every product of every sample
-  std::vector<double> clock_hertz;
-  std::vector<double> stream_seconds;
+  // One per sample of each kind the runner drives through its ProbeKernel
+  // (probe_kinds.h: clock hertz, stream triad seconds, …).
+  PerKind<std::vector<double>> samples;
   std::vector<DetourResult> detours;  // one per sample window
   // Where the runner traces (Runner::set_trace): what each detour's time
   // was charged to, over all windows; empty where untraced. The spans and
@@ -39,12 +41,14 @@ struct CpuSamples {
   std::optional<trace::Attribution> culprits;
   std::vector<trace::Detour> detour_spans;
   int probe_tid = 0;
-  KernelWork matmul_work;
-  KernelWork stream_work;
-  std::string error;  // why this CPU could not be measured; empty on success
+  PerKind<KernelWork> work;  // of one sample's run, per kind
+  std::string error;         // why this CPU could not be measured; empty on success
   // Its probe thread was still in a sample when the round gave up on it and
   // was left behind (detached); `error` says which deadline it missed.
   bool abandoned = false;
+
+  // No sample of any probe.
+  bool no_samples() const;
 };
 
 struct RoundSamples {

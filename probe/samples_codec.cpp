@@ -91,14 +91,19 @@ KernelWork work_from(const json& j) {
 std::vector<std::byte> encode_samples(const CpuSamples& s) {
   json detours = json::array();
   for (const auto& d : s.detours) detours.push_back(detour_json(d));
+  // Each kind's samples and work under its name (probe_kinds.h).
+  json samples = json::object(), work = json::object();
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    const std::string name(d.name);
+    samples[name] = s.samples[d.kind];
+    work[name] = work_json(s.work[d.kind]);
+  }
   const json j = {{"cpu", s.cpu},
                   {"matmul", s.matmul_seconds},
                   {"products", s.matmul_product_seconds},
-                  {"clock", s.clock_hertz},
-                  {"stream", s.stream_seconds},
+                  {"samples", std::move(samples)},
                   {"detours", std::move(detours)},
-                  {"matmul_work", work_json(s.matmul_work)},
-                  {"stream_work", work_json(s.stream_work)},
+                  {"work", std::move(work)},
                   {"culprits", culprits_json(s.culprits)},
                   {"error", s.error}};
   // MessagePack keeps doubles as their 8 bytes, so nothing is rounded.
@@ -115,11 +120,12 @@ CpuSamples decode_samples(std::span<const std::byte> bytes) {
     s.cpu = j.at("cpu").get<unsigned>();
     s.matmul_seconds = j.at("matmul").get<std::vector<double>>();
     s.matmul_product_seconds = j.at("products").get<std::vector<double>>();
-    s.clock_hertz = j.at("clock").get<std::vector<double>>();
-    s.stream_seconds = j.at("stream").get<std::vector<double>>();
+    for (const ProbeDescriptor& d : kProbeDescriptors) {
+      const std::string name(d.name);
+      s.samples[d.kind] = j.at("samples").at(name).get<std::vector<double>>();
+      s.work[d.kind] = work_from(j.at("work").at(name));
+    }
     for (const json& d : j.at("detours")) s.detours.push_back(detour_from(d));
-    s.matmul_work = work_from(j.at("matmul_work"));
-    s.stream_work = work_from(j.at("stream_work"));
     s.culprits = culprits_from(j.at("culprits"));
     s.error = j.at("error").get<std::string>();
     return s;

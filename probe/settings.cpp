@@ -32,18 +32,36 @@ std::vector<std::string_view> split_commas(std::string_view text) {
   }
 }
 
-ProbeKind parse_probe(std::string_view name) {
-  for (auto probe : {ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour, ProbeKind::stream}) {
-    if (name == to_string(probe)) return probe;
+// "matmul, clock, detour, stream": every kind, in descriptor order.
+std::string probe_names(std::string_view separator) {
+  std::string names;
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    names += (names.empty() ? "" : std::string(separator)) + std::string(d.name);
   }
+  return names;
+}
+
+// "all", or the kinds that run by default where some ship opt-in.
+std::string default_probe_names() {
+  if (kDefaultProbeKinds.size() == kProbeKinds) return "all";
+  std::string names;
+  for (ProbeKind kind : kDefaultProbeKinds) {
+    names += (names.empty() ? "" : ",") + std::string(to_string(kind));
+  }
+  return names;
+}
+
+ProbeKind parse_probe(std::string_view name) {
+  if (const auto kind = probe_kind_named(name)) return *kind;
   throw std::invalid_argument("unknown probe " + quoted(name) +
-                              ", expected a comma-separated list of matmul, clock, detour, stream");
+                              ", expected a comma-separated list of " + probe_names(", "));
 }
 
 std::vector<OptionSpec> make_specs() {
   std::vector<OptionSpec> specs;
   specs.push_back({"probes", "LIST",
-                   "probes to run, comma-separated: matmul,clock,detour,stream (default: all)",
+                   "probes to run, comma-separated: " + probe_names(",") +
+                       " (default: " + default_probe_names() + ")",
                    [](ProbeSettings& s, std::string_view v) {
                      std::vector<ProbeKind> probes;
                      for (auto part : split_commas(v)) {
@@ -167,20 +185,6 @@ std::vector<OptionSpec> make_specs() {
 }
 
 }  // namespace
-
-std::string_view to_string(ProbeKind probe) {
-  switch (probe) {
-    case ProbeKind::matmul:
-      return "matmul";
-    case ProbeKind::clock:
-      return "clock";
-    case ProbeKind::detour:
-      return "detour";
-    case ProbeKind::stream:
-      return "stream";
-  }
-  return "?";
-}
 
 std::string_view to_string(Mode mode) { return mode == Mode::isolated ? "isolated" : "concurrent"; }
 

@@ -12,55 +12,17 @@
 #include <vector>
 
 #include "probe/matmul.h"
+#include "probe/probe_kinds.h"
 #include "probe/trace/trace_source.h"
 
 namespace corenoise {
 
-enum class ProbeKind { matmul, clock, detour, stream };
 enum class Mode { isolated, concurrent };
-
-std::string_view to_string(ProbeKind probe);
-
-// The `probe` label of the slowdown-ratio metrics (docs/metrics.md): a
-// probe's own ratio, or `expected`, the matmul ratio times the noise factor.
-// No detour ratio: the noise factor is expected / matmul.
-enum class RatioProbe { matmul, clock, stream, expected };
-inline constexpr RatioProbe kAllRatioProbes[] = {RatioProbe::matmul, RatioProbe::clock,
-                                                 RatioProbe::stream, RatioProbe::expected};
-constexpr std::string_view to_string(RatioProbe probe) {
-  switch (probe) {
-    case RatioProbe::matmul:
-      return "matmul";
-    case RatioProbe::clock:
-      return "clock";
-    case RatioProbe::stream:
-      return "stream";
-    case RatioProbe::expected:
-      return "expected";
-  }
-  return "?";
-}
 
 std::string_view to_string(Mode mode);
 
-// Verdict thresholds (see docs/verdicts.md): the size of effect that
-// matters, and the confidence it must be shown with. Ratios compare a core
-// with the reference core of its kind: 1.05 means 5 % worse.
-struct Thresholds {
-  // One-sided level of each test on each core in a round: unhealthy when the
-  // lower confidence bound of the figure at alpha reaches its threshold;
-  // 0.5 decides on the point estimate alone (ignoring the sampling error,
-  // as verdicts did before they carried confidence; for comparison).
-  double alpha = 0.01;
-  double throttled_clock_ratio = 1.05;   // reference clock / core clock
-  double noisy_excess_noise = 0.05;      // share of time lost beyond the node's noise floor
-  double slow_ratio = 1.05;              // matmul time / reference (and expected slowdown)
-  double contended_stream_ratio = 1.25;  // reference bandwidth / core bandwidth
-};
-
 struct ProbeSettings {
-  std::vector<ProbeKind> probes{ProbeKind::matmul, ProbeKind::clock, ProbeKind::detour,
-                                ProbeKind::stream};
+  std::vector<ProbeKind> probes = kDefaultProbeKinds;
   std::vector<Mode> modes{Mode::isolated};
   int samples = 7;
   int matmul_size = 128;

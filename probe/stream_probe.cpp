@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <new>
 
+#include "probe/probe_kinds.h"
+#include "probe/settings.h"
+#include "probe/topology.h"
+#include "probe/tsc.h"
+
 namespace corenoise {
 namespace {
 
@@ -63,6 +68,34 @@ void StreamProbe::run() {
 
 KernelWork StreamProbe::work() const {
   return KernelWork{.bytes = static_cast<double>(elements_ * 3 * sizeof(double))};
+}
+
+namespace {
+
+// The stream probe as the runner drives it (probe_kinds.h): a sample is
+// one triad pass's time.
+class StreamKernel final : public ProbeKernel {
+ public:
+  explicit StreamKernel(std::size_t bytes) : probe_(bytes) {}
+  double sample() override {
+    const auto t0 = read_tsc();
+    probe_.run();
+    return tsc_to_seconds(read_tsc() - t0);
+  }
+  KernelWork work() const override { return probe_.work(); }
+
+ private:
+  StreamProbe probe_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProbeKernel> make_stream_kernel(const ProbeSettings& settings,
+                                                const ProcessingUnit& pu) {
+  const std::size_t bytes = settings.stream_bytes > 0
+                                ? static_cast<std::size_t>(settings.stream_bytes)
+                                : default_stream_bytes(pu.llc_share_bytes);
+  return std::make_unique<StreamKernel>(bytes);
 }
 
 }  // namespace corenoise

@@ -22,6 +22,14 @@ std::string seconds_text(double seconds) {
   return seconds >= 1.0 ? fixed(seconds, 2) + " s" : fixed(seconds * 1e3, 1) + " ms";
 }
 
+std::string plain_seconds_text(double seconds) { return general_text(seconds) + " s"; }
+
+std::string plain_duration_text(double seconds) {
+  if (seconds >= 1) return general_text(seconds) + " s";
+  if (seconds >= 1e-3) return general_text(seconds * 1e3) + " ms";
+  return general_text(seconds * 1e6) + " µs";
+}
+
 std::string duration_text(double seconds) {
   const double s = std::abs(seconds);
   if (!std::isfinite(s)) return std::string(kMissing);
@@ -40,6 +48,8 @@ std::string points_text(double ratio) {
   if (!std::isfinite(ratio)) return std::string(kMissing);
   return fixed(ratio * 100, 1) + " points";
 }
+
+std::string excess_percent_text(double ratio) { return fixed((ratio - 1) * 100, 1) + "%"; }
 
 // The daemon's log and replies' readers, the `corenoise` command's messages
 // and the node-health reasons.

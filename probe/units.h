@@ -27,6 +27,12 @@ std::string fixed(const std::optional<double>& value, double scale, int decimals
 // A span of time at a precision that fits it: "1.23 s" from a second up,
 // "12.3 ms" below.
 std::string seconds_text(double seconds);
+// A span of time in the fewest digits that give it back ("%g s": "30 s",
+// "0.5 s", "2.5e-05 s"): a deadline or a setting as it was written.
+std::string plain_seconds_text(double seconds);
+// A short span in its plainest unit, "%g" digits: "1.5 s", "10 ms",
+// "100 µs" (an injection's period, as the user wrote it).
+std::string plain_duration_text(double seconds);
 // A longer span, as a person says it: "40 s", "3.5 min", "2.1 h", "3.0 d"
 // (its magnitude: a time ago and a time to come read alike).
 std::string duration_text(double seconds);
@@ -35,6 +41,9 @@ std::string duration_text(double seconds);
 // percentage points, "1.5 points".
 std::string percent_text(double ratio, int decimals = 1);
 std::string points_text(double ratio);
+// How much a slowdown ratio exceeds 1, in percent, as a verdict's cause
+// writes it: 1.123 → "12.3%".
+std::string excess_percent_text(double ratio);
 
 // The daemon's log and replies' readers, the `corenoise` command's messages
 // and the node-health reasons (issue 34: one formatting module).

@@ -151,11 +151,9 @@ PublishRequest publication(const NodeReport& report, const Reduction& reduced, d
       const ClusterReference ref = cluster_reference(*reduced.histograms, mode.mode, *slot);
       if (listed.insert({static_cast<int>(mode.mode), *slot}).second) {
         json k = {{"mode", to_string(mode.mode)}, {"kind", core.kind}};
-        if (ref.matmul_seconds) k["matmul_seconds"] = *ref.matmul_seconds;
-        if (ref.noise_ratio) k["noise_ratio"] = *ref.noise_ratio;
-        if (ref.clock_hertz) k["clock_hertz"] = *ref.clock_hertz;
-        if (ref.stream_bytes_per_second)
-          k["stream_bytes_per_second"] = *ref.stream_bytes_per_second;
+        for (const ProbeDescriptor& d : kProbeDescriptors) {
+          if (ref.figure[d.kind]) k[std::string(d.figure_name)] = *ref.figure[d.kind];
+        }
         kinds.push_back(std::move(k));
       }
       if (core.state == CoreState::skipped) continue;

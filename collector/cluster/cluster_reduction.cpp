@@ -129,8 +129,8 @@ std::vector<MetricQuantiles> cluster_quantiles(const ClusterHistograms& h, const
     for (Metric metric : {Metric::expected_slowdown, Metric::cluster_slowdown}) {
       add(metric, mode, "all", h.all_kinds(metric, mode));
     }
-    for (Metric metric : {Metric::matmul_seconds, Metric::clock_hertz, Metric::noise_ratio,
-                          Metric::stream_bytes_per_second}) {
+    for (ProbeKind probe : kAllProbeKinds) {
+      const Metric metric = figure_metric(probe);
       for (std::size_t k = 0; k < kinds.size; ++k) {
         add(metric, mode, std::string(kinds.name(k)), h.histogram(metric, mode, k));
       }
@@ -155,16 +155,16 @@ std::optional<ImbalancePrediction> prediction(const ClusterHistograms& h, const 
   std::optional<double> step;
   std::uint64_t most = 0;
   for (std::size_t k = 0; k < kinds.size; ++k) {
-    const std::uint64_t n = h.histogram(Metric::matmul_seconds, mode, k).count();
+    const std::uint64_t n = h.histogram(figure_metric(ProbeKind::matmul), mode, k).count();
     if (n > most) {
       most = n;
       // The step as the reference core runs it, its typical noise included:
       // the slowdowns are ratios of such steps. matmul_seconds is the
       // uninterrupted time, so it is scaled by 1 / (1 − noise).
       const ClusterReference ref = cluster_reference(h, mode, k);
-      step = ref.matmul_seconds && ref.noise_ratio && *ref.noise_ratio < 1
-                 ? std::optional<double>(*ref.matmul_seconds / (1 - *ref.noise_ratio))
-                 : ref.matmul_seconds;
+      const auto& matmul = ref.figure[ProbeKind::matmul];
+      const auto& noise = ref.figure[ProbeKind::detour];
+      step = matmul && noise && *noise < 1 ? std::optional<double>(*matmul / (1 - *noise)) : matmul;
     }
   }
   if (!step) return std::nullopt;

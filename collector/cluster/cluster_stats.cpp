@@ -187,39 +187,20 @@ void merge_kind_table_buffers(const void* in, void* inout, int count) {
 // ----------------------------------------------------------- ClusterHistograms
 
 std::string_view to_string(Metric metric) {
+  if (const auto kind = kind_of(metric)) return descriptor(*kind).figure_name;
   switch (metric) {
     case Metric::expected_slowdown:
       return "expected_slowdown";
     case Metric::cluster_slowdown:
       return "cluster_slowdown";
-    case Metric::matmul_seconds:
-      return "matmul_seconds";
-    case Metric::clock_hertz:
-      return "clock_hertz";
-    case Metric::noise_ratio:
-      return "noise_ratio";
-    case Metric::stream_bytes_per_second:
-      return "stream_bytes_per_second";
   }
   return "unknown";
 }
 
 HistogramRange metric_range(Metric metric) {
-  // 20 octaves each, chosen so that every plausible value is binned:
-  switch (metric) {
-    case Metric::expected_slowdown:
-    case Metric::cluster_slowdown:
-      return {std::exp2(-10)};  // ratios 1/1024 … 1024
-    case Metric::matmul_seconds:
-      return {std::exp2(-20)};  // 1 µs … 1 s
-    case Metric::clock_hertz:
-      return {std::exp2(24)};  // 17 MHz … 17 THz
-    case Metric::noise_ratio:
-      return {std::exp2(-19)};  // 2e-6 … 1 (0 is underflow)
-    case Metric::stream_bytes_per_second:
-      return {std::exp2(24)};  // 17 MB/s … 17 TB/s
-  }
-  return {1};
+  // 20 octaves each, chosen so that every plausible value is binned.
+  if (const auto kind = kind_of(metric)) return {descriptor(*kind).histogram_lowest};
+  return {std::exp2(-10)};  // ratios 1/1024 … 1024
 }
 
 ClusterHistograms::ClusterHistograms()
@@ -293,10 +274,7 @@ std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& re
           if (value) histograms.add(metric, mode, slot, *value);
         };
         add(Metric::expected_slowdown, c.expected_slowdown);
-        add(Metric::matmul_seconds, c.matmul_seconds);
-        add(Metric::clock_hertz, c.clock_hertz);
-        if (c.detour) add(Metric::noise_ratio, c.detour->noise_ratio());
-        add(Metric::stream_bytes_per_second, c.stream_bytes_per_second);
+        for (ProbeKind probe : kAllProbeKinds) add(figure_metric(probe), c.figure[probe]);
         return false;
       });
 }
@@ -304,14 +282,10 @@ std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& re
 ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
                                    std::size_t kind_slot) {
   ClusterReference ref;
-  const LogHistogram matmul = reduced.histogram(Metric::matmul_seconds, mode, kind_slot);
-  if (matmul.count() > 0) ref.matmul_seconds = matmul.quantile(0.5);
-  const LogHistogram noise = reduced.histogram(Metric::noise_ratio, mode, kind_slot);
-  if (noise.count() > 0) ref.noise_ratio = noise.quantile(0.5);
-  const LogHistogram clock = reduced.histogram(Metric::clock_hertz, mode, kind_slot);
-  if (clock.count() > 0) ref.clock_hertz = clock.quantile(0.5);
-  const LogHistogram stream = reduced.histogram(Metric::stream_bytes_per_second, mode, kind_slot);
-  if (stream.count() > 0) ref.stream_bytes_per_second = stream.quantile(0.5);
+  for (ProbeKind probe : kAllProbeKinds) {
+    const LogHistogram h = reduced.histogram(figure_metric(probe), mode, kind_slot);
+    if (h.count() > 0) ref.figure[probe] = h.quantile(0.5);
+  }
   return ref;
 }
 
@@ -321,30 +295,29 @@ std::vector<std::pair<RatioProbe, double>> cluster_ratios(const CoreFigures& cor
   const auto add = [&](RatioProbe probe, std::optional<double> ratio) {
     if (ratio && std::isfinite(*ratio) && *ratio > 0) ratios.emplace_back(probe, *ratio);
   };
-  const auto over = [](const std::optional<double>& a, const std::optional<double>& b) {
-    return a && b && *b > 0 ? std::optional<double>(*a / *b) : std::nullopt;
-  };
-  add(RatioProbe::matmul, over(core.matmul_seconds, reference.matmul_seconds));
-  add(RatioProbe::clock, over(reference.clock_hertz, core.clock_hertz));
-  add(RatioProbe::stream, over(reference.stream_bytes_per_second, core.stream_bytes_per_second));
-  add(RatioProbe::expected, cluster_expected_slowdown(core, reference));
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    if (d.slowdown_metric)
+      add(ratio_probe(d.kind), reference.reference(d.kind).slowdown(core.figure[d.kind]));
+  }
+  add(kExpectedRatio, cluster_expected_slowdown(core, reference));
   return ratios;
 }
 
 std::optional<double> cluster_expected_slowdown(const CoreFigures& core,
                                                 const ClusterReference& reference) {
-  if (!core.matmul_seconds || !reference.matmul_seconds || !(*reference.matmul_seconds > 0)) {
-    return std::nullopt;
-  }
+  const auto matmul =
+      reference.reference(ProbeKind::matmul).slowdown(core.figure[ProbeKind::matmul]);
+  if (!matmul) return std::nullopt;
   double factor = 1;
   // As judge() does against the node reference: no detour figures, no
   // noise factor.
-  if (core.detour && reference.noise_ratio) {
-    const double noise = core.detour->noise_ratio();
-    if (!(noise < 1)) return std::nullopt;
-    factor = (1 - *reference.noise_ratio) / (1 - noise);
+  const auto& noise = core.figure[ProbeKind::detour];
+  if (noise && reference.figure[ProbeKind::detour]) {
+    const auto noise_factor = reference.reference(ProbeKind::detour).slowdown(noise);
+    if (!noise_factor) return std::nullopt;
+    factor = *noise_factor;
   }
-  return *core.matmul_seconds / *reference.matmul_seconds * factor;
+  return *matmul * factor;
 }
 
 std::size_t add_cluster_slowdowns(ClusterHistograms& histograms, const NodeReport& report,
@@ -452,7 +425,7 @@ TopK node_top_k(const NodeReport& report, std::uint32_t node) {
     w.state = static_cast<std::int32_t>(report.state(i));
     w.mode = static_cast<std::int32_t>(mode.mode);
     w.expected_slowdown = worst->first;
-    w.matmul_slowdown = c.matmul_slowdown.value_or(kNaN);
+    w.matmul_slowdown = c.slowdown[ProbeKind::matmul].value_or(kNaN);
     top.insert(w);
   }
   return top;
@@ -485,8 +458,8 @@ NodeSummary summarize_node(const NodeReport& report, std::uint32_t node) {
   if (chosen != nullptr) {
     for (const auto& c : chosen->verdicts.cores) {
       if (c.state == CoreState::skipped) continue;
-      if (c.clock_hertz) clocks.push_back(*c.clock_hertz);
-      if (c.detour) noise.push_back(c.detour->noise_ratio());
+      if (const auto& clock = c.figure[ProbeKind::clock]) clocks.push_back(*clock);
+      if (const auto& lost = c.figure[ProbeKind::detour]) noise.push_back(*lost);
     }
   }
   s.median_clock_hertz = stats::median(finite_only(std::move(clocks)));

@@ -149,15 +149,24 @@ void merge_kind_table_buffers(const void* in, void* inout, int count);
 // with a built-in op. Key index = (metric · kModes + mode) · kMaxKinds + kind;
 // counts() holds kHistogramSlots per key in that order.
 // ---------------------------------------------------------------------------
+// The two slowdowns, then each probe kind's figure (figure_metric), in its
+// descriptor's unit and under its figure_name (probe_kinds.h); a noise
+// ratio of 0 counts as underflow (represented by min).
 enum class Metric : std::uint8_t {
-  expected_slowdown,        // node-relative (the verdict's figure), ratio
-  cluster_slowdown,         // cluster-relative expected slowdown, ratio (pass 2)
-  matmul_seconds,           // seconds
-  clock_hertz,              // hertz
-  noise_ratio,              // 0–1; 0 counts as underflow (represented by min)
-  stream_bytes_per_second,  // bytes per second
+  expected_slowdown,  // node-relative (the verdict's figure), ratio
+  cluster_slowdown,   // cluster-relative expected slowdown, ratio (pass 2)
 };
-inline constexpr std::size_t kMetrics = 6;
+inline constexpr std::size_t kSlowdownMetrics = 2;
+inline constexpr std::size_t kMetrics = kSlowdownMetrics + kProbeKinds;
+constexpr Metric figure_metric(ProbeKind kind) {
+  return static_cast<Metric>(kSlowdownMetrics + index_of(kind));
+}
+// The kind whose figure `metric` is; nullopt for the slowdowns.
+constexpr std::optional<ProbeKind> kind_of(Metric metric) {
+  const auto i = static_cast<std::size_t>(metric);
+  if (i < kSlowdownMetrics || i >= kMetrics) return std::nullopt;
+  return static_cast<ProbeKind>(i - kSlowdownMetrics);
+}
 inline constexpr std::size_t kModes = 2;  // Mode::isolated, Mode::concurrent
 inline constexpr std::size_t kHistogramKeys = kMetrics * kModes * kMaxKinds;
 std::string_view to_string(Metric metric);
@@ -196,8 +205,7 @@ class ClusterHistograms {
 };
 
 // Pass 1: counts every measured core's figures of every mode of `report`
-// (expected_slowdown, matmul_seconds, clock_hertz, noise_ratio,
-// stream_bytes_per_second) under its kind's slot in `kinds` (the agreed
+// (expected_slowdown and every kind's figure) under its kind's slot in `kinds` (the agreed
 // table). Returns how many (core, mode) entries were left out because their
 // kind is not in the table (only after KindTable overflow).
 std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& report,
@@ -206,10 +214,10 @@ std::size_t add_node_figures(ClusterHistograms& histograms, const NodeReport& re
 // The cluster's reference core of one (mode, kind): medians from the
 // reduced pass-1 histograms. Empty optionals where nothing was measured.
 struct ClusterReference {
-  std::optional<double> matmul_seconds;
-  std::optional<double> noise_ratio;
-  std::optional<double> clock_hertz;
-  std::optional<double> stream_bytes_per_second;
+  PerKind<std::optional<double>> figure;
+  Reference reference(ProbeKind probe) const {
+    return {figure[probe], descriptor(probe).direction};
+  }
 };
 ClusterReference cluster_reference(const ClusterHistograms& reduced, Mode mode,
                                    std::size_t kind_slot);
@@ -220,8 +228,8 @@ std::optional<double> cluster_expected_slowdown(const CoreFigures& core,
                                                 const ClusterReference& reference);
 // Every ratio of a core against the cluster reference that both sides have
 // figures for, as corenoise_slowdown_ratio defines them against the node's
-// (> 1 slower): matmul time, reference clock / clock, reference bandwidth /
-// bandwidth, and the expected slowdown. Only finite positive ratios.
+// (> 1 slower): each kind's with a slowdown metric (Reference::slowdown),
+// and the expected slowdown. Only finite positive ratios.
 std::vector<std::pair<RatioProbe, double>> cluster_ratios(const CoreFigures& core,
                                                           const ClusterReference& reference);
 // Pass 2: counts every measured core's cluster_expected_slowdown into

@@ -206,6 +206,26 @@ std::vector<ProbeKind> probes_from_codes(const json& codes) {
 
 }  // namespace
 
+namespace {
+
+// Only the participants' samples, in the order asked: the ranks that sat
+// out sent empty records.
+std::vector<CpuSamples> taking_part(std::vector<CpuSamples> all,
+                                    const std::vector<unsigned>& cpus) {
+  std::vector<CpuSamples> out;
+  for (unsigned cpu : cpus) {
+    for (auto& s : all) {
+      if (s.cpu == cpu && (!s.no_samples() || !s.error.empty())) {
+        out.push_back(std::move(s));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* confirming) {
   json order = {{"mode", to_string(mode)}, {"start", start}};
   const std::vector<unsigned>* only = confirming ? &confirming->cpus : nullptr;
@@ -258,20 +278,7 @@ RoundSamples NodeRanks::run(Mode mode, double start, const ConfirmationPlan* con
   if (whole_round.owner != nullptr) std::exchange(whole_round.owner, nullptr)->round_ends();
   round.cpus.clear();
   for (const auto& blob : all) round.cpus.push_back(decode_samples(blob));
-  if (only != nullptr) {
-    // Only the participants' samples, in the order asked.
-    std::vector<CpuSamples> taking_part;
-    for (unsigned cpu : *only) {
-      for (auto& s : round.cpus) {
-        if (s.cpu == cpu && (!s.matmul_seconds.empty() || !s.clock_hertz.empty() ||
-                             !s.detours.empty() || !s.stream_seconds.empty() || !s.error.empty())) {
-          taking_part.push_back(std::move(s));
-          break;
-        }
-      }
-    }
-    round.cpus = std::move(taking_part);
-  }
+  if (only != nullptr) round.cpus = taking_part(std::move(round.cpus), *only);
   return round;
 }
 

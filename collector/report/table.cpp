@@ -19,31 +19,57 @@ bool shown(const CoreFigures& c) {
   return !(c.state == CoreState::skipped && c.cause == "not selected");
 }
 
+// One cell of a kind's column (ProbeDescriptor::columns).
+std::optional<double> column_value(const CoreFigures& c, ProbeKind probe, Shown shown) {
+  switch (shown) {
+    case Shown::figure:
+      return c.figure[probe];
+    case Shown::work_rate:
+      return c.matmul_flops_per_second;
+    case Shown::expected_slowdown:
+      return c.expected_slowdown;
+    case Shown::detour_count:
+      if (c.detour) return static_cast<double>(c.detour->count);
+      return std::nullopt;
+    case Shown::detour_max_seconds:
+      if (c.detour) return c.detour->max_seconds;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Every kind's columns, in descriptor order.
+template <typename Fn>
+void for_each_column(Fn&& fn) {
+  for (const ProbeDescriptor& d : kProbeDescriptors) {
+    for (const TableColumn& column : d.columns) {
+      if (!column.header.empty()) fn(d.kind, column);
+    }
+  }
+}
+
 void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
   out << to_string(m.mode) << " round: " << fixed(m.duration_seconds, 1) << " s"
       << (m.cancelled ? " (cancelled)" : "") << '\n';
-  out << "  cpu core  pkg numa kind       matmul_ms  GFLOP/s  slowdn    GHz  noise%  detours  "
-         "max_us  stream_GB/s  state\n";
+  out << "  cpu core  pkg numa kind     ";
+  for_each_column([&](ProbeKind, const TableColumn& column) {
+    out << cell(std::string(column.header), column.width);
+  });
+  out << "  state\n";
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
     const ProcessingUnit& pu = r.pus[i];
     const CoreFigures& c = m.verdicts.cores[i];
     if (!shown(c)) continue;
-    std::optional<double> noise, detours, max_detour;
-    if (c.detour) {
-      noise = c.detour->noise_ratio();
-      detours = static_cast<double>(c.detour->count);
-      max_detour = c.detour->max_seconds;
-    }
     std::string kind = pu.kind.substr(0, 9);
     kind.resize(9, ' ');
     out << cell(std::to_string(pu.cpu), 5) << cell(std::to_string(pu.core), 5)
         << cell(std::to_string(pu.package), 5) << cell(std::to_string(pu.numa_node), 5) << ' '
-        << kind << cell(fixed(c.matmul_seconds, 1e3, 3), 11)
-        << cell(fixed(c.matmul_flops_per_second, 1e-9, 1), 9)
-        << cell(fixed(c.expected_slowdown, 1, 3), 8) << cell(fixed(c.clock_hertz, 1e-9, 2), 7)
-        << cell(fixed(noise, 100, 2), 8) << cell(fixed(detours, 1, 0), 9)
-        << cell(fixed(max_detour, 1e6, 0), 8) << cell(fixed(c.stream_bytes_per_second, 1e-9, 1), 13)
-        << "  " << to_string(c.state)
+        << kind;
+    for_each_column([&](ProbeKind probe, const TableColumn& column) {
+      out << cell(fixed(column_value(c, probe, column.shown), column.scale, column.decimals),
+                  column.width);
+    });
+    out << "  " << to_string(c.state)
         << (c.state == CoreState::skipped ? " (" + c.cause + ")" : std::string()) << '\n';
   }
   for (std::size_t i = 0; i < r.pus.size(); ++i) {

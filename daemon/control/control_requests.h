@@ -29,7 +29,7 @@ struct RunRequest {
 // One per-core cluster slowdown, as the collector computed it.
 struct ClusterSlowdown {
   unsigned cpu = 0;
-  RatioProbe probe = RatioProbe::matmul;
+  RatioProbe probe = ratio_probe(ProbeKind::matmul);
   Mode mode = Mode::isolated;
   double ratio = 1;
 };

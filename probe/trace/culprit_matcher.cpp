@@ -109,16 +109,7 @@ class Replay {
     }
     switch (e.kind) {
       case EventKind::task_switch:
-        // The task running at a window's mark is the probe thread: its first
-        // switch away gives the probe's pid as the tracer sees it (another
-        // PID namespace's than gettid's, in a container).
-        if (probe_at_mark_ && e.prev_pid > 0) probe_pid_ = e.prev_pid;
-        probe_at_mark_ = false;
-        // A switch happens in task context: whatever was open above the
-        // old task closed unseen, and who runs is known again.
-        task_ = {CulpritKind::task, e.name, e.pid, e.prio};
-        nested_.clear();
-        unknown_ = false;
+        switch_task(e);
         break;
       case EventKind::irq_entry:
         if (!unknown_) nested_.push_back({CulpritKind::irq, e.name, e.number, -1});
@@ -140,28 +131,49 @@ class Replay {
         work_.erase(task_.id);
         break;
       case EventKind::tracing_on:
-        untraced_ = false;
-        // The probe thread wrote this mark, so it had the CPU then -- unless
-        // the mark lies in an overrun's gap, whose events are gone.
-        if (in_gap_) break;
-        task_ = {CulpritKind::task, "", probe_pid_, -1};
-        nested_.clear();
-        work_.clear();
-        unknown_ = false;
-        probe_at_mark_ = true;
+        window_mark();
         break;
       case EventKind::tracing_off:
         untraced_ = true;
         break;
       case EventKind::lost:
-        unknown_ = in_gap_ = true;
-        probe_at_mark_ = false;
-        nested_.clear();
-        work_.clear();
-        out.overran = true;
-        out.lost_events += static_cast<std::uint64_t>(std::max(e.number, 0));
+        lose_events(e, out);
         break;
     }
+  }
+
+  void switch_task(const Event& e) {
+    // The task running at a window's mark is the probe thread: its first
+    // switch away gives the probe's pid as the tracer sees it (another
+    // PID namespace's than gettid's, in a container).
+    if (probe_at_mark_ && e.prev_pid > 0) probe_pid_ = e.prev_pid;
+    probe_at_mark_ = false;
+    // A switch happens in task context: whatever was open above the
+    // old task closed unseen, and who runs is known again.
+    task_ = {CulpritKind::task, e.name, e.pid, e.prio};
+    nested_.clear();
+    unknown_ = false;
+  }
+
+  void window_mark() {
+    untraced_ = false;
+    // The probe thread wrote this mark, so it had the CPU then -- unless
+    // the mark lies in an overrun's gap, whose events are gone.
+    if (in_gap_) return;
+    task_ = {CulpritKind::task, "", probe_pid_, -1};
+    nested_.clear();
+    work_.clear();
+    unknown_ = false;
+    probe_at_mark_ = true;
+  }
+
+  void lose_events(const Event& e, Attribution& out) {
+    unknown_ = in_gap_ = true;
+    probe_at_mark_ = false;
+    nested_.clear();
+    work_.clear();
+    out.overran = true;
+    out.lost_events += static_cast<std::uint64_t>(std::max(e.number, 0));
   }
 
   // The probe thread's own time in each detour: the kernel's entry and exit

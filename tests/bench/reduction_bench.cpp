@@ -47,12 +47,12 @@ NodeReport synthetic_node(int node) {
       const double noise = pu.cpu == 100 ? 40.0 : 1.0;
       CpuSamples c;
       c.cpu = pu.cpu;
-      c.matmul_work.flops = 2.0 * 128 * 128 * 128 * 32;
-      c.stream_work.bytes = 24u << 20;
+      c.work[ProbeKind::matmul].flops = 2.0 * 128 * 128 * 128 * 32;
+      c.work[ProbeKind::stream].bytes = 24u << 20;
       for (int i = 0; i < 7; ++i) {
         c.matmul_seconds.push_back(0.0015 * slow * jitter(random));
-        c.clock_hertz.push_back(3.0e9 / jitter(random));
-        c.stream_seconds.push_back(0.002 * jitter(random));
+        c.samples[ProbeKind::clock].push_back(3.0e9 / jitter(random));
+        c.samples[ProbeKind::stream].push_back(0.002 * jitter(random));
         DetourResult d;
         d.window_seconds = 0.025;
         d.count = 10;

@@ -32,14 +32,15 @@ int main(int argc, char** argv) {
     }
     const CoreFigures f = summarize(s, "default");
     const double sample_spread = stats::mad(s.matmul_seconds) / stats::median(s.matmul_seconds);
-    product_spreads.push_back(*f.matmul_spread);
+    product_spreads.push_back(*f.spread[ProbeKind::matmul]);
     sample_spreads.push_back(sample_spread);
-    clock_spreads.push_back(*f.clock_spread);
-    matmul.push_back(*f.matmul_seconds);
-    clock.push_back(*f.clock_hertz);
-    std::printf("%5d %11.4f %13.3f %14.3f %10.3f %11.3f %8.2f\n", r, *f.matmul_seconds * 1e3,
-                *f.matmul_spread * 100, sample_spread * 100, *f.clock_hertz / 1e9,
-                *f.clock_spread * 100, f.detour->noise_ratio() * 100);
+    clock_spreads.push_back(*f.spread[ProbeKind::clock]);
+    matmul.push_back(*f.figure[ProbeKind::matmul]);
+    clock.push_back(*f.figure[ProbeKind::clock]);
+    std::printf("%5d %11.4f %13.3f %14.3f %10.3f %11.3f %8.2f\n", r,
+                *f.figure[ProbeKind::matmul] * 1e3, *f.spread[ProbeKind::matmul] * 100,
+                sample_spread * 100, *f.figure[ProbeKind::clock] / 1e9,
+                *f.spread[ProbeKind::clock] * 100, f.detour->noise_ratio() * 100);
   }
   std::printf(
       "medians over rounds: products MAD/median %.3f %%, samples MAD/median %.3f %%, "

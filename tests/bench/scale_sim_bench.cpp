@@ -118,8 +118,10 @@ PoolCentres pool_centres(const std::vector<CpuSamples>& pool) {
   for (const CpuSamples& s : pool) {
     matmul.insert(matmul.end(), s.matmul_seconds.begin(), s.matmul_seconds.end());
     product.insert(product.end(), s.matmul_product_seconds.begin(), s.matmul_product_seconds.end());
-    clock.insert(clock.end(), s.clock_hertz.begin(), s.clock_hertz.end());
-    stream.insert(stream.end(), s.stream_seconds.begin(), s.stream_seconds.end());
+    clock.insert(clock.end(), s.samples[ProbeKind::clock].begin(),
+                 s.samples[ProbeKind::clock].end());
+    stream.insert(stream.end(), s.samples[ProbeKind::stream].begin(),
+                  s.samples[ProbeKind::stream].end());
   }
   return {stats::median(matmul), stats::median(product), stats::median(clock),
           stats::median(stream)};
@@ -131,8 +133,8 @@ PoolCentres pool_centres(const std::vector<CpuSamples>& pool) {
 CpuSamples bare_metal(CpuSamples s, const PoolCentres& centre, double factor) {
   shrink_towards(s.matmul_seconds, centre.matmul, factor);
   shrink_towards(s.matmul_product_seconds, centre.product, factor);
-  shrink_towards(s.clock_hertz, centre.clock, factor);
-  shrink_towards(s.stream_seconds, centre.stream, factor);
+  shrink_towards(s.samples[ProbeKind::clock], centre.clock, factor);
+  shrink_towards(s.samples[ProbeKind::stream], centre.stream, factor);
   for (DetourResult& d : s.detours) {
     d.total_seconds *= factor;
     d.max_seconds *= factor;
@@ -240,7 +242,7 @@ ProbeSeconds probe_seconds(const std::vector<CpuSamples>& pool) {
   Mean matmul, stream, window;
   for (const CpuSamples& s : pool) {
     for (double t : s.matmul_seconds) matmul.add(t);
-    for (double t : s.stream_seconds) stream.add(t);
+    for (double t : s.samples[ProbeKind::stream]) stream.add(t);
     for (const auto& d : s.detours) window.add(d.window_seconds);
   }
   ProbeSeconds t{};
@@ -442,8 +444,8 @@ class Simulation {
         };
         append(joined.matmul_seconds, more.matmul_seconds);
         append(joined.matmul_product_seconds, more.matmul_product_seconds);
-        append(joined.clock_hertz, more.clock_hertz);
-        append(joined.stream_seconds, more.stream_seconds);
+        append(joined.samples[ProbeKind::clock], more.samples[ProbeKind::clock]);
+        append(joined.samples[ProbeKind::stream], more.samples[ProbeKind::stream]);
         append(joined.detours, more.detours);
       }
       if (hit && defect.kind == Defect::slow) joined = slow_defect(joined, defect.size);
@@ -453,8 +455,8 @@ class Simulation {
       };
       if (!runs(ProbeKind::matmul))
         joined.matmul_seconds.clear(), joined.matmul_product_seconds.clear();
-      if (!runs(ProbeKind::clock)) joined.clock_hertz.clear();
-      if (!runs(ProbeKind::stream)) joined.stream_seconds.clear();
+      if (!runs(ProbeKind::clock)) joined.samples[ProbeKind::clock].clear();
+      if (!runs(ProbeKind::stream)) joined.samples[ProbeKind::stream].clear();
       if (!runs(ProbeKind::detour)) joined.detours.clear();
       f = summarize(joined, "default");
     } else if (!hit) {

@@ -16,14 +16,14 @@ CpuSamples core(unsigned cpu, double matmul = 0.010, double hz = 3e9, double noi
                 double stream = 0.05) {
   CpuSamples s;
   s.cpu = cpu;
-  s.matmul_work.flops = 1e9;
-  s.stream_work.bytes = 1e9;
+  s.work[ProbeKind::matmul].flops = 1e9;
+  s.work[ProbeKind::stream].bytes = 1e9;
   for (int i = 0; i < 5; ++i) {
     // Small symmetric jitter around the given values.
     const double j = 1 + 0.001 * (i - 2);
     s.matmul_seconds.push_back(matmul * j);
-    s.clock_hertz.push_back(hz * j);
-    s.stream_seconds.push_back(stream * j);
+    s.samples[ProbeKind::clock].push_back(hz * j);
+    s.samples[ProbeKind::stream].push_back(stream * j);
     DetourResult d;
     d.window_seconds = 0.2;
     d.total_seconds = 0.2 * noise;
@@ -54,7 +54,7 @@ TEST(Analysis, HealthyNodeIsAllOk) {
     EXPECT_NEAR(*c.expected_slowdown, 1, 1e-9);
     // The median sample (jitter factor 1).
     EXPECT_NEAR(*c.matmul_flops_per_second, 1e9 / 0.010, 1);
-    EXPECT_NEAR(*c.stream_bytes_per_second, 1e9 / 0.05, 1);
+    EXPECT_NEAR(*c.figure[ProbeKind::stream], 1e9 / 0.05, 1);
   }
 }
 
@@ -100,9 +100,9 @@ TEST(Analysis, MatmulSpeedIgnoresNoiseInMostProducts) {
     s.matmul_seconds[sample] = 0.0124;
   }
   const CoreFigures c = summarize(s, "default");
-  EXPECT_NEAR(*c.matmul_seconds, 0.0010 * reps, 1e-12);
+  EXPECT_NEAR(*c.figure[ProbeKind::matmul], 0.0010 * reps, 1e-12);
   EXPECT_NEAR(*c.matmul_sample_seconds, 0.0124, 1e-12);
-  EXPECT_NEAR(*c.matmul_spread, 0.0, 1e-12);  // MAD of the products: most are alike
+  EXPECT_NEAR(*c.spread[ProbeKind::matmul], 0.0, 1e-12);  // MAD of the products: most are alike
 }
 
 // Sixteen cores, four of them bad: the healthy majority sets the reference
@@ -207,11 +207,12 @@ TEST(Analysis, DecompositionMultipliesBack) {
   const auto v = judge_all(samples);
   const auto& c = v.cores[0];
   // expected = clock_ratio × noise_factor × residual, each as defined.
-  EXPECT_NEAR(*c.clock_ratio, 3e9 / 2.7e9, 1e-9);
-  EXPECT_NEAR(*c.noise_factor, (1 - 0.01) / (1 - 0.06), 1e-9);
-  EXPECT_NEAR(*c.matmul_slowdown, 1.2, 1e-9);
+  EXPECT_NEAR(*c.slowdown[ProbeKind::clock], 3e9 / 2.7e9, 1e-9);
+  EXPECT_NEAR(*c.slowdown[ProbeKind::detour], (1 - 0.01) / (1 - 0.06), 1e-9);
+  EXPECT_NEAR(*c.slowdown[ProbeKind::matmul], 1.2, 1e-9);
   EXPECT_NEAR(*c.expected_slowdown, 1.2 * (0.99 / 0.94), 1e-9);
-  EXPECT_NEAR(*c.clock_ratio * *c.noise_factor * *c.residual, *c.expected_slowdown, 1e-9);
+  EXPECT_NEAR(*c.slowdown[ProbeKind::clock] * *c.slowdown[ProbeKind::detour] * *c.residual,
+              *c.expected_slowdown, 1e-9);
 }
 
 TEST(Analysis, KindsAreNeverComparedWithEachOther) {
@@ -241,10 +242,10 @@ TEST(Analysis, FailedAndMissingCoresAreSkipped) {
 TEST(Analysis, OnlyTheProbesThatRanAreReported) {
   CpuSamples s = core(0);
   s.matmul_seconds.clear();
-  s.stream_seconds.clear();
+  s.samples[ProbeKind::stream].clear();
   const auto v = judge_all({s, core(1)});
-  EXPECT_FALSE(v.cores[0].matmul_seconds.has_value());
-  EXPECT_FALSE(v.cores[0].stream_bytes_per_second.has_value());
+  EXPECT_FALSE(v.cores[0].figure[ProbeKind::matmul].has_value());
+  EXPECT_FALSE(v.cores[0].figure[ProbeKind::stream].has_value());
   ASSERT_TRUE(v.cores[0].expected_slowdown.has_value());  // from the clock instead
 }
 
@@ -268,25 +269,28 @@ TEST(Analysis, RandomizedNodesKeepTheInvariants) {
       ASSERT_TRUE(c.residual.has_value());
       // matmul time is proportional to 1/clock, so nothing is left over.
       EXPECT_NEAR(*c.residual, 1, 1e-6);
-      EXPECT_NEAR(*c.expected_slowdown, *c.clock_ratio * *c.noise_factor, 1e-6);
+      EXPECT_NEAR(*c.expected_slowdown,
+                  *c.slowdown[ProbeKind::clock] * *c.slowdown[ProbeKind::detour], 1e-6);
       // Throttled exactly when the clock ratio's lower bound clears the
       // threshold and the noise test does not (noise explains a low
       // clock); never when the point estimate itself does not.
       const Thresholds t;
-      const auto bound = lower_bound(*c.clock_ratio, c.clock_ratio_error, t.alpha);
+      const auto bound =
+          lower_bound(*c.slowdown[ProbeKind::clock], c.slowdown_error[ProbeKind::clock], t.alpha);
       ASSERT_TRUE(bound.has_value());
-      EXPECT_LE(*bound, *c.clock_ratio);
+      EXPECT_LE(*bound, *c.slowdown[ProbeKind::clock]);
       // Noise explains the low clock when its test clears and it covers
       // half the clock's deficit.
-      const bool noise_explains = clears(c, CoreState::noisy, t, t.alpha).has_value() &&
-                                  c.detour->noise_ratio() >= (1 - 1 / *c.clock_ratio) / 2;
+      const bool noise_explains =
+          clears(c, CoreState::noisy, t, t.alpha).has_value() &&
+          c.detour->noise_ratio() >= (1 - 1 / *c.slowdown[ProbeKind::clock]) / 2;
       EXPECT_EQ(c.state == CoreState::throttled,
                 *bound >= t.throttled_clock_ratio && !noise_explains);
       if (*bound >= t.throttled_clock_ratio && noise_explains) {
         EXPECT_EQ(c.state, CoreState::noisy);
         EXPECT_NE(c.cause.find("its clock reads"), std::string::npos) << c.cause;
       }
-      if (*c.clock_ratio < t.throttled_clock_ratio) {
+      if (*c.slowdown[ProbeKind::clock] < t.throttled_clock_ratio) {
         EXPECT_NE(c.state, CoreState::throttled);
       }
     }
@@ -324,9 +328,9 @@ TEST(Analysis, CoreSlowerByDesignIsOkInIsolatedRounds) {
   EXPECT_EQ(c6.cause, "");
   EXPECT_NEAR(*c6.design_ratio, 255.0 / 228, 1e-12);
   // The job does see it: the ratios stay raw.
-  EXPECT_NEAR(*c6.clock_ratio, 255.0 / 228, 1e-9);
-  EXPECT_GT(*c6.clock_ratio, Thresholds{}.throttled_clock_ratio);
-  EXPECT_NEAR(*c6.expected_slowdown, 255.0 / 228 * *c6.noise_factor, 1e-6);
+  EXPECT_NEAR(*c6.slowdown[ProbeKind::clock], 255.0 / 228, 1e-9);
+  EXPECT_GT(*c6.slowdown[ProbeKind::clock], Thresholds{}.throttled_clock_ratio);
+  EXPECT_NEAR(*c6.expected_slowdown, 255.0 / 228 * *c6.slowdown[ProbeKind::detour], 1e-6);
   EXPECT_NEAR(*m.verdicts.cores[2].design_ratio, 1, 1e-12);
   EXPECT_FALSE(m.verdicts.cores[0].design_ratio);  // not measured
 }

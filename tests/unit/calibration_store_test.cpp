@@ -29,9 +29,9 @@ ModeReport mode_with(unsigned cpu, double matmul, double hz, double bandwidth) {
   CoreFigures c;
   c.cpu = cpu;
   c.state = CoreState::ok;
-  c.matmul_seconds = matmul;
-  c.clock_hertz = hz;
-  c.stream_bytes_per_second = bandwidth;
+  c.figure[ProbeKind::matmul] = matmul;
+  c.figure[ProbeKind::clock] = hz;
+  c.figure[ProbeKind::stream] = bandwidth;
   m.verdicts.cores.push_back(c);
   CoreFigures skipped;
   skipped.cpu = cpu + 1;
@@ -55,9 +55,9 @@ TEST(CalibrationStore, SavesAndLoadsExactly) {
   EXPECT_DOUBLE_EQ(loaded->calibrated_unix_seconds, 1800000000);
   ASSERT_EQ(loaded->cores.size(), 1u);  // the skipped core is not calibrated
   const auto& core = loaded->cores.at({3, Mode::isolated});
-  EXPECT_DOUBLE_EQ(*core.matmul_seconds, 0.00125);
-  EXPECT_DOUBLE_EQ(*core.clock_hertz, 3.5e9);
-  EXPECT_DOUBLE_EQ(*core.stream_bytes_per_second, 4e10);
+  EXPECT_DOUBLE_EQ(*core.figure[ProbeKind::matmul], 0.00125);
+  EXPECT_DOUBLE_EQ(*core.figure[ProbeKind::clock], 3.5e9);
+  EXPECT_DOUBLE_EQ(*core.figure[ProbeKind::stream], 4e10);
 }
 
 TEST(CalibrationStore, DriftIsLatestOverCalibration) {
@@ -66,11 +66,11 @@ TEST(CalibrationStore, DriftIsLatestOverCalibration) {
   NodeReport report;
   report.modes.push_back(mode_with(0, 0.0011, 2.5e9, 2e10));
   const auto drift = baseline_slowdowns(c, report);
-  EXPECT_NEAR(drift.at({0, RatioProbe::matmul, Mode::isolated}), 1.1, 1e-12);
-  EXPECT_NEAR(drift.at({0, RatioProbe::clock, Mode::isolated}), 1.2, 1e-12);
-  EXPECT_NEAR(drift.at({0, RatioProbe::stream, Mode::isolated}), 2.0, 1e-12);
-  EXPECT_FALSE(drift.contains({1, RatioProbe::matmul, Mode::isolated}));
-  EXPECT_FALSE(drift.contains({0, RatioProbe::matmul, Mode::concurrent}));
+  EXPECT_NEAR(drift.at({0, ratio_probe(ProbeKind::matmul), Mode::isolated}), 1.1, 1e-12);
+  EXPECT_NEAR(drift.at({0, ratio_probe(ProbeKind::clock), Mode::isolated}), 1.2, 1e-12);
+  EXPECT_NEAR(drift.at({0, ratio_probe(ProbeKind::stream), Mode::isolated}), 2.0, 1e-12);
+  EXPECT_FALSE(drift.contains({1, ratio_probe(ProbeKind::matmul), Mode::isolated}));
+  EXPECT_FALSE(drift.contains({0, ratio_probe(ProbeKind::matmul), Mode::concurrent}));
 }
 
 TEST(CalibrationStore, ErrorsNameTheFile) {

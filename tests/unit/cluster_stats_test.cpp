@@ -92,7 +92,7 @@ TEST(LogHistogram, QuantileIsWithinTheDocumentedBoundOfTheSampleQuantile) {
     const bool seconds = round % 2 == 1;
     const auto values = lognormal(rng, n, seconds ? std::log(0.005) : 0, sigma);
     const HistogramRange range =
-        metric_range(seconds ? Metric::matmul_seconds : Metric::expected_slowdown);
+        metric_range(seconds ? figure_metric(ProbeKind::matmul) : Metric::expected_slowdown);
     const LogHistogram h = histogram_of(values, range);
     for (const double q : qs) {
       const double exact = stats::quantile(values, q);
@@ -107,7 +107,7 @@ TEST(LogHistogram, QuantileIsWithinTheDocumentedBoundOfTheSampleQuantile) {
 // cores whose clocks fell in one bin printed p50 one ulp above p99.
 TEST(LogHistogram, QuantilesNeverDecreaseInQ) {
   std::mt19937_64 rng(3);
-  const HistogramRange range = metric_range(Metric::clock_hertz);
+  const HistogramRange range = metric_range(figure_metric(ProbeKind::clock));
   for (int round = 0; round < 200; ++round) {
     std::vector<double> values;
     const std::size_t n = 1 + rng() % 6;
@@ -275,14 +275,15 @@ CoreFigures figures(unsigned cpu, const std::string& kind, double slowdown, doub
   CoreFigures c;
   c.cpu = cpu;
   c.kind = kind;
-  c.matmul_seconds = matmul;
-  c.clock_hertz = hz;
+  c.figure[ProbeKind::matmul] = matmul;
+  c.figure[ProbeKind::clock] = hz;
   DetourResult d;
   d.window_seconds = 1;
   d.total_seconds = noise;
   c.detour = d;
-  c.stream_bytes_per_second = 1e10;
-  c.matmul_slowdown = slowdown;
+  c.figure[ProbeKind::detour] = d.noise_ratio();
+  c.figure[ProbeKind::stream] = 1e10;
+  c.slowdown[ProbeKind::matmul] = slowdown;
   c.expected_slowdown = slowdown;
   c.state = slowdown >= 1.05 ? CoreState::slow : CoreState::ok;
   return c;
@@ -399,8 +400,8 @@ TEST(ClusterHistograms, NodesFilledApartAndMergedEqualOneSerialFill) {
   const std::size_t atom = *kinds.find("IntelAtom");
   EXPECT_EQ(ha.histogram(Metric::expected_slowdown, Mode::isolated, core).count(), 3u);
   EXPECT_EQ(ha.histogram(Metric::expected_slowdown, Mode::concurrent, core).max(), 1.3);
-  EXPECT_EQ(ha.histogram(Metric::clock_hertz, Mode::isolated, atom).count(), 2u);
-  EXPECT_EQ(ha.histogram(Metric::clock_hertz, Mode::concurrent, atom).count(), 0u);
+  EXPECT_EQ(ha.histogram(figure_metric(ProbeKind::clock), Mode::isolated, atom).count(), 2u);
+  EXPECT_EQ(ha.histogram(figure_metric(ProbeKind::clock), Mode::concurrent, atom).count(), 0u);
   EXPECT_EQ(ha.all_kinds(Metric::expected_slowdown, Mode::isolated).count(), 5u);
   // A kind outside the table is counted as left out, not put elsewhere.
   KindTable only_atom;
@@ -432,7 +433,7 @@ TEST(ClusterHistograms, ClusterSlowdownSeesAWholeSlowNode) {
   add_node_figures(pass1, a, kinds);
   add_node_figures(pass1, b, kinds);
   const ClusterReference ref = cluster_reference(pass1, Mode::isolated, 0);
-  EXPECT_NEAR(*ref.matmul_seconds, 0.010, 0.010 * kQuantileRelativeError);
+  EXPECT_NEAR(*ref.figure[ProbeKind::matmul], 0.010, 0.010 * kQuantileRelativeError);
   ClusterHistograms pass2;
   EXPECT_EQ(add_cluster_slowdowns(pass2, a, kinds, pass1), 0u);
   EXPECT_EQ(add_cluster_slowdowns(pass2, b, kinds, pass1), 0u);
@@ -501,33 +502,34 @@ namespace {
 // that ratio out.
 TEST(ClusterRatios, EveryProbesRatioAgainstTheClusterReference) {
   CoreFigures core;
-  core.matmul_seconds = 1.1e-3;
-  core.clock_hertz = 3.0e9;
-  core.stream_bytes_per_second = 40e9;
+  core.figure[ProbeKind::matmul] = 1.1e-3;
+  core.figure[ProbeKind::clock] = 3.0e9;
+  core.figure[ProbeKind::stream] = 40e9;
   DetourResult d;
   d.window_seconds = 1;
   d.total_seconds = 0.2;
   core.detour = d;
+  core.figure[ProbeKind::detour] = d.noise_ratio();
   ClusterReference ref;
-  ref.matmul_seconds = 1.0e-3;
-  ref.clock_hertz = 3.3e9;
-  ref.stream_bytes_per_second = 80e9;
-  ref.noise_ratio = 0.0;
+  ref.figure[ProbeKind::matmul] = 1.0e-3;
+  ref.figure[ProbeKind::clock] = 3.3e9;
+  ref.figure[ProbeKind::stream] = 80e9;
+  ref.figure[ProbeKind::detour] = 0.0;
 
   std::map<RatioProbe, double> ratios;
   for (const auto& [probe, ratio] : cluster_ratios(core, ref)) ratios[probe] = ratio;
   ASSERT_EQ(ratios.size(), 4u);
-  EXPECT_DOUBLE_EQ(ratios[RatioProbe::matmul], 1.1);
-  EXPECT_DOUBLE_EQ(ratios[RatioProbe::clock], 1.1);
-  EXPECT_DOUBLE_EQ(ratios[RatioProbe::stream], 2.0);
-  EXPECT_DOUBLE_EQ(ratios[RatioProbe::expected], 1.1 / 0.8);  // matmul × 1 / (1 − 0.2)
+  EXPECT_DOUBLE_EQ(ratios[ratio_probe(ProbeKind::matmul)], 1.1);
+  EXPECT_DOUBLE_EQ(ratios[ratio_probe(ProbeKind::clock)], 1.1);
+  EXPECT_DOUBLE_EQ(ratios[ratio_probe(ProbeKind::stream)], 2.0);
+  EXPECT_DOUBLE_EQ(ratios[kExpectedRatio], 1.1 / 0.8);  // matmul × 1 / (1 − 0.2)
 
-  core.clock_hertz.reset();
-  ref.stream_bytes_per_second.reset();
+  core.figure[ProbeKind::clock].reset();
+  ref.figure[ProbeKind::stream].reset();
   ratios.clear();
   for (const auto& [probe, ratio] : cluster_ratios(core, ref)) ratios[probe] = ratio;
-  EXPECT_EQ(ratios.count(RatioProbe::clock), 0u);
-  EXPECT_EQ(ratios.count(RatioProbe::stream), 0u);
+  EXPECT_EQ(ratios.count(ratio_probe(ProbeKind::clock)), 0u);
+  EXPECT_EQ(ratios.count(ratio_probe(ProbeKind::stream)), 0u);
   EXPECT_EQ(ratios.size(), 2u);
 }
 

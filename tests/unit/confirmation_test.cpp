@@ -14,12 +14,12 @@ CpuSamples core(unsigned cpu, double matmul, double noise, std::mt19937_64& rng)
   std::normal_distribution<double> normal(0, 1);
   CpuSamples s;
   s.cpu = cpu;
-  s.matmul_work.flops = 1e9;
-  s.stream_work.bytes = 1e9;
+  s.work[ProbeKind::matmul].flops = 1e9;
+  s.work[ProbeKind::stream].bytes = 1e9;
   for (int i = 0; i < 7; ++i) {
     s.matmul_seconds.push_back(matmul * std::exp(0.005 * normal(rng)));
-    s.clock_hertz.push_back(3e9 * std::exp(0.001 * normal(rng)));
-    s.stream_seconds.push_back(0.05 * std::exp(0.005 * normal(rng)));
+    s.samples[ProbeKind::clock].push_back(3e9 * std::exp(0.001 * normal(rng)));
+    s.samples[ProbeKind::stream].push_back(0.05 * std::exp(0.005 * normal(rng)));
     DetourResult d;
     d.window_seconds = 0.025;
     d.total_seconds = 0.025 * std::max(0.0, noise + 0.002 * normal(rng));
@@ -142,8 +142,8 @@ TEST(Confirmation, OnlyTheProbesTheSuspectsTestsReadAreRunAgain) {
   for (unsigned cpu : noisy_only.cpus) {
     CpuSamples s = core(cpu, 0.010, cpu == 1 ? 0.15 : 0.01, rng);
     s.matmul_seconds.clear();
-    s.clock_hertz.clear();
-    s.stream_seconds.clear();
+    s.samples[ProbeKind::clock].clear();
+    s.samples[ProbeKind::stream].clear();
     again.push_back(s);
   }
   apply_confirmation(v, figures(again), noisy_only, Thresholds{}, confirmation_alpha(0.05, 1));

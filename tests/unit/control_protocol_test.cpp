@@ -75,14 +75,14 @@ TEST(ControlProtocol, ParsesPublish) {
   EXPECT_EQ(publish.reference, json({{"nodes", 32}}));
   ASSERT_EQ(publish.slowdowns.size(), 4u);
   EXPECT_EQ(publish.slowdowns[0].cpu, 0u);
-  EXPECT_EQ(publish.slowdowns[0].probe, RatioProbe::matmul);
+  EXPECT_EQ(publish.slowdowns[0].probe, ratio_probe(ProbeKind::matmul));
   EXPECT_EQ(publish.slowdowns[0].mode, Mode::isolated);
   EXPECT_DOUBLE_EQ(publish.slowdowns[0].ratio, 1.02);
   EXPECT_EQ(publish.slowdowns[1].cpu, 7u);
-  EXPECT_EQ(publish.slowdowns[1].probe, RatioProbe::stream);
+  EXPECT_EQ(publish.slowdowns[1].probe, ratio_probe(ProbeKind::stream));
   EXPECT_EQ(publish.slowdowns[1].mode, Mode::concurrent);
-  EXPECT_EQ(publish.slowdowns[2].probe, RatioProbe::clock);
-  EXPECT_EQ(publish.slowdowns[3].probe, RatioProbe::expected);
+  EXPECT_EQ(publish.slowdowns[2].probe, ratio_probe(ProbeKind::clock));
+  EXPECT_EQ(publish.slowdowns[3].probe, kExpectedRatio);
   // An empty publication is valid: it clears the cluster figures.
   EXPECT_TRUE(std::get<PublishRequest>(parse_request(R"({"command":"publish",)"
                                                      R"("published_unix_seconds":1,)"
@@ -441,7 +441,7 @@ TEST(ControlProtocol, AJobsCausesAddUpToAtMostItsWallTimeAndJobStartNamesAJob) {
   EXPECT_EQ(
       std::get<JobStartRequest>(parse_request(R"({"command":"job-start","job_id":"s-1"})")).job_id,
       "s-1");
-  EXPECT_FALSE(needs_privilege(JobStartRequest{"s-1"}));
+  EXPECT_FALSE(needs_privilege(JobStartRequest{"s-1", {}}));
   // With the Slurm cgroup the rank runs in: v2's line, or v1's.
   for (const std::string cgroup : {"0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1",
                                    "4:cpuset:/slurm/uid_1000/job_42/step_0/task_1"}) {
@@ -479,14 +479,14 @@ TEST(ControlProtocol, ToJsonRoundTrips) {
       RunRequest{},
       RunRequest{1795963026.25, {Mode::concurrent}, false},
       RunRequest{std::nullopt, {Mode::isolated, Mode::concurrent}, true},
-      PublishRequest{10, json({{"nodes", 3}}), {{5, RatioProbe::expected, Mode::concurrent, 1.5}}},
+      PublishRequest{10, json({{"nodes", 3}}), {{5, kExpectedRatio, Mode::concurrent, 1.5}}},
       CalibrateRequest{},
       JobRequest{"slurm-1234",
                  1795963000.5,
                  12.5,
                  4,
                  {{3, {0.12, 0, 0.01, 0, 0, 0, 0.3}}, {0, {}}, {7, {6, 2.5, 0, 1e-9, 0, 1, 1}}}},
-      JobStartRequest{"slurm-1234"},
+      JobStartRequest{"slurm-1234", {}},
       JobStartRequest{"1234", "0::/system.slice/slurmstepd.scope/job_1234/step_0/user/task_0"}};
   for (const auto& request : requests) {
     const std::string line = encode_line(to_json(request));

@@ -276,7 +276,7 @@ TEST_F(ControlServerTest, AnswersStatusResultsPauseResumeAndPublish) {
     PublishRequest publish;
     publish.published_unix_seconds = 5;
     publish.reference = {{"nodes", 2}};
-    publish.slowdowns = {{0, RatioProbe::matmul, Mode::isolated, 1.1}};
+    publish.slowdowns = {{0, ratio_probe(ProbeKind::matmul), Mode::isolated, 1.1}};
     EXPECT_EQ(c.request(publish), json({{"ok", true}, {"slowdowns", 1}}));
   }
 }

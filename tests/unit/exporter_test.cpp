@@ -154,12 +154,12 @@ CpuSamples samples(unsigned cpu, double matmul, double hertz, std::optional<Deto
   CpuSamples s;
   s.cpu = cpu;
   s.matmul_seconds = {matmul};
-  s.matmul_work.flops = kMatmulFlops;
-  s.clock_hertz = {hertz};
+  s.work[ProbeKind::matmul].flops = kMatmulFlops;
+  s.samples[ProbeKind::clock] = {hertz};
   if (d) s.detours = {*d};
   if (stream) {
-    s.stream_seconds = {*stream};
-    s.stream_work.bytes = kStreamBytes;
+    s.samples[ProbeKind::stream] = {*stream};
+    s.work[ProbeKind::stream].bytes = kStreamBytes;
   }
   return s;
 }
@@ -219,10 +219,10 @@ Snapshot full_snapshot() {
   s.totals[0] = {100, 0.01};
   s.totals[1] = {400, 0.11};
   s.totals[3] = {7, 0.5};  // measured once, skipped now
-  s.baseline_slowdown[{0, RatioProbe::matmul, Mode::isolated}] = 1.02;
-  s.baseline_slowdown[{3, RatioProbe::matmul, Mode::isolated}] = 1.5;
-  s.cluster_slowdown[{2, RatioProbe::matmul, Mode::isolated}] = 1.4;
-  s.cluster_slowdown[{2, RatioProbe::clock, Mode::concurrent}] = 1.1;
+  s.baseline_slowdown[{0, ratio_probe(ProbeKind::matmul), Mode::isolated}] = 1.02;
+  s.baseline_slowdown[{3, ratio_probe(ProbeKind::matmul), Mode::isolated}] = 1.5;
+  s.cluster_slowdown[{2, ratio_probe(ProbeKind::matmul), Mode::isolated}] = 1.4;
+  s.cluster_slowdown[{2, ratio_probe(ProbeKind::clock), Mode::concurrent}] = 1.1;
   s.cluster_published_unix_seconds = 1700000300;
   s.sys[0] = {11, 22, 2.5e9, 3.5e9};
   s.sys[1] = {11, 22, 2.4e9, 3.5e9};  // same core and package as cpu 0: not counted again

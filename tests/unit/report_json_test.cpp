@@ -20,13 +20,13 @@ using nlohmann::json;
 CpuSamples samples(unsigned cpu, double matmul, double noise) {
   CpuSamples s;
   s.cpu = cpu;
-  s.matmul_work.flops = 1e9;
-  s.stream_work.bytes = 1e9;
+  s.work[ProbeKind::matmul].flops = 1e9;
+  s.work[ProbeKind::stream].bytes = 1e9;
   for (int i = 0; i < 5; ++i) {
     const double jitter = 1 + 0.001 * (i - 2);
     s.matmul_seconds.push_back(matmul * jitter);
-    s.clock_hertz.push_back(3e9 * jitter);
-    s.stream_seconds.push_back(0.05 * jitter);
+    s.samples[ProbeKind::clock].push_back(3e9 * jitter);
+    s.samples[ProbeKind::stream].push_back(0.05 * jitter);
     DetourResult d;
     d.window_seconds = 0.2;
     d.total_seconds = 0.2 * noise;
@@ -82,7 +82,8 @@ TEST(ReportJson, RoundTripKeepsEachRoundsOwnVerdict) {
     EXPECT_EQ(b.mode, a.mode);
     EXPECT_EQ(b.started_unix_seconds, a.started_unix_seconds);
     ASSERT_EQ(b.verdicts.references.size(), a.verdicts.references.size());
-    EXPECT_EQ(b.verdicts.references[0].matmul_seconds, a.verdicts.references[0].matmul_seconds);
+    EXPECT_EQ(b.verdicts.references[0].figure[ProbeKind::matmul],
+              a.verdicts.references[0].figure[ProbeKind::matmul]);
     EXPECT_EQ(b.verdicts.references[0].noise_floor, a.verdicts.references[0].noise_floor);
     ASSERT_EQ(b.verdicts.cores.size(), a.verdicts.cores.size());
     for (std::size_t i = 0; i < a.verdicts.cores.size(); ++i) {
@@ -94,9 +95,9 @@ TEST(ReportJson, RoundTripKeepsEachRoundsOwnVerdict) {
       EXPECT_EQ(y.cause, x.cause);
       EXPECT_EQ(y.expected_slowdown, x.expected_slowdown);
       EXPECT_EQ(y.excess_noise, x.excess_noise);
-      EXPECT_EQ(y.matmul_seconds, x.matmul_seconds);
-      EXPECT_EQ(y.clock_hertz, x.clock_hertz);
-      EXPECT_EQ(y.stream_bytes_per_second, x.stream_bytes_per_second);
+      EXPECT_EQ(y.figure[ProbeKind::matmul], x.figure[ProbeKind::matmul]);
+      EXPECT_EQ(y.figure[ProbeKind::clock], x.figure[ProbeKind::clock]);
+      EXPECT_EQ(y.figure[ProbeKind::stream], x.figure[ProbeKind::stream]);
       EXPECT_EQ(y.detour.has_value(), x.detour.has_value());
       if (x.detour) {
         EXPECT_EQ(y.detour->total_seconds, x.detour->total_seconds);
@@ -154,8 +155,8 @@ TEST(ReportJson, SingleRoundReportsReadBackFromTheTopLevel) {
   r.modes.pop_back();
   const NodeReport back = node_report_from_json(to_json(r));
   ASSERT_EQ(back.modes.size(), 1u);
-  EXPECT_EQ(back.modes[0].verdicts.cores[2].matmul_seconds,
-            r.modes[0].verdicts.cores[2].matmul_seconds);
+  EXPECT_EQ(back.modes[0].verdicts.cores[2].figure[ProbeKind::matmul],
+            r.modes[0].verdicts.cores[2].figure[ProbeKind::matmul]);
   EXPECT_FALSE(to_json(r)["cpus"][0].contains("isolated"));
 }
 

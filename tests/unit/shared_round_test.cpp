@@ -152,7 +152,7 @@ void expect_shared_round_completes(Mode mode) {
     const RoundSamples round = runner.run(mode, {cpus[who]}, {}, nullptr, &shared);
     const CpuSamples& s = round.cpus.at(0);
     if (!s.error.empty() || s.matmul_seconds.size() != 3 || s.detours.size() != 3 ||
-        s.clock_hertz.size() != 3 || s.stream_seconds.size() != 3) {
+        s.samples[ProbeKind::clock].size() != 3 || s.samples[ProbeKind::stream].size() != 3) {
       throw std::runtime_error("incomplete samples");
     }
   }));
@@ -178,8 +178,8 @@ TEST(SamplesCodec, RoundTripsEveryFieldExactly) {
   s.cpu = 17;
   s.matmul_seconds = {1.0 / 3, 2.5e-5};
   s.matmul_product_seconds = {0.1, 0.2 + 1e-17, 3.0000000000000004};
-  s.clock_hertz = {3.1e9};
-  s.stream_seconds = {};
+  s.samples[ProbeKind::clock] = {3.1e9};
+  s.samples[ProbeKind::stream] = {};
   DetourResult d;
   d.window_seconds = 0.025;
   d.threshold_seconds = 1e-6;
@@ -193,16 +193,16 @@ TEST(SamplesCodec, RoundTripsEveryFieldExactly) {
   d.preemptions = 1;
   d.preempted_seconds = 1e-3;
   s.detours = {d, DetourResult{}};
-  s.matmul_work = {4.2e6, 0, 0};
-  s.stream_work = {0, 1 << 24, 0};
+  s.work[ProbeKind::matmul] = {4.2e6, 0, 0};
+  s.work[ProbeKind::stream] = {0, 1 << 24, 0};
   s.error = "";
 
   const CpuSamples back = decode_samples(encode_samples(s));
   EXPECT_EQ(back.cpu, 17u);
   EXPECT_EQ(back.matmul_seconds, s.matmul_seconds);
   EXPECT_EQ(back.matmul_product_seconds, s.matmul_product_seconds);
-  EXPECT_EQ(back.clock_hertz, s.clock_hertz);
-  EXPECT_TRUE(back.stream_seconds.empty());
+  EXPECT_EQ(back.samples[ProbeKind::clock], s.samples[ProbeKind::clock]);
+  EXPECT_TRUE(back.samples[ProbeKind::stream].empty());
   ASSERT_EQ(back.detours.size(), 2u);
   const DetourResult& b = back.detours[0];
   EXPECT_EQ(b.total_seconds, d.total_seconds);
@@ -213,8 +213,8 @@ TEST(SamplesCodec, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(b.preempted_seconds, d.preempted_seconds);
   EXPECT_EQ(b.preemptions, 1u);
   EXPECT_FALSE(back.detours[1].interrupts.has_value());
-  EXPECT_EQ(back.matmul_work.flops, 4.2e6);
-  EXPECT_EQ(back.stream_work.bytes, double{1 << 24});
+  EXPECT_EQ(back.work[ProbeKind::matmul].flops, 4.2e6);
+  EXPECT_EQ(back.work[ProbeKind::stream].bytes, double{1 << 24});
   EXPECT_FALSE(back.culprits.has_value());  // untraced stays untraced
 }
 

@@ -84,8 +84,8 @@ ClusterReport make_report(unsigned nodes, unsigned cores, bool with_cells = true
   }
   report.quantiles.push_back({Metric::expected_slowdown, Mode::isolated, "", report.core_count,
                               0.99, 1.0, 1.01, 1.2, 1.48});
-  report.quantiles.push_back({Metric::clock_hertz, Mode::isolated, "IntelCore", report.core_count,
-                              2.41e9, 3e9, 3e9, 3.01e9, 3.02e9});
+  report.quantiles.push_back({figure_metric(ProbeKind::clock), Mode::isolated, "IntelCore",
+                              report.core_count, 2.41e9, 3e9, 3e9, 3.01e9, 3.02e9});
   report.prediction =
       ImbalancePrediction{0.03, report.core_count, 1.0, 1.48, 0.0144, 3840, 1.47, 0.0141, 1.46};
   report.drain_commands = {

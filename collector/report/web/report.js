@@ -375,12 +375,7 @@
   // The worst-nodes table lists this many nodes, plus every outlier beyond.
   const WORST_NODES = 20;
   // Units in the quantiles table: base units are unreadable at a glance.
-  const METRIC_SCALE = {
-    matmul_seconds: [1e3, "ms"],
-    clock_hertz: [1e-9, "GHz"],
-    noise_ratio: [100, "%"],
-    stream_bytes_per_second: [1e-9, "GB/s"],
-  };
+  const METRIC_SCALE = @@CORENOISE_METRIC_SCALE@@;
 
   function stateBadge(state) {
     return el("span", { className: "state" + (STATES.includes(state) ? " st-" + state : "") }, String(state));
