@@ -376,16 +376,26 @@ class Session : public std::enable_shared_from_this<Session> {
   // is back); the loop and remembered users go on meanwhile.
   void check_password(std::string user, std::string password) {
     if (!server_->bcrypt) {
-      server_->checking.erase(peer_);
+      abandon_check();
       close();
       return;
     }
     try {
       post_check(std::move(user), std::move(password));
     } catch (...) {
-      server_->checking.erase(peer_);
+      abandon_check();
       throw;
     }
+  }
+
+  // No answer will come for this peer's check: those that wait for it are
+  // closed now rather than at their deadlines, and the entry goes.
+  void abandon_check() {
+    const auto check = server_->checking.find(peer_);
+    if (check == server_->checking.end()) return;
+    const std::vector<std::shared_ptr<Session>> waiting = std::move(check->second.waiting);
+    server_->checking.erase(check);
+    for (const auto& session : waiting) session->close();
   }
 
   void post_check(std::string user, std::string password) {
@@ -669,6 +679,9 @@ Exporter::~Exporter() {
   server_->bcrypt->stop();
   server_->bcrypt->join();
   server_->bcrypt.reset();
+  // The sessions that waited for a dropped check: each holds the Server,
+  // which holds them here.
+  server_->checking.clear();
 }
 
 void Exporter::set_web_config(std::shared_ptr<const WebConfig> web) {

@@ -107,7 +107,7 @@ inline const MPI_Status* to_c(const MPI_Fint* status, MPI_Status& out) {
 // them: grows only when a call names more requests than any before.
 inline std::vector<MPI_Fint> status_scratch;
 inline MPI_Fint* scratch_statuses(int count) {
-  const std::size_t n = static_cast<std::size_t>(count) * kStatusSize;
+  const std::size_t n = static_cast<std::size_t>(std::max(count, 0)) * kStatusSize;
   if (status_scratch.size() < n) status_scratch.resize(n);
   return status_scratch.data();
 }
@@ -237,7 +237,9 @@ struct WaitSome : Record {
         count(*count),
         outcount(outcount),
         indices(indices),
-        seen(statuses_ignored(statuses) ? scratch_statuses(*count) : statuses) {}
+        // Not recorded (a count the scratch cannot fit, negative in an
+        // erroneous program): the program's own argument, untouched.
+        seen(active && statuses_ignored(statuses) ? scratch_statuses(*count) : statuses) {}
   static constexpr bool step = false;
   const bool active;
   JobSession& session;
