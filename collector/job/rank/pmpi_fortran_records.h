@@ -277,60 +277,51 @@ using StartSend = Start<false>;
 using StartReceive = Start<true>;
 
 // The requests a test may complete, as keys taken before the call.
-struct Tested {
-  Tested(const MPI_Fint* requests, int count) : active(save_keys(requests, count)), count(count) {}
-  const bool active;
-  int count;
-  void forget(JobSession& session, int i) const {
-    if (i >= 0 && i < count)
-      session.requests().forget(request_scratch.keys[static_cast<std::size_t>(i)]);
-  }
+struct Tested : TestedRequests {
+  Tested(JobSession& session, const MPI_Fint* requests, int count)
+      : TestedRequests(session, save_keys(requests, count), count) {}
 };
 
 struct Test : Tested {
   Test(JobSession& session, const MPI_Fint* request, const MPI_Fint* flag)
-      : Tested(request, 1), session(session), flag(flag) {}
-  JobSession& session;
+      : Tested(session, request, 1), flag(flag) {}
   const MPI_Fint* flag;
   void done() const {
-    if (*flag != 0) forget(session, 0);
+    if (*flag != 0) forget(0);
   }
 };
 
 struct TestAll : Tested {
   TestAll(JobSession& session, const MPI_Fint* count, const MPI_Fint* requests,
           const MPI_Fint* flag)
-      : Tested(requests, *count), session(session), flag(flag) {}
-  JobSession& session;
+      : Tested(session, requests, *count), flag(flag) {}
   const MPI_Fint* flag;
   void done() const {
     if (*flag == 0) return;
-    for (int i = 0; i < count; ++i) forget(session, i);
+    for (int i = 0; i < count; ++i) forget(i);
   }
 };
 
 struct TestAny : Tested {
   TestAny(JobSession& session, const MPI_Fint* count, const MPI_Fint* requests,
           const MPI_Fint* index, const MPI_Fint* flag)
-      : Tested(requests, *count), session(session), index(index), flag(flag) {}
-  JobSession& session;
+      : Tested(session, requests, *count), index(index), flag(flag) {}
   const MPI_Fint* index;
   const MPI_Fint* flag;
   void done() const {
-    if (*flag != 0) forget(session, index_of(*index));
+    if (*flag != 0) forget(index_of(*index));
   }
 };
 
 struct TestSome : Tested {
   TestSome(JobSession& session, const MPI_Fint* count, const MPI_Fint* requests,
            const MPI_Fint* outcount, const MPI_Fint* indices)
-      : Tested(requests, *count), session(session), outcount(outcount), indices(indices) {}
-  JobSession& session;
+      : Tested(session, requests, *count), outcount(outcount), indices(indices) {}
   const MPI_Fint* outcount;
   const MPI_Fint* indices;
   void done() const {
     if (*outcount == MPI_UNDEFINED) return;
-    for (int j = 0; j < *outcount; ++j) forget(session, index_of(indices[j]));
+    for (int j = 0; j < *outcount; ++j) forget(index_of(indices[j]));
   }
 };
 

@@ -314,67 +314,59 @@ struct Test {
   }
 };
 
-struct TestAll {
-  TestAll(JobSession& session, int count, const MPI_Request requests[], const int* flag)
-      : active(requests != nullptr && request_scratch.fit(count)),
-        session(session),
-        count(count),
-        flag(flag) {
-    if (active) request_scratch.save_keys(count, requests);
-  }
+// A test over `count` requests whose keys were saved before the call
+// (`active`: there were some to save): forgets the i-th (from 0) once the
+// call says it completed. The Fortran records derive from it too.
+struct TestedRequests {
+  TestedRequests(JobSession& session, bool active, int count)
+      : active(active), session(session), count(count) {}
   const bool active;
   JobSession& session;
   int count;
+  void forget(int i) const {
+    if (i >= 0 && i < count)
+      session.requests().forget(request_scratch.keys[static_cast<std::size_t>(i)]);
+  }
+  // Saves the keys of `requests`; false when there are none.
+  static bool saved(int count, const MPI_Request requests[]) {
+    if (requests == nullptr || !request_scratch.fit(count)) return false;
+    request_scratch.save_keys(count, requests);
+    return true;
+  }
+};
+
+struct TestAll : TestedRequests {
+  TestAll(JobSession& session, int count, const MPI_Request requests[], const int* flag)
+      : TestedRequests(session, saved(count, requests), count), flag(flag) {}
   const int* flag;
   void done() const {
     if (*flag == 0) return;
-    for (int i = 0; i < count; ++i)
-      session.requests().forget(request_scratch.keys[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < count; ++i) forget(i);
   }
 };
 
-struct TestAny {
+struct TestAny : TestedRequests {
   TestAny(JobSession& session, int count, const MPI_Request requests[], const int* index,
           const int* flag)
-      : active(requests != nullptr && request_scratch.fit(count)),
-        session(session),
-        count(count),
-        index(index),
-        flag(flag) {
-    if (active) request_scratch.save_keys(count, requests);
-  }
-  const bool active;
-  JobSession& session;
-  int count;
+      : TestedRequests(session, saved(count, requests), count), index(index), flag(flag) {}
   const int* index;
   const int* flag;
   void done() const {
-    if (*flag != 0 && *index >= 0 && *index < count)
-      session.requests().forget(request_scratch.keys[static_cast<std::size_t>(*index)]);
+    if (*flag != 0) forget(*index);
   }
 };
 
-struct TestSome {
+struct TestSome : TestedRequests {
   TestSome(JobSession& session, int count, const MPI_Request requests[], const int* outcount,
            const int indices[])
-      : active(requests != nullptr && request_scratch.fit(count)),
-        session(session),
-        count(count),
+      : TestedRequests(session, saved(count, requests), count),
         outcount(outcount),
-        indices(indices) {
-    if (active) request_scratch.save_keys(count, requests);
-  }
-  const bool active;
-  JobSession& session;
-  int count;
+        indices(indices) {}
   const int* outcount;
   const int* indices;
   void done() const {
     if (*outcount == MPI_UNDEFINED) return;
-    for (int j = 0; j < *outcount; ++j) {
-      if (indices[j] >= 0 && indices[j] < count)
-        session.requests().forget(request_scratch.keys[static_cast<std::size_t>(indices[j])]);
-    }
+    for (int j = 0; j < *outcount; ++j) forget(indices[j]);
   }
 };
 
