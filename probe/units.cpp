@@ -49,7 +49,7 @@ std::string points_text(double ratio) {
   return fixed(ratio * 100, 1) + " points";
 }
 
-std::string excess_percent_text(double ratio) { return fixed((ratio - 1) * 100, 1) + "%"; }
+std::string excess_percent_text(double ratio) { return compact_percent_text(ratio - 1, 1); }
 
 // The daemon's log and replies' readers, the `corenoise` command's messages
 // and the node-health reasons.
