@@ -20,7 +20,7 @@ namespace {
 
 // Control bytes (a NUL, an escape sequence from a binary file) are shown as
 // \xNN, so a message about a garbage line cannot garble the log.
-std::string quoted(std::string_view text) {
+std::string single_quoted(std::string_view text) {
   std::string out = "'";
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
@@ -82,7 +82,7 @@ long long parse_integer(std::string_view text, long long lo, long long hi, std::
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < lo ||
       value > hi) {
-    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what));
+    throw std::invalid_argument("got " + single_quoted(text) + ", expected " + std::string(what));
   }
   return value;
 }
@@ -106,13 +106,13 @@ std::vector<DaemonOptionSpec> make_specs() {
        [](DaemonConfig& c, std::string_view v) {
          const auto colon = v.rfind(':');
          if (colon == std::string_view::npos || colon == 0) {
-           throw std::invalid_argument("got " + quoted(v) + ", expected HOST:PORT");
+           throw std::invalid_argument("got " + single_quoted(v) + ", expected HOST:PORT");
          }
          try {
            parse_integer(v.substr(colon + 1), 0, 65535, "");
          } catch (const std::invalid_argument&) {
            // The whole value in the message: the port alone is hard to place.
-           throw std::invalid_argument("got " + quoted(v) +
+           throw std::invalid_argument("got " + single_quoted(v) +
                                        ", expected HOST:PORT with a port from 0 to 65535");
          }
          c.listen = std::string(v);
@@ -173,7 +173,7 @@ std::vector<DaemonOptionSpec> make_specs() {
        "the control group's jobs report (default: on)",
        [](DaemonConfig& c, std::string_view v) {
          if (v != "on" && v != "off") {
-           throw std::invalid_argument("got " + quoted(v) + ", expected on or off");
+           throw std::invalid_argument("got " + single_quoted(v) + ", expected on or off");
          }
          c.user_socket = v == "on";
        }},
@@ -200,7 +200,7 @@ std::vector<DaemonOptionSpec> make_specs() {
          } else if (v == "probe") {
            c.busy_policy = BusyPolicy::probe;
          } else {
-           throw std::invalid_argument("got " + quoted(v) + ", expected skip or probe");
+           throw std::invalid_argument("got " + single_quoted(v) + ", expected skip or probe");
          }
        }},
       {"cpus", "LIST", "CPUs to watch, e.g. 0-63 (default: every CPU the daemon may use)",
@@ -231,7 +231,7 @@ std::vector<DaemonOptionSpec> make_specs() {
                                                                      {"debug", LogLevel::debug}};
          const auto it = levels.find(v);
          if (it == levels.end()) {
-           throw std::invalid_argument("got " + quoted(v) +
+           throw std::invalid_argument("got " + single_quoted(v) +
                                        ", expected error, warning, notice, info or debug");
          }
          c.log_level = it->second;
@@ -285,7 +285,8 @@ std::string unknown_option(std::string_view name) {
       best = spec.name;
     }
   }
-  return "unknown option " + quoted(name) + (best.empty() ? "" : " (did you mean '" + best + "'?)");
+  return "unknown option " + single_quoted(name) +
+         (best.empty() ? "" : " (did you mean '" + best + "'?)");
 }
 
 std::string_view trim(std::string_view text) {
@@ -313,21 +314,21 @@ void apply_config_text(DaemonConfig& config, const std::string& text, const std:
     if (line.empty() || line.front() == '#') continue;
     const auto eq = line.find('=');
     if (eq == std::string_view::npos) {
-      throw ConfigError(where + "expected 'NAME = VALUE', got " + quoted(line));
+      throw ConfigError(where + "expected 'NAME = VALUE', got " + single_quoted(line));
     }
     const std::string name(trim(line.substr(0, eq)));
     const std::string_view value = trim(line.substr(eq + 1));
     const DaemonOptionSpec* spec = find_spec(name);
     if (spec == nullptr) throw ConfigError(where + unknown_option(name));
     if (const auto it = seen.find(name); it != seen.end()) {
-      throw ConfigError(where + "option " + quoted(name) + " is already set on line " +
+      throw ConfigError(where + "option " + single_quoted(name) + " is already set on line " +
                         std::to_string(it->second));
     }
     seen[name] = number;
     try {
       spec->apply(config, value);
     } catch (const std::invalid_argument& e) {
-      throw ConfigError(where + "option " + quoted(name) + ": " + e.what());
+      throw ConfigError(where + "option " + single_quoted(name) + ": " + e.what());
     }
   }
 }
@@ -351,7 +352,7 @@ DaemonConfig load_config(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (!arg.starts_with("--")) {
-      throw ConfigError("command line: unexpected argument " + quoted(arg));
+      throw ConfigError("command line: unexpected argument " + single_quoted(arg));
     }
     std::string name = arg.substr(2);
     std::string value;

@@ -410,9 +410,7 @@ void Daemon::apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSy
     // The kernel saw the CPU throttle while we measured it: that is the cause,
     // whatever the ratios said.
     c.state = CoreState::throttled;
-    c.cause = std::to_string(core_events) + " core and " + std::to_string(package_events) +
-              " package thermal throttle events during the round" +
-              (c.cause.empty() ? "" : "; " + c.cause);
+    c.cause.thermal = Cause::Thermal{core_events, package_events};
   }
 }
 

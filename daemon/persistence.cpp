@@ -7,7 +7,7 @@ namespace corenoise {
 
 VerdictHistory::VerdictHistory(std::size_t rounds) : capacity_(std::max<std::size_t>(rounds, 1)) {}
 
-void VerdictHistory::record(CoreState state, std::string cause) {
+void VerdictHistory::record(CoreState state, Cause cause) {
   round_state_ = state;
   round_cause_ = cause;
   // A CPU a job kept busy for an hour must neither forget that it was bad
@@ -48,10 +48,9 @@ PersistentVerdict VerdictHistory::verdict(const PersistenceRule& rule) const {
   } else if (v.unhealthy_rounds > 0) {
     // Shown, never hidden: what it looked like, and how rarely.
     v.state = CoreState::transient;
-    v.cause = std::string(to_string(latest_bad->state)) + " in " +
-              std::to_string(v.unhealthy_rounds) + " of its last " + std::to_string(v.rounds) +
-              " measured rounds (" + std::to_string(rule.bad) +
-              " make it persistent): " + latest_bad->cause;
+    v.cause = latest_bad->cause;
+    v.cause.recurrence =
+        Cause::Recurrence{latest_bad->state, v.unhealthy_rounds, v.rounds, rule.bad};
   } else if (round_state_ == CoreState::transient) {
     // The round's own re-measurement did not bear out a suspect.
     v.state = CoreState::transient;

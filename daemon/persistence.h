@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <deque>
-#include <string>
 
 #include "probe/analysis.h"
 
@@ -31,9 +30,9 @@ inline constexpr std::size_t kMaxPersistRounds = 64;
 struct PersistentVerdict {
   // ok, transient, an unhealthy state, or skipped: see VerdictHistory::verdict().
   CoreState state = CoreState::skipped;
-  std::string cause;  // the deciding round's cause (for transient: what it was, and how often)
+  Cause cause;  // the deciding round's cause (for transient: what it was, and how often)
   CoreState round_state = CoreState::skipped;  // the latest round's own overall verdict
-  std::string round_cause;
+  Cause round_cause;
   std::size_t unhealthy_rounds = 0;  // unhealthy among the remembered measured rounds
   std::size_t rounds = 0;            // measured rounds remembered, at most N
 };
@@ -46,7 +45,7 @@ class VerdictHistory {
   // Adds the overall verdict of one round. A skipped round is not a
   // measured round: it makes the verdict skipped for now (the CPU was busy,
   // offline, …) but changes nothing that is remembered.
-  void record(CoreState state, std::string cause);
+  void record(CoreState state, Cause cause);
 
   // Remembers `rounds` (>= 1) from now on; a shorter window keeps the newest.
   void resize(std::size_t rounds);
@@ -69,12 +68,12 @@ class VerdictHistory {
  private:
   struct Entry {
     CoreState state;
-    std::string cause;
+    Cause cause;
   };
   std::size_t capacity_;
   std::deque<Entry> window_;  // oldest first, at most capacity_ entries
   CoreState round_state_ = CoreState::skipped;
-  std::string round_cause_;
+  Cause round_cause_;
 };
 
 }  // namespace corenoise

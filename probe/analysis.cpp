@@ -5,7 +5,6 @@
 #include <map>
 
 #include "probe/stats.h"
-#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -278,7 +277,7 @@ void decide(CoreFigures& c, const KindReference& ref, const Thresholds& t) {
   c.why = {};
   c.why.clock_read_low = prefer_noise_to_a_low_clock(c, t);
   if (c.state == CoreState::throttled) c.why.reference = ref.figure[ProbeKind::clock];
-  c.cause = cause_text(c);
+  c.cause = cause_of(c);
 }
 
 void summarize_matmul(CoreFigures& c, const CpuSamples& samples) {
@@ -336,7 +335,7 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   c.kind = kind;
   if (!samples.error.empty()) {
     c.state = CoreState::skipped;
-    c.cause = samples.error;
+    c.cause = skipped_cause(SkipReason::other, samples.error);
     return c;
   }
   if (!samples.matmul_seconds.empty()) summarize_matmul(c, samples);
@@ -347,7 +346,7 @@ CoreFigures summarize(const CpuSamples& samples, const std::string& kind) {
   const bool measured = std::any_of(c.figure.items.begin(), c.figure.items.end(),
                                     [](const auto& figure) { return figure.has_value(); });
   c.state = measured ? CoreState::ok : CoreState::skipped;
-  if (!measured) c.cause = "no samples (round cancelled)";
+  if (!measured) c.cause = skipped_cause(SkipReason::no_samples);
   return c;
 }
 

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "probe/cause.h"
 #include "probe/detour_probe.h"
 #include "probe/probe_kinds.h"
 #include "probe/runner.h"
@@ -84,7 +85,10 @@ struct CoreFigures {
     std::optional<double> reference;
     bool clock_read_low = false;
   } why;
-  std::string cause;  // one line: why this state (or why skipped), cause_text(*this) when judged
+  // Why this state (or why skipped) as data, cause_of(*this) when judged;
+  // the confirmation, the daemon's thermal counters and its persistence
+  // add to it. probe/verdict_text.h makes its sentence.
+  Cause cause;
   // For an unhealthy state: the one-sided lower confidence bound of the
   // figure that decided it (at the level judge() was given), which cleared
   // the threshold.
@@ -92,8 +96,7 @@ struct CoreFigures {
   // Set by confirm() on a core that was a suspect: what its re-measurement
   // found. `state` is then the suspected state if confirmed, else transient.
   struct Confirmation {
-    CoreState suspected = CoreState::ok;  // the round's verdict
-    std::string suspected_cause;          // the round's cause
+    CoreState suspected = CoreState::ok;  // the round's verdict (its cause: `cause`)
     bool confirmed = false;
     int rounds = 0;    // confirmation rounds it took part in (passed all but maybe the last)
     double alpha = 0;  // level of the re-test

@@ -5,8 +5,6 @@
 #include <map>
 #include <string>
 
-#include "probe/units.h"
-
 namespace corenoise {
 namespace {
 
@@ -15,12 +13,6 @@ const CoreFigures* find_cpu(const std::vector<CoreFigures>& cores, unsigned cpu)
     if (c.cpu == cpu) return &c;
   }
   return nullptr;
-}
-
-// The re-measured figure as its test reads it: excess noise in points, a
-// slowdown ratio in percent above 1.
-std::string percent(double value, CoreState state) {
-  return state == CoreState::noisy ? points_text(value) : excess_percent_text(value);
 }
 
 }  // namespace
@@ -141,7 +133,6 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
     // screen said and counts the rounds passed.
     CoreFigures::Confirmation confirmation;
     confirmation.suspected = c.state;
-    confirmation.suspected_cause = c.confirmation ? c.confirmation->suspected_cause : c.cause;
     confirmation.rounds = (c.confirmation ? c.confirmation->rounds : 0) + 1;
     confirmation.alpha = alpha;
     const std::size_t at =
@@ -153,20 +144,11 @@ void apply_confirmation(ModeVerdicts& screened, std::vector<CoreFigures> round,
       confirmation.bound = clears(*again, c.state, retest, alpha);
       confirmation.confirmed = confirmation.bound.has_value();
     }
-    std::string again_text =
-        confirmation.figure ? percent(*confirmation.figure, c.state) : std::string("not measured");
-    const std::string times = confirmation.rounds == 1
-                                  ? std::string("re-measurement")
-                                  : std::to_string(confirmation.rounds) + " re-measurements";
-    if (confirmation.confirmed) {
-      c.cause = confirmation.suspected_cause + "; confirmed on " + times + " (" + again_text + ")";
-    } else {
-      c.cause = "transient: " + std::string(to_string(c.state)) + " in the round (" +
-                confirmation.suspected_cause + "), not borne out on re-measurement" +
-                (confirmation.rounds == 1 ? "" : " " + std::to_string(confirmation.rounds)) + " (" +
-                again_text + ")";
-      c.state = CoreState::transient;
-    }
+    // The cause stays the round's (the suspected state's figures); the
+    // re-measurement is added to it.
+    c.cause.confirmation =
+        Cause::Confirmation{confirmation.confirmed, confirmation.rounds, confirmation.figure};
+    if (!confirmation.confirmed) c.state = CoreState::transient;
     c.confirmation = std::move(confirmation);
   }
 }

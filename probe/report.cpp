@@ -31,9 +31,10 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
       skipped.kind = pu.kind;
       skipped.state = CoreState::skipped;
       const auto reason = skip_reasons.find(pu.cpu);
-      skipped.cause = reason != skip_reasons.end() ? reason->second
-                      : pu.usable()                ? "not selected"
-                                                   : pu.skip_reason;
+      skipped.cause = reason != skip_reasons.end()
+                          ? skipped_cause(SkipReason::other, reason->second)
+                      : pu.usable() ? skipped_cause(SkipReason::not_selected)
+                                    : skipped_cause(SkipReason::other, pu.skip_reason);
       cores.push_back(std::move(skipped));
     }
   }

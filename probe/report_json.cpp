@@ -4,6 +4,7 @@
 #include <string>
 
 #include "probe/trace/culprit_names.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -21,9 +22,9 @@ void put_interval(json& j, const char* key, const std::optional<double>& value,
   if (const auto i = interval(*value, u, kReportedConfidence)) j[key] = {i->lo, i->hi};
 }
 
-json confirmation_json(const CoreFigures::Confirmation& c) {
+json confirmation_json(const CoreFigures::Confirmation& c, const Cause& cause) {
   json j = {{"suspected_state", to_string(c.suspected)},
-            {"suspected_cause", c.suspected_cause},
+            {"suspected_cause", suspected_cause_text(cause)},
             {"confirmed", c.confirmed},
             {"rounds", c.rounds},
             {"alpha", c.alpha}};
@@ -90,15 +91,23 @@ json kind_json(const CoreFigures& c, ProbeKind probe) {
   return m;
 }
 
+// A verdict's cause: the sentence for people ("cause") and the data it is
+// made from for programs ("why", probe/cause.h), which a reader of the
+// report (collect, a job's rank) takes back.
+void put_cause(json& j, const Cause& cause) {
+  j["cause"] = cause_text(cause);
+  j["why"] = to_json(cause);
+}
+
 // The figures of one mode for one CPU: the probe objects and the verdict.
 void put_figures(json& j, const CoreFigures& c) {
   j["state"] = to_string(c.state);
-  j["cause"] = c.cause;
+  put_cause(j, c.cause);
   if (c.state == CoreState::skipped) return;
   put(j, "expected_slowdown", c.expected_slowdown);
   put_interval(j, "expected_slowdown_interval", c.expected_slowdown, c.expected_slowdown_error);
   put(j, "lower_bound", c.bound);
-  if (c.confirmation) j["confirmation"] = confirmation_json(*c.confirmation);
+  if (c.confirmation) j["confirmation"] = confirmation_json(*c.confirmation, c.cause);
   put(j, "excess_noise", c.excess_noise);
   put_interval(j, "excess_noise_interval", c.excess_noise, c.excess_noise_error);
   put(j, "noise_factor", c.slowdown[ProbeKind::detour]);
@@ -218,7 +227,8 @@ json to_json(const NodeReport& r) {
       }
     } else {
       c["state"] = to_string(CoreState::skipped);
-      c["cause"] = pu.usable() ? "not probed" : pu.skip_reason;
+      put_cause(c, pu.usable() ? skipped_cause(SkipReason::not_probed)
+                               : skipped_cause(SkipReason::other, pu.skip_reason));
     }
     cpus.push_back(std::move(c));
   }
@@ -261,7 +271,7 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
   c.cpu = cpu;
   c.kind = kind;
   c.state = state_of(j.at("state").get<std::string>());
-  c.cause = j.value("cause", "");
+  if (j.contains("why")) c.cause = cause_from_json(j["why"]);
   c.expected_slowdown = opt(j, "expected_slowdown");
   c.excess_noise = opt(j, "excess_noise");
   c.slowdown[ProbeKind::detour] = opt(j, "noise_factor");

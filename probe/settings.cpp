@@ -9,13 +9,13 @@
 namespace corenoise {
 namespace {
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string single_quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 long long parse_integer(std::string_view text, long long lo, long long hi, std::string_view what) {
   long long value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
-    throw std::invalid_argument("got " + quoted(text) + ", expected " + std::string(what) +
+    throw std::invalid_argument("got " + single_quoted(text) + ", expected " + std::string(what) +
                                 " from " + std::to_string(lo) + " to " + std::to_string(hi));
   }
   return value;
@@ -53,7 +53,7 @@ std::string default_probe_names() {
 
 ProbeKind parse_probe(std::string_view name) {
   if (const auto kind = probe_kind_named(name)) return *kind;
-  throw std::invalid_argument("unknown probe " + quoted(name) +
+  throw std::invalid_argument("unknown probe " + single_quoted(name) +
                               ", expected a comma-separated list of " + probe_names(", "));
 }
 
@@ -83,7 +83,7 @@ std::vector<OptionSpec> make_specs() {
                      } else if (v == "both") {
                        s.modes = {Mode::isolated, Mode::concurrent};
                      } else {
-                       throw std::invalid_argument("got " + quoted(v) +
+                       throw std::invalid_argument("got " + single_quoted(v) +
                                                    ", expected isolated, concurrent or both");
                      }
                    }});
@@ -100,7 +100,8 @@ std::vector<OptionSpec> make_specs() {
                    [](ProbeSettings& s, std::string_view v) {
                      const auto dtype = parse_dtype(v);
                      if (!dtype)
-                       throw std::invalid_argument("got " + quoted(v) + ", expected f32 or f64");
+                       throw std::invalid_argument("got " + single_quoted(v) +
+                                                   ", expected f32 or f64");
                      s.dtype = *dtype;
                    }});
   specs.push_back({"reps", "N", "matmul repetitions per sample (default: 32)",
@@ -117,7 +118,7 @@ std::vector<OptionSpec> make_specs() {
                      }
                      const auto isa = parse_isa(v);
                      if (!isa) {
-                       throw std::invalid_argument("got " + quoted(v) +
+                       throw std::invalid_argument("got " + single_quoted(v) +
                                                    ", expected auto, avx512, avx2 or baseline");
                      }
                      s.isa = *isa;
@@ -213,7 +214,8 @@ double parse_real_value(std::string_view text, double lo, double hi, std::string
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
       value < lo || value > hi) {
     std::ostringstream message;
-    message << "got " << quoted(text) << ", expected " << what << " from " << lo << " to " << hi;
+    message << "got " << single_quoted(text) << ", expected " << what << " from " << lo << " to "
+            << hi;
     throw std::invalid_argument(message.str());
   }
   return value;
@@ -264,7 +266,8 @@ const std::vector<OptionSpec>& confirmation_option_specs() {
        "only those bad again; the others read transient (default: yes)",
        [](ProbeSettings& s, std::string_view v) {
          if (v != "yes" && v != "no") {
-           throw std::invalid_argument("got " + std::string(quoted(v)) + ", expected yes or no");
+           throw std::invalid_argument("got " + std::string(single_quoted(v)) +
+                                       ", expected yes or no");
          }
          s.confirm = v == "yes";
        }},

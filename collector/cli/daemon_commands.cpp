@@ -19,6 +19,7 @@
 #include "daemon/control/control_protocol.h"
 #include "daemon/control/control_replies.h"
 #include "probe/units.h"
+#include "probe/verdict_text.h"
 #include "probe/wall_clock.h"
 
 namespace corenoise {
@@ -132,7 +133,7 @@ void print_unhealthy(std::ostream& out, const CpuStates& states) {
     for (const CpuVerdictEntry& core : *list) {
       out << "  cpu " << core.cpu << "  " << core.state << " (round: " << core.round_state << ", "
           << core.unhealthy_rounds << " of " << core.rounds << " rounds unhealthy)";
-      if (!core.cause.empty()) out << ": " << core.cause;
+      if (const std::string cause = cause_text(core.cause); !cause.empty()) out << ": " << cause;
       out << '\n';
     }
   }

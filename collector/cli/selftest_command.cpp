@@ -17,6 +17,7 @@
 #include "probe/report.h"
 #include "probe/runner.h"
 #include "probe/units.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -279,7 +280,8 @@ RoundFigures round_figures(const ModeReport& report, unsigned cpu, const std::st
       continue;
     }
     if (core.state == CoreState::noisy) {
-      out.elsewhere.push_back("CPU " + std::to_string(core.cpu) + " (" + core.cause + ")");
+      out.elsewhere.push_back("CPU " + std::to_string(core.cpu) + " (" + cause_text(core.cause) +
+                              ")");
     }
     if (core.detour && core.detour->preempted_seconds && core.detour->window_seconds > 0) {
       others_preempted.push_back(*core.detour->preempted_seconds / core.detour->window_seconds);
@@ -287,8 +289,9 @@ RoundFigures round_figures(const ModeReport& report, unsigned cpu, const std::st
   }
   const CoreFigures* target = out.target;
   if (target == nullptr || !target->detour || target->detour->window_seconds <= 0) {
-    throw std::runtime_error(on + " was not measured: " +
-                             (target != nullptr ? target->cause : std::string("not in report")));
+    throw std::runtime_error(
+        on + " was not measured: " +
+        (target != nullptr ? cause_text(target->cause) : std::string("not in report")));
   }
   std::sort(others_preempted.begin(), others_preempted.end());
   out.others = others_preempted.empty() ? 0 : others_preempted[(others_preempted.size() - 1) / 2];
@@ -314,7 +317,7 @@ bool judge_round(int round, const RoundFigures& figures, const Tolerance& tolera
   const bool results[] = {
       target->state == CoreState::noisy, tolerance.within(preempted, tolerance.plus_minus),
       tolerance.within(excess, tolerance.excess),
-      target->cause.find("preempted") != std::string::npos, figures.elsewhere.empty()};
+      cause_text(target->cause).find("preempted") != std::string::npos, figures.elsewhere.empty()};
   for (std::size_t i = 0; i < checks.size() && !busy; ++i) checks[i].passed += results[i] ? 1 : 0;
   std::cout << "  round " << round << ": " << on << " " << to_string(target->state)
             << ", preempted " << percent_text(preempted + others) << " (others "

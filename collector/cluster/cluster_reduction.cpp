@@ -47,7 +47,8 @@ std::optional<std::size_t> pu_index(const NodeReport& report, unsigned cpu) {
 }
 
 // Every core of this node as heatmap cells (--full), in the deciding mode of
-// its state: cpu, state, node- and cluster-relative expected slowdown, cause.
+// its state: cpu, state, node- and cluster-relative expected slowdown, cause
+// (left out where it says nothing).
 std::string node_cells(const NodeReport& report, std::uint32_t /*node*/, const KindTable& kinds,
                        const ClusterHistograms& reduced) {
   json cells = json::array();
@@ -56,7 +57,7 @@ std::string node_cells(const NodeReport& report, std::uint32_t /*node*/, const K
     if (!report.modes.empty()) {
       const ModeReport& mode = report.modes[report.deciding_mode(i)];
       const CoreFigures& core = mode.verdicts.cores[i];
-      cell["cause"] = core.cause;
+      if (!core.cause.says_nothing()) cell["why"] = to_json(core.cause);
       if (core.expected_slowdown) cell["expected_slowdown"] = *core.expected_slowdown;
       if (const auto slot = kinds.find(core.kind)) {
         const auto s =
@@ -82,13 +83,13 @@ NodeCells cells_from_json(std::uint32_t node, const std::string& text) {
     if (c.contains("expected_slowdown"))
       cell.expected_slowdown = c["expected_slowdown"].get<double>();
     if (c.contains("cluster_slowdown")) cell.cluster_slowdown = c["cluster_slowdown"].get<double>();
-    if (c.contains("cause")) cell.cause = c["cause"].get<std::string>();
+    if (c.contains("why")) cell.cause = cause_from_json(c["why"]);
     cells.cores.push_back(std::move(cell));
   }
   return cells;
 }
 
-// This node's part of the final worst list: the cause text and the
+// This node's part of the final worst list: the cause and the
 // cluster-relative slowdown of each of its cores in it (only the owner has
 // the figures; the top-K records carry numbers only).
 std::string worst_details(const NodeReport& report, const TopK& top, std::uint32_t node,
@@ -98,10 +99,10 @@ std::string worst_details(const NodeReport& report, const TopK& top, std::uint32
     if (w.node != node) continue;
     const auto index = pu_index(report, w.cpu);
     if (!index) continue;
-    json entry = {{"cpu", w.cpu}, {"cause", ""}, {"cluster_slowdown", nullptr}};
+    json entry = {{"cpu", w.cpu}, {"cluster_slowdown", nullptr}};
     if (!report.modes.empty()) {
       const auto& deciding = report.modes[report.deciding_mode(*index)];
-      entry["cause"] = deciding.verdicts.cores[*index].cause;
+      entry["why"] = to_json(deciding.verdicts.cores[*index].cause);
     }
     const Mode mode = static_cast<Mode>(w.mode);
     const CoreFigures* core = figures_of(report, mode, *index);
@@ -314,7 +315,7 @@ std::vector<WorstCoreEntry> worst_entries(const TopK& top, const GatheredNodes& 
       const json d = json::parse(gathered.details[w.node]);
       for (const auto& item : d) {
         if (item["cpu"].get<unsigned>() != w.cpu) continue;
-        entry.cause = item["cause"].get<std::string>();
+        if (item.contains("why")) entry.cause = cause_from_json(item["why"]);
         if (item["cluster_slowdown"].is_number()) {
           entry.cluster_slowdown = item["cluster_slowdown"].get<double>();
         }

@@ -33,7 +33,7 @@ struct WorstCoreEntry {
   Mode mode = Mode::isolated;
   double expected_slowdown = 0;            // against its node's reference
   std::optional<double> cluster_slowdown;  // against the cluster's reference
-  std::string cause;
+  Cause cause;
 };
 
 // Cluster quantiles of one metric in one mode for one CPU kind.
@@ -51,7 +51,7 @@ struct CoreCell {
   CoreState state = CoreState::skipped;
   std::optional<double> expected_slowdown;  // node-relative
   std::optional<double> cluster_slowdown;   // cluster-relative
-  std::string cause;
+  Cause cause;
 };
 
 struct NodeCells {

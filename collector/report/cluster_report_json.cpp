@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "probe/report_json.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -54,7 +55,7 @@ json worst_json(const WorstCoreEntry& w) {
           {"mode", to_string(w.mode)},
           {"expected_slowdown", number(w.expected_slowdown)},
           {"cluster_slowdown", number(w.cluster_slowdown)},
-          {"cause", w.cause}};
+          {"cause", cause_text(w.cause)}};
 }
 
 json quantiles_json(const MetricQuantiles& q) {
@@ -88,7 +89,7 @@ json cells_json(const NodeCells& node) {
                      {"state", to_string(c.state)},
                      {"expected_slowdown", number(c.expected_slowdown)},
                      {"cluster_slowdown", number(c.cluster_slowdown)},
-                     {"cause", c.cause}});
+                     {"cause", cause_text(c.cause)}});
   }
   return {{"node", node.node}, {"cores", cores}};
 }

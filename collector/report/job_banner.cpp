@@ -11,6 +11,7 @@
 #include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
 #include "probe/units.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 
@@ -83,7 +84,8 @@ void print_rank(std::ostringstream& out, const JobRank& r, std::set<std::string>
   if (r.daemon) {
     for (const auto& [cpu, verdict] : *r.daemon) {
       out << "      corenoised on cpu " << cpu << ": " << verdict.state;
-      if (!verdict.cause.empty()) out << " (" << verdict.cause << ")";
+      if (const std::string cause = cause_text(verdict.cause); !cause.empty())
+        out << " (" << cause << ")";
       out << "\n";
     }
   }

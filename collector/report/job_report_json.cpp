@@ -7,6 +7,7 @@
 #include "collector/report/cause_advice.h"
 #include "collector/report/rank_advice.h"
 #include "probe/cpu_list.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 
@@ -45,6 +46,18 @@ json counters_json(const RankMeasures& m) {
           {"samples", m.samples}};
 }
 
+// The node's corenoised verdicts as the report shows them: the state, its
+// cause's sentence and the age of the round that gave it.
+json daemon_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
+  json out = json::object();
+  for (const auto& [cpu, v] : verdicts) {
+    json verdict = {{"state", v.state}, {"cause", cause_text(v.cause)}};
+    if (v.age_seconds) verdict["age_seconds"] = *v.age_seconds;
+    out[std::to_string(cpu)] = std::move(verdict);
+  }
+  return out;
+}
+
 json rank_json(const JobRank& r) {
   const RankMeasures& m = r.measures;
   const RankAttribution& a = r.attribution;
@@ -70,7 +83,7 @@ json rank_json(const JobRank& r) {
       {"culprits", culprits},
       {"busy_threads", r.busy_threads_peak > 0 ? json(r.busy_threads_peak) : json(nullptr)},
       {"counters", counters_json(m)},
-      {"daemon", r.daemon ? verdicts_to_json(*r.daemon) : json(nullptr)},
+      {"daemon", r.daemon ? daemon_json(*r.daemon) : json(nullptr)},
   };
 }
 

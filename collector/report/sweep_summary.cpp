@@ -7,6 +7,7 @@
 
 #include "collector/cluster/node_health.h"
 #include "probe/units.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -56,7 +57,7 @@ void print_worst_cores(std::ostream& out, const ClusterReport& report, std::size
         << padded("cpu " + std::to_string(w.cpu), 9) << padded(std::string(to_string(w.state)), 10)
         << padded(fixed(w.expected_slowdown), 8)
         << padded(w.cluster_slowdown ? "cluster " + fixed(*w.cluster_slowdown) : "", 15)
-        << padded(std::string(to_string(w.mode)), 11) << w.cause << '\n';
+        << padded(std::string(to_string(w.mode)), 11) << cause_text(w.cause) << '\n';
   }
 }
 

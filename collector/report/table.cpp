@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "probe/units.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -16,7 +17,7 @@ std::string cell(std::string text, int width) {
 }
 
 bool shown(const CoreFigures& c) {
-  return !(c.state == CoreState::skipped && c.cause == "not selected");
+  return !(c.state == CoreState::skipped && c.cause.skipped == SkipReason::not_selected);
 }
 
 // One cell of a kind's column (ProbeDescriptor::columns).
@@ -70,13 +71,14 @@ void print_mode(std::ostream& out, const NodeReport& r, const ModeReport& m) {
                   column.width);
     });
     out << "  " << to_string(c.state)
-        << (c.state == CoreState::skipped ? " (" + c.cause + ")" : std::string()) << '\n';
+        << (c.state == CoreState::skipped ? " (" + cause_text(c.cause) + ")" : std::string())
+        << '\n';
   }
   for (std::size_t i = 0; i < r.pus.size(); ++i) {
     const CoreFigures& c = m.verdicts.cores[i];
-    if (c.state != CoreState::ok && c.state != CoreState::skipped && !c.cause.empty()) {
-      out << "  cpu " << c.cpu << ' ' << to_string(c.state) << ": " << c.cause << '\n';
-    }
+    if (c.state == CoreState::ok || c.state == CoreState::skipped) continue;
+    if (const std::string cause = cause_text(c.cause); !cause.empty())
+      out << "  cpu " << c.cpu << ' ' << to_string(c.state) << ": " << cause << '\n';
   }
 }
 

@@ -1,6 +1,7 @@
 #include "daemon/control/control_replies.h"
 
 #include "probe/report_json.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -42,7 +43,8 @@ void get_states(const json& in, CpuStates& out) {
 void to_json(json& out, const CpuVerdictEntry& in) {
   out = {{"cpu", in.cpu},
          {"state", in.state},
-         {"cause", in.cause},
+         {"cause", cause_text(in.cause)},
+         {"why", to_json(in.cause)},
          {"round_state", in.round_state},
          {"unhealthy_rounds", in.unhealthy_rounds},
          {"rounds", in.rounds}};
@@ -51,7 +53,7 @@ void to_json(json& out, const CpuVerdictEntry& in) {
 void from_json(const json& in, CpuVerdictEntry& out) {
   in.at("cpu").get_to(out.cpu);
   in.at("state").get_to(out.state);
-  in.at("cause").get_to(out.cause);
+  out.cause = cause_from_json(in.at("why"));
   in.at("round_state").get_to(out.round_state);
   in.at("unhealthy_rounds").get_to(out.unhealthy_rounds);
   in.at("rounds").get_to(out.rounds);

@@ -32,7 +32,7 @@ namespace corenoise {
 struct CpuVerdictEntry {
   unsigned cpu = 0;
   std::string state;  // "noisy", "transient", ...
-  std::string cause;
+  Cause cause;        // on the wire as its sentence ("cause") and its data ("why")
   std::string round_state;
   std::size_t unhealthy_rounds = 0;
   std::size_t rounds = 0;

@@ -51,6 +51,7 @@ struct Culprit {
   std::uint64_t ticks = 0;    // detour time charged to it
   std::uint64_t detours = 0;  // detours it took part in
   double seconds = 0;         // `ticks` in seconds, where the caller converted them
+  bool operator==(const Culprit&) const = default;
 };
 
 struct Detour {

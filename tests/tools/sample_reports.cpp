@@ -1,8 +1,10 @@
 #include "tests/tools/sample_reports.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 namespace corenoise {
@@ -35,18 +37,18 @@ ClusterReport sample_sweep(unsigned nodes, unsigned cores) {
       if (throttled_node) {
         v = 1.22 + 0.02 * std::sin(c);
         cell.state = CoreState::throttled;
-        cell.cause = "clock 2.46 GHz vs 3.00 GHz reference (ratio 1.22): package power limit";
+        cell.cause = sample_cause(cell.state);
       } else if (n == 2 && c == 5) {
         v = 1.48;
         cell.state = CoreState::noisy;
-        cell.cause = "lost 31.5 % to 2,410 detours (max 412 µs): irq 45 (mlx5_comp3) 2,390×";
+        cell.cause = sample_cause(cell.state);
       } else if (n == 4 && c == 11 % cores) {
         v = 1.09;
         cell.state = CoreState::contended;
-        cell.cause = "stream 1.31× slower with normal clock and noise: memory path";
+        cell.cause = sample_cause(cell.state);
       } else if (n == 0 && c == cores - 1) {
         cell.state = CoreState::skipped;
-        cell.cause = "outside the process's affinity";
+        cell.cause = sample_cause(cell.state);
         row.cores.push_back(cell);
         node.summary.states[static_cast<std::size_t>(CoreState::skipped)]++;
         continue;
@@ -202,12 +204,11 @@ SampleJob sample_job() {
   // verdicts (node cn102's daemon did not answer).
   RankRecord& r0 = job.records[0];
   r0.node_culprits = {{1, 700, "updatedb", 0.5}};
-  r0.node_daemon = verdicts_from_json(nlohmann::json{
-      {"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5.0}}},
-      {"1", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5.0}}},
-      {"2",
-       {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}, {"age_seconds", 5.0}}},
-      {"3", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5.0}}}});
+  r0.node_daemon =
+      std::map<unsigned, DaemonVerdict>{{0, {"ok", {}, 5.0}},
+                                        {1, {"ok", {}, 5.0}},
+                                        {2, {"noisy", sample_cause(CoreState::noisy), 5.0}},
+                                        {3, {"ok", {}, 5.0}}};
   RankRecord& r4 = job.records[4];
   r4.node_culprits = {{1, 900, "stress-ng", 0.9}, {3, 901, "backup<script>", 0.2}};
   r4.sites.push_back({"MPI_Bcast", "init.py:12", 1, 0.5, 0.5});

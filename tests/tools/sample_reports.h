@@ -15,6 +15,7 @@
 
 #include "collector/cluster/cluster_report.h"
 #include "collector/job/model/job_report.h"
+#include "tests/tools/sample_causes.h"
 
 namespace corenoise {
 

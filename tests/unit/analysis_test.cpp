@@ -6,6 +6,7 @@
 
 #include "probe/cpu_capacity.h"
 #include "probe/report.h"
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
@@ -50,7 +51,7 @@ TEST(Analysis, HealthyNodeIsAllOk) {
   ASSERT_EQ(v.references.size(), 1u);
   EXPECT_EQ(v.references[0].cores, 8u);
   for (const auto& c : v.cores) {
-    EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+    EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << cause_text(c.cause);
     EXPECT_NEAR(*c.expected_slowdown, 1, 1e-9);
     // The median sample (jitter factor 1).
     EXPECT_NEAR(*c.matmul_flops_per_second, 1e9 / 0.010, 1);
@@ -75,7 +76,7 @@ TEST(Analysis, ATracedNoisyCoresCauseNamesItsCulprits) {
   samples[2].culprits = a;
   const auto v = judge_all(samples);
   ASSERT_EQ(v.cores[2].state, CoreState::noisy);
-  const std::string& cause = v.cores[2].cause;
+  const std::string cause = cause_text(v.cores[2].cause);
   EXPECT_NE(cause.find("60% preempted by inj[1234] (FIFO 50) (15 times)"), std::string::npos)
       << cause;
   EXPECT_NE(cause.find("20% in IRQ 24 (eth0) (40 times)"), std::string::npos) << cause;
@@ -117,12 +118,16 @@ TEST(Analysis, EachCauseGetsItsVerdict) {
   const auto v = judge_all(samples);
   EXPECT_EQ(v.cores[0].state, CoreState::ok);
   EXPECT_EQ(v.cores[1].state, CoreState::throttled);
-  EXPECT_NE(v.cores[1].cause.find("2.40 GHz"), std::string::npos) << v.cores[1].cause;
+  EXPECT_NE(cause_text(v.cores[1].cause).find("2.40 GHz"), std::string::npos)
+      << cause_text(v.cores[1].cause);
   EXPECT_EQ(v.cores[2].state, CoreState::noisy);
-  EXPECT_NE(v.cores[2].cause.find("12.0%"), std::string::npos) << v.cores[2].cause;
-  EXPECT_NE(v.cores[2].cause.find("50% preempted by other threads (15 times)"), std::string::npos)
-      << v.cores[2].cause;
-  EXPECT_NE(v.cores[2].cause.find("50% below the kernel"), std::string::npos) << v.cores[2].cause;
+  EXPECT_NE(cause_text(v.cores[2].cause).find("12.0%"), std::string::npos)
+      << cause_text(v.cores[2].cause);
+  EXPECT_NE(cause_text(v.cores[2].cause).find("50% preempted by other threads (15 times)"),
+            std::string::npos)
+      << cause_text(v.cores[2].cause);
+  EXPECT_NE(cause_text(v.cores[2].cause).find("50% below the kernel"), std::string::npos)
+      << cause_text(v.cores[2].cause);
   EXPECT_EQ(v.cores[3].state, CoreState::contended);
   EXPECT_EQ(v.cores[4].state, CoreState::slow);
 }
@@ -138,12 +143,13 @@ TEST(Analysis, NoiseExplainsALowClock) {
   samples[2] = core(2, 0.0125, 2.4e9);        // the same clock, no noise
   samples[3] = core(3, 0.0125, 2.4e9, 0.08);  // noisy, but too little to pull the clock 20 %
   const auto v = judge_all(samples);
-  EXPECT_EQ(v.cores[1].state, CoreState::noisy) << v.cores[1].cause;
-  EXPECT_NE(v.cores[1].cause.find("its clock reads 20.0% low"), std::string::npos)
-      << v.cores[1].cause;
-  EXPECT_EQ(v.cores[2].state, CoreState::throttled) << v.cores[2].cause;
-  EXPECT_EQ(v.cores[2].cause.find("its clock reads"), std::string::npos) << v.cores[2].cause;
-  EXPECT_EQ(v.cores[3].state, CoreState::throttled) << v.cores[3].cause;
+  EXPECT_EQ(v.cores[1].state, CoreState::noisy) << cause_text(v.cores[1].cause);
+  EXPECT_NE(cause_text(v.cores[1].cause).find("its clock reads 20.0% low"), std::string::npos)
+      << cause_text(v.cores[1].cause);
+  EXPECT_EQ(v.cores[2].state, CoreState::throttled) << cause_text(v.cores[2].cause);
+  EXPECT_EQ(cause_text(v.cores[2].cause).find("its clock reads"), std::string::npos)
+      << cause_text(v.cores[2].cause);
+  EXPECT_EQ(v.cores[3].state, CoreState::throttled) << cause_text(v.cores[3].cause);
 }
 
 // A VM whose hypervisor takes 6 % from every vCPU alike: that is the
@@ -152,7 +158,7 @@ TEST(Analysis, NoiseIsJudgedAboveTheNodesFloor) {
   std::vector<CpuSamples> samples;
   for (unsigned cpu = 0; cpu < 6; ++cpu) samples.push_back(core(cpu, 0.010, 3e9, 0.06));
   auto v = judge_all(samples);
-  for (const auto& c : v.cores) EXPECT_EQ(c.state, CoreState::ok) << c.cause;
+  for (const auto& c : v.cores) EXPECT_EQ(c.state, CoreState::ok) << cause_text(c.cause);
   samples[5] = core(5, 0.010, 3e9, 0.16);
   v = judge_all(samples);
   EXPECT_EQ(v.cores[5].state, CoreState::noisy);
@@ -176,11 +182,11 @@ TEST(Analysis, ALoneCoreIsJudgedOnTheTimeOtherThreadsTook) {
   };
   // 30 % lost, none of it to another thread: the hypervisor's, not the core's.
   auto v = lone(0.30, 0);
-  EXPECT_EQ(v.cores[0].state, CoreState::ok) << v.cores[0].cause;
+  EXPECT_EQ(v.cores[0].state, CoreState::ok) << cause_text(v.cores[0].cause);
   EXPECT_NEAR(*v.references[0].noise_floor, 0.30, 1e-9);
   // 30 % lost, two thirds of it waiting while another thread ran: 20 % excess.
   v = lone(0.30, 2.0 / 3);
-  EXPECT_EQ(v.cores[0].state, CoreState::noisy) << v.cores[0].cause;
+  EXPECT_EQ(v.cores[0].state, CoreState::noisy) << cause_text(v.cores[0].cause);
   EXPECT_NEAR(*v.cores[0].excess_noise, 0.20, 1e-9);
   EXPECT_NEAR(*v.references[0].noise_floor, 0.10, 1e-9);
   // Its slowdown is against the same typical core: (1 − 0.10) / (1 − 0.30).
@@ -224,7 +230,8 @@ TEST(Analysis, KindsAreNeverComparedWithEachOther) {
   }
   const auto v = judge(std::move(cores), Thresholds{});
   EXPECT_EQ(v.references.size(), 2u);
-  for (const auto& c : v.cores) EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+  for (const auto& c : v.cores)
+    EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << cause_text(c.cause);
 }
 
 TEST(Analysis, FailedAndMissingCoresAreSkipped) {
@@ -234,7 +241,7 @@ TEST(Analysis, FailedAndMissingCoresAreSkipped) {
   empty.cpu = 1;
   const auto v = judge_all({failed, empty, core(2), core(3)});
   EXPECT_EQ(v.cores[0].state, CoreState::skipped);
-  EXPECT_EQ(v.cores[0].cause, failed.error);
+  EXPECT_EQ(cause_text(v.cores[0].cause), failed.error);
   EXPECT_EQ(v.cores[1].state, CoreState::skipped);
   EXPECT_EQ(v.references.at(0).cores, 2u);
 }
@@ -288,7 +295,8 @@ TEST(Analysis, RandomizedNodesKeepTheInvariants) {
                 *bound >= t.throttled_clock_ratio && !noise_explains);
       if (*bound >= t.throttled_clock_ratio && noise_explains) {
         EXPECT_EQ(c.state, CoreState::noisy);
-        EXPECT_NE(c.cause.find("its clock reads"), std::string::npos) << c.cause;
+        EXPECT_NE(cause_text(c.cause).find("its clock reads"), std::string::npos)
+            << cause_text(c.cause);
       }
       if (*c.slowdown[ProbeKind::clock] < t.throttled_clock_ratio) {
         EXPECT_NE(c.state, CoreState::throttled);
@@ -324,8 +332,8 @@ TEST(Analysis, CoreSlowerByDesignIsOkInIsolatedRounds) {
   const ModeReport m =
       make_mode_report(favoured_round(Mode::isolated, hz), preferred_core_pus(), Thresholds{});
   const CoreFigures& c6 = m.verdicts.cores[6];
-  EXPECT_EQ(c6.state, CoreState::ok) << c6.cause;
-  EXPECT_EQ(c6.cause, "");
+  EXPECT_EQ(c6.state, CoreState::ok) << cause_text(c6.cause);
+  EXPECT_EQ(cause_text(c6.cause), "");
   EXPECT_NEAR(*c6.design_ratio, 255.0 / 228, 1e-12);
   // The job does see it: the ratios stay raw.
   EXPECT_NEAR(*c6.slowdown[ProbeKind::clock], 255.0 / 228, 1e-9);
@@ -377,7 +385,7 @@ TEST(Analysis, FavouredCoresAreNeverFaults) {
     }
     const ModeReport m = make_mode_report(round, preferred_core_pus(), Thresholds{});
     for (const auto& c : m.verdicts.cores) {
-      EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << c.cause;
+      EXPECT_EQ(c.state, CoreState::ok) << c.cpu << ": " << cause_text(c.cause);
       EXPECT_NEAR(*c.design_ratio, c.cpu == 2 || c.cpu == 5 ? 228.0 / 255 : 1, 1e-12);
     }
   }
@@ -412,8 +420,8 @@ TEST(Report, UnselectedAndUnusablePusAreSkippedWithTheirReason) {
   round.cpus = {core(0)};
   const ModeReport m = make_mode_report(round, pus, Thresholds{});
   EXPECT_EQ(m.verdicts.cores[0].state, CoreState::ok);
-  EXPECT_EQ(m.verdicts.cores[1].cause, "not selected");
-  EXPECT_EQ(m.verdicts.cores[2].cause, "outside process affinity");
+  EXPECT_EQ(cause_text(m.verdicts.cores[1].cause), "not selected");
+  EXPECT_EQ(cause_text(m.verdicts.cores[2].cause), "outside process affinity");
 }
 
 }  // namespace

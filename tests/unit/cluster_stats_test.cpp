@@ -294,7 +294,7 @@ CoreFigures skipped(unsigned cpu, const std::string& kind) {
   c.cpu = cpu;
   c.kind = kind;
   c.state = CoreState::skipped;
-  c.cause = "not selected";
+  c.cause = skipped_cause(SkipReason::not_selected);
   return c;
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <random>
 
+#include "probe/verdict_text.h"
+
 namespace corenoise {
 namespace {
 
@@ -109,13 +111,13 @@ TEST(Confirmation, BadAgainIsConfirmedAndAOneOffIsTransient) {
   ASSERT_TRUE(v.cores[1].confirmation);
   EXPECT_TRUE(v.cores[1].confirmation->confirmed);
   EXPECT_NEAR(*v.cores[1].confirmation->figure, 0.14, 0.01);
-  EXPECT_NE(v.cores[1].cause.find("confirmed"), std::string::npos);
+  EXPECT_NE(cause_text(v.cores[1].cause).find("confirmed"), std::string::npos);
 
   EXPECT_EQ(v.cores[4].state, CoreState::transient);
   ASSERT_TRUE(v.cores[4].confirmation);
   EXPECT_FALSE(v.cores[4].confirmation->confirmed);
   EXPECT_EQ(v.cores[4].confirmation->suspected, CoreState::noisy);
-  EXPECT_NE(v.cores[4].cause.find("noisy in the round"), std::string::npos);
+  EXPECT_NE(cause_text(v.cores[4].cause).find("noisy in the round"), std::string::npos);
   EXPECT_TRUE(v.cores[4].excess_noise.has_value());  // the round's figures are kept
   for (unsigned cpu : {0u, 2u, 3u, 5u}) EXPECT_EQ(v.cores[cpu].state, CoreState::ok);
 }

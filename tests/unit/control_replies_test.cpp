@@ -6,15 +6,32 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <string>
+
+#include "probe/verdict_text.h"
+#include "tests/tools/sample_causes.h"
+
 namespace corenoise {
 namespace {
 
 using nlohmann::json;
 
+// CPU 17's cause.
+Cause noisy_cause() { return sample_cause(CoreState::noisy); }
+
+// CPU 40's: the same, in 1 of its last 3 rounds.
+Cause transient_cause() {
+  Cause c = noisy_cause();
+  c.recurrence = Cause::Recurrence{CoreState::noisy, 1, 3, 2};
+  return c;
+}
+
 // A status reply as the daemon sends one (docs/control.md's example, with
 // every optional field present): integers stay integers, so `--json`
-// prints "12", not "12.0".
-constexpr const char* kStatusLine =
+// prints "12", not "12.0". Each listed CPU's cause is there twice, as its
+// sentence ("cause") and as data ("why"), put in for the @ marks.
+constexpr const char* kStatusTemplate =
     R"({"access":"control","cluster":{"published_unix_seconds":1795962000.0,)"
     R"("reference":{"kinds":[]}},"cpus":120,"culprits":[{"cpu":17,"mode":"isolated",)"
     R"("top":[{"kind":"task","share":0.074,"text":"inj[1234] FIFO 50"}]}],"healthy":false,)"
@@ -24,10 +41,24 @@ constexpr const char* kStatusLine =
     R"("round_running":false,"rounds":{"concurrent":{"count":1},"isolated":{"count":12,)"
     R"("last_duration_seconds":0.61,"last_unix_seconds":1795963026.2}},)"
     R"("started_unix_seconds":1795963000.1,"states":{"noisy":1,"ok":117,"transient":1},)"
-    R"("trace":"on","transient":[{"cause":"noisy in 1 of its last 3 measured rounds",)"
-    R"("cpu":40,"round_state":"noisy","rounds":3,"state":"transient","unhealthy_rounds":1}],)"
-    R"("unhealthy":[{"cause":"loses 9.8% of its time","cpu":17,"round_state":"noisy",)"
-    R"("rounds":3,"state":"noisy","unhealthy_rounds":3}],"version":"0.1.0"})";
+    R"("trace":"on","transient":[{"cause":@40,)"
+    R"("cpu":40,"round_state":"noisy","rounds":3,"state":"transient","unhealthy_rounds":1,)"
+    R"("why":@@40}],)"
+    R"("unhealthy":[{"cause":@17,"cpu":17,"round_state":"noisy",)"
+    R"("rounds":3,"state":"noisy","unhealthy_rounds":3,"why":@@17}],"version":"0.1.0"})";
+
+std::string fill(std::string line, const std::string& mark, const std::string& value) {
+  line.replace(line.find(mark), mark.size(), value);
+  return line;
+}
+
+const std::string kStatusLine = [] {
+  std::string line = kStatusTemplate;
+  line = fill(line, "@@40", to_json(transient_cause()).dump());
+  line = fill(line, "@@17", to_json(noisy_cause()).dump());
+  line = fill(line, "@40", json(cause_text(transient_cause())).dump());
+  return fill(line, "@17", json(cause_text(noisy_cause())).dump());
+}();
 
 TEST(ControlReplies, StatusReadsBackAndWritesTheSameLine) {
   const StatusReply reply = json::parse(kStatusLine).get<StatusReply>();
@@ -36,6 +67,10 @@ TEST(ControlReplies, StatusReadsBackAndWritesTheSameLine) {
   ASSERT_EQ(reply.cpu_states.unhealthy.size(), 1u);
   EXPECT_EQ(reply.cpu_states.unhealthy[0].cpu, 17u);
   EXPECT_EQ(reply.cpu_states.unhealthy[0].unhealthy_rounds, 3u);
+  EXPECT_EQ(reply.cpu_states.unhealthy[0].cause, noisy_cause());
+  EXPECT_EQ(reply.cpu_states.transient.at(0).cause, transient_cause());
+  EXPECT_EQ(cause_text(reply.cpu_states.transient.at(0).cause).substr(0, 45),
+            "noisy in 1 of its last 3 measured rounds (2 m");
   EXPECT_EQ(reply.rounds.at("isolated").count, 12u);
   EXPECT_FALSE(reply.rounds.at("concurrent").last_unix_seconds);
   EXPECT_EQ(reply.jobs.last_job_id, "slurm-1234");

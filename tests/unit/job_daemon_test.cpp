@@ -5,64 +5,93 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <array>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "daemon/control/control_protocol.h"
+#include "daemon/control/control_replies.h"
+#include "tests/tools/sample_causes.h"
 
 namespace corenoise {
 namespace {
 
 using nlohmann::json;
 
-// The shape of `corenoise probe --json` (the daemon's `results`): per-CPU
-// verdicts and the rounds, the last one latest.
-const json kResults = json::parse(R"({
-  "cpus": [
-    {"cpu": 0, "state": "ok", "cause": ""},
-    {"cpu": 1, "state": "noisy", "cause": "runnable tasks beside the probe"}
-  ],
-  "rounds": [
-    {"started_unix_seconds": 90, "duration_seconds": 2},
-    {"started_unix_seconds": 100, "duration_seconds": 2}
-  ]
-})");
+Cause noisy_cause() { return sample_cause(CoreState::noisy); }
 
-TEST(VerdictsFromResultsTest, PerCpuVerdictsWithTheirAge) {
-  const json verdicts = verdicts_from_results(kResults, 110);
-  const json expected = {
-      {"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 8.0}}},
-      {"1",
-       {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}, {"age_seconds", 8.0}}},
-  };
-  EXPECT_EQ(verdicts, expected) << verdicts.dump();
+// The daemon's `results` reply as the daemon writes it (a ResultsReply):
+// two CPUs, two rounds (isolated at 90 s, concurrent at 100 s, 2 s each);
+// CPU 1 noisy in the latest.
+json results_reply() {
+  NodeReport r;
+  r.hostname = "cn101";
+  for (unsigned cpu : {0u, 1u}) {
+    ProcessingUnit pu;
+    pu.cpu = pu.core = cpu;
+    pu.kind = "default";
+    r.pus.push_back(pu);
+  }
+  for (const auto& [mode, started] : {std::pair{Mode::isolated, 90.0}, {Mode::concurrent, 100.0}}) {
+    ModeReport m;
+    m.mode = mode;
+    m.started_unix_seconds = started;
+    m.duration_seconds = 2;
+    for (const ProcessingUnit& pu : r.pus) {
+      CoreFigures c;
+      c.cpu = pu.cpu;
+      c.kind = pu.kind;
+      c.state = CoreState::ok;
+      c.figure[ProbeKind::matmul] = 1e-3;
+      if (pu.cpu == 1 && mode == Mode::concurrent) {
+        c.state = CoreState::noisy;
+        c.cause = noisy_cause();
+      }
+      m.verdicts.cores.push_back(c);
+    }
+    r.modes.push_back(std::move(m));
+  }
+  return ResultsReply{r};
+}
+
+TEST(VerdictsFromResultsTest, PerCpuVerdictsWithTheirCauseAndAge) {
+  const auto verdicts = verdicts_from_results(results_reply(), 110);
+  ASSERT_TRUE(verdicts);
+  ASSERT_EQ(verdicts->size(), 2u);
+  EXPECT_EQ(verdicts->at(0), (DaemonVerdict{"ok", Cause{}, 8.0}));
+  // The cause as data, whole: what the daemon judged, not a sentence.
+  EXPECT_EQ(verdicts->at(1), (DaemonVerdict{"noisy", noisy_cause(), 8.0}));
   // A clock behind the daemon's: an age of 0, never negative.
-  EXPECT_DOUBLE_EQ(verdicts_from_results(kResults, 50)["1"]["age_seconds"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(*verdicts_from_results(results_reply(), 50)->at(1).age_seconds, 0.0);
+  // And through the rank's record to rank 0 (the wire) unchanged.
+  EXPECT_EQ(verdicts_from_json(verdicts_to_json(*verdicts)), *verdicts);
 }
 
-TEST(VerdictsFromResultsTest, WithoutRoundsThereIsNoAge) {
-  json results = kResults;
-  results.erase("rounds");
-  const json verdicts = verdicts_from_results(results, 110);
-  ASSERT_TRUE(verdicts.is_object());
-  EXPECT_EQ(verdicts["1"],
-            json({{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}));
+TEST(VerdictsFromResultsTest, BeforeItsFirstRoundNoCpuIsProbedAndThereIsNoAge) {
+  json results = results_reply();
   results["rounds"] = json::array();
-  EXPECT_FALSE(verdicts_from_results(results, 110)["0"].contains("age_seconds"));
+  const auto verdicts = verdicts_from_results(results, 110);
+  ASSERT_TRUE(verdicts);
+  EXPECT_EQ(verdicts->at(1).state, "skipped");
+  EXPECT_EQ(verdicts->at(1).cause, skipped_cause(SkipReason::not_probed));
+  EXPECT_FALSE(verdicts->at(1).age_seconds);
 }
 
-TEST(VerdictsFromResultsTest, MalformedDocumentsAreNull) {
-  EXPECT_TRUE(verdicts_from_results(json(), 1).is_null());
-  EXPECT_TRUE(verdicts_from_results(json::array(), 1).is_null());
-  EXPECT_TRUE(verdicts_from_results(json{{"cpus", "all"}}, 1).is_null());
-  EXPECT_TRUE(verdicts_from_results(json{{"cpus", json::array()}}, 1).is_null());
-  // Entries without an integer cpu are skipped; a missing state is "unknown".
-  const json odd = {
-      {"cpus",
-       {json{{"cpu", "3"}, {"state", "ok"}}, json{{"state", "ok"}}, json(7), json{{"cpu", 4}}}}};
-  const json verdicts = verdicts_from_results(odd, 1);
-  EXPECT_EQ(verdicts, json({{"4", {{"state", "unknown"}, {"cause", ""}}}})) << verdicts.dump();
+// A reply that is not a results document gives no verdicts rather than
+// guessed ones.
+TEST(VerdictsFromResultsTest, MalformedDocumentsGiveNone) {
+  EXPECT_FALSE(verdicts_from_results(json(), 1));
+  EXPECT_FALSE(verdicts_from_results(json::array(), 1));
+  EXPECT_FALSE(verdicts_from_results(json{{"cpus", "all"}}, 1));
+  EXPECT_FALSE(verdicts_from_results(json{{"cpus", json::array()}, {"rounds", json::array()}}, 1));
+  json results = results_reply();
+  results["cpus"][1]["concurrent"]["why"]["state"] = "sleepy";
+  EXPECT_FALSE(verdicts_from_results(results, 1));
+  results = results_reply();
+  results["cpus"][1]["concurrent"]["why"].erase("lost");  // noisy, without its lost time
+  EXPECT_FALSE(verdicts_from_results(results, 1));
 }
 
 std::vector<JobCpuLoss> node_loss() {

@@ -13,6 +13,8 @@
 #include "collector/report/cause_advice.h"
 #include "collector/report/job_banner.h"
 #include "collector/report/job_report_json.h"
+#include "probe/verdict_text.h"
+#include "tests/tools/sample_causes.h"
 
 namespace corenoise {
 namespace {
@@ -52,6 +54,9 @@ RankRecord record(int rank, const std::string& host, unsigned cpu) {
 }
 
 // Ranks 0 and 1 on node-a (CPUs 0, 1), 2 and 3 on node-b (CPUs 2, 3).
+// A node's corenoised verdict on a noisy CPU.
+Cause preempted() { return sample_cause(CoreState::noisy); }
+
 // Rank 2 computed 1 s longer behind its own threads and made the others
 // wait 3 s; rank 3 lost 0.5 s to another process and caused 1 s.
 std::vector<RankRecord> four_ranks() {
@@ -59,8 +64,7 @@ std::vector<RankRecord> four_ranks() {
                                      record(2, "node-b", 2), record(3, "node-b", 3)};
   RankRecord& r0 = records[0];
   r0.node_daemon =
-      verdicts_from_json({{"0", {{"state", "ok"}, {"cause", ""}, {"age_seconds", 5}}},
-                          {"1", {{"state", "noisy"}, {"cause", "irq storm"}, {"age_seconds", 5}}}});
+      std::map<unsigned, DaemonVerdict>{{0, {"ok", {}, 5.0}}, {1, {"noisy", preempted(), 5.0}}};
   r0.node_culprits = {{1, 700, "updatedb", 0.5}};
   r0.sites = {{"MPI_Allreduce", "solver.c:42", 50, 6, 0.5},
               {"MPI_Barrier", "main.c:10", 2, 0.25, 0.125}};
@@ -80,9 +84,8 @@ std::vector<RankRecord> four_ranks() {
   // and one on a CPU no rank runs on.
   r2.node_culprits = {
       {2, 900, "backup", 0.4}, {3, 901, "stress-ng", 0.6}, {5, 902, "elsewhere", 1.0}};
-  r2.node_daemon =
-      verdicts_from_json({{"2", {{"state", "noisy"}, {"cause", "runnable tasks beside the probe"}}},
-                          {"3", {{"state", "ok"}, {"cause", ""}}}});
+  r2.node_daemon = std::map<unsigned, DaemonVerdict>{{2, {"noisy", preempted(), std::nullopt}},
+                                                     {3, {"ok", {}, std::nullopt}}};
 
   RankRecord& r3 = records[3];
   r3.measures.compute_seconds = 8.5;
@@ -284,7 +287,7 @@ TEST(JobBannerTest, NamesTheWorstRankItsHostAndTheFix) {
   EXPECT_NE(banner.find("fix: " + std::string(cause_advice(JobCause::other_processes))),
             std::string::npos)
       << banner;
-  EXPECT_NE(banner.find("corenoised on cpu 2: noisy (runnable tasks beside the probe)"),
+  EXPECT_NE(banner.find("corenoised on cpu 2: noisy (" + cause_text(preempted()) + ")"),
             std::string::npos)
       << banner;
   EXPECT_NE(banner.find("MPI_Allreduce from solver.c:42"), std::string::npos) << banner;

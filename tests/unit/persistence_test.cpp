@@ -4,12 +4,23 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "probe/verdict_text.h"
 
 namespace corenoise {
 namespace {
 
 const PersistenceRule kDefaults;  // 2 of 3
+
+// A round's cause as a label: persistence carries causes whole, never
+// looks into them, and adds only its count of rounds (Cause::recurrence).
+// Made a skipped cause with the label as its detail, whose sentence is
+// the label.
+Cause said(const std::string& label) {
+  return label.empty() ? Cause{} : skipped_cause(SkipReason::other, label);
+}
 
 // P(Bin(n, p) >= k).
 double binomial_tail(std::size_t n, std::size_t k, double p) {
@@ -24,20 +35,21 @@ double binomial_tail(std::size_t n, std::size_t k, double p) {
 TEST(VerdictHistory, ANoisyCoreIsTransientAtFirstAndPersistentAtItsKthBadRound) {
   VerdictHistory h(3);
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::skipped);  // never measured
-  h.record(CoreState::ok, "");
+  h.record(CoreState::ok, said(""));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::ok);
-  h.record(CoreState::noisy, "loses 9%");
+  h.record(CoreState::noisy, said("loses 9%"));
   PersistentVerdict v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::transient);
   EXPECT_EQ(v.round_state, CoreState::noisy);
-  EXPECT_EQ(v.round_cause, "loses 9%");
+  EXPECT_EQ(cause_text(v.round_cause), "loses 9%");
   EXPECT_EQ(v.unhealthy_rounds, 1u);
   EXPECT_EQ(v.rounds, 2u);
-  EXPECT_EQ(v.cause, "noisy in 1 of its last 2 measured rounds (2 make it persistent): loses 9%");
-  h.record(CoreState::noisy, "loses 11%");
+  EXPECT_EQ(cause_text(v.cause),
+            "noisy in 1 of its last 2 measured rounds (2 make it persistent): loses 9%");
+  h.record(CoreState::noisy, said("loses 11%"));
   v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::noisy);
-  EXPECT_EQ(v.cause, "loses 11%");
+  EXPECT_EQ(cause_text(v.cause), "loses 11%");
   EXPECT_EQ(v.unhealthy_rounds, 2u);
   EXPECT_EQ(v.rounds, 3u);
 }
@@ -46,57 +58,59 @@ TEST(VerdictHistory, ANoisyCoreIsTransientAtFirstAndPersistentAtItsKthBadRound) 
 // of the last N were bad, then fades to transient, then ok.
 TEST(VerdictHistory, LatestUnhealthyRoundDecidesAndFades) {
   VerdictHistory h(3);
-  h.record(CoreState::noisy, "noise");
-  h.record(CoreState::throttled, "clock");
+  h.record(CoreState::noisy, said("noise"));
+  h.record(CoreState::throttled, said("clock"));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::throttled);
-  EXPECT_EQ(h.verdict(kDefaults).cause, "clock");
-  h.record(CoreState::ok, "");
+  EXPECT_EQ(cause_text(h.verdict(kDefaults).cause), "clock");
+  h.record(CoreState::ok, said(""));
   PersistentVerdict v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::throttled);  // 2 of 3, whatever this round said
   EXPECT_EQ(v.round_state, CoreState::ok);
-  h.record(CoreState::ok, "");
+  h.record(CoreState::ok, said(""));
   v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::transient);  // noise fell out: 1 of 3
-  EXPECT_NE(v.cause.find("throttled in 1 of its last 3"), std::string::npos) << v.cause;
-  h.record(CoreState::ok, "");
+  EXPECT_NE(cause_text(v.cause).find("throttled in 1 of its last 3"), std::string::npos)
+      << cause_text(v.cause);
+  h.record(CoreState::ok, said(""));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::ok);
   EXPECT_EQ(h.verdict(kDefaults).unhealthy_rounds, 0u);
 }
 
 TEST(VerdictHistory, SkippedRoundsAreNotMeasuredRounds) {
   VerdictHistory h(3);
-  h.record(CoreState::noisy, "a");
-  for (int i = 0; i < 10; ++i) h.record(CoreState::skipped, "busy (90% since the last round)");
+  h.record(CoreState::noisy, said("a"));
+  for (int i = 0; i < 10; ++i)
+    h.record(CoreState::skipped, said("busy (90% since the last round)"));
   // Skipped for now, with the cause, but not forgotten.
   PersistentVerdict v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::skipped);
-  EXPECT_EQ(v.cause, "busy (90% since the last round)");
+  EXPECT_EQ(cause_text(v.cause), "busy (90% since the last round)");
   EXPECT_EQ(v.round_state, CoreState::skipped);
   EXPECT_EQ(v.rounds, 1u);
   EXPECT_EQ(v.unhealthy_rounds, 1u);
-  h.record(CoreState::noisy, "b");
+  h.record(CoreState::noisy, said("b"));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::noisy);  // 2 of 2 measured
-  h.record(CoreState::skipped, "offline");
+  h.record(CoreState::skipped, said("offline"));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::skipped);
   EXPECT_EQ(h.verdict(kDefaults).unhealthy_rounds, 2u);
-  h.record(CoreState::ok, "");
+  h.record(CoreState::ok, said(""));
   v = h.verdict(kDefaults);
   EXPECT_EQ(v.state, CoreState::noisy);  // back: 2 of its last 3 measured
-  EXPECT_EQ(v.cause, "b");
+  EXPECT_EQ(cause_text(v.cause), "b");
 
   VerdictHistory fine(3);
-  fine.record(CoreState::ok, "");
-  fine.record(CoreState::skipped, "offline");
+  fine.record(CoreState::ok, said(""));
+  fine.record(CoreState::skipped, said("offline"));
   EXPECT_EQ(fine.verdict(kDefaults).state, CoreState::skipped);
-  EXPECT_EQ(fine.verdict(kDefaults).cause, "offline");
-  fine.record(CoreState::ok, "");
+  EXPECT_EQ(cause_text(fine.verdict(kDefaults).cause), "offline");
+  fine.record(CoreState::ok, said(""));
   EXPECT_EQ(fine.verdict(kDefaults).state, CoreState::ok);
   EXPECT_EQ(fine.rounds(), 2u);
 }
 
 TEST(VerdictHistory, ARoundThatSaysTransientIsTransient) {
   VerdictHistory h(3);
-  h.record(CoreState::transient, "not borne out");
+  h.record(CoreState::transient, said("not borne out"));
   EXPECT_EQ(h.verdict(kDefaults).state, CoreState::transient);
   EXPECT_EQ(h.unhealthy_rounds(), 0u);
 }
@@ -105,7 +119,7 @@ TEST(VerdictHistory, ResizeKeepsTheNewestRounds) {
   VerdictHistory old_bad(5);
   for (CoreState s :
        {CoreState::noisy, CoreState::noisy, CoreState::ok, CoreState::ok, CoreState::ok}) {
-    old_bad.record(s, "");
+    old_bad.record(s, said(""));
   }
   EXPECT_EQ(old_bad.verdict({5, 2}).state, CoreState::noisy);
   old_bad.resize(3);
@@ -116,14 +130,14 @@ TEST(VerdictHistory, ResizeKeepsTheNewestRounds) {
   VerdictHistory new_bad(5);
   for (CoreState s :
        {CoreState::ok, CoreState::ok, CoreState::ok, CoreState::slow, CoreState::contended}) {
-    new_bad.record(s, "");
+    new_bad.record(s, said(""));
   }
   new_bad.resize(2);
   EXPECT_EQ(new_bad.verdict({2, 2}).state, CoreState::contended);
   // Growing keeps everything and remembers more from then on.
   new_bad.resize(4);
-  new_bad.record(CoreState::ok, "");
-  new_bad.record(CoreState::ok, "");
+  new_bad.record(CoreState::ok, said(""));
+  new_bad.record(CoreState::ok, said(""));
   EXPECT_EQ(new_bad.rounds(), 4u);
   EXPECT_EQ(new_bad.verdict({4, 2}).state, CoreState::contended);
 }
@@ -136,11 +150,11 @@ TEST(VerdictHistory, OneOfOneIsTheRoundsOwnVerdict) {
   bool measured = false;
   for (int round = 0; round < 1000; ++round) {
     const CoreState s = kAllCoreStates[pick(random)];
-    h.record(s, "cause " + std::to_string(round));
+    h.record(s, said("cause " + std::to_string(round)));
     measured = measured || s != CoreState::skipped;
     const PersistentVerdict v = h.verdict({1, 1});
     EXPECT_EQ(v.state, s) << round;
-    EXPECT_EQ(v.cause, "cause " + std::to_string(round)) << round;
+    EXPECT_EQ(cause_text(v.cause), "cause " + std::to_string(round)) << round;
   }
   EXPECT_TRUE(measured);
 }
@@ -170,10 +184,10 @@ TEST(VerdictHistory, PersistentFalseRateIsTheBinomialTail) {
         VerdictHistory h(c.n);
         for (std::size_t measured = 0; measured < c.n;) {
           if (skip(random)) {
-            h.record(CoreState::skipped, "busy");
+            h.record(CoreState::skipped, said("busy"));
             continue;
           }
-          h.record(bad(random) ? kBad[which(random)] : CoreState::ok, "");
+          h.record(bad(random) ? kBad[which(random)] : CoreState::ok, said(""));
           ++measured;
         }
         const CoreState state = h.verdict({c.n, c.k}).state;

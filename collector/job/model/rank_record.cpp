@@ -11,7 +11,7 @@ using nlohmann::json;
 json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
   json out = json::object();
   for (const auto& [cpu, v] : verdicts) {
-    json verdict = {{"state", v.state}, {"cause", v.cause}};
+    json verdict = {{"state", v.state}, {"why", to_json(v.cause)}};
     if (v.age_seconds) verdict["age_seconds"] = *v.age_seconds;
     out[std::to_string(cpu)] = std::move(verdict);
   }
@@ -30,7 +30,12 @@ std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
     const auto text = [&v](const char* name) {
       return v.contains(name) && v[name].is_string() ? v[name].get<std::string>() : std::string();
     };
-    DaemonVerdict verdict{text("state"), text("cause"), std::nullopt};
+    DaemonVerdict verdict{text("state"), {}, std::nullopt};
+    try {
+      if (v.contains("why")) verdict.cause = cause_from_json(v["why"]);
+    } catch (const std::exception&) {
+      verdict.cause = {};  // an odd cause costs the cause, not the verdict
+    }
     if (verdict.state.empty()) verdict.state = "unknown";
     if (v.contains("age_seconds") && v["age_seconds"].is_number())
       verdict.age_seconds = v["age_seconds"].get<double>();

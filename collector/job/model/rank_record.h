@@ -13,6 +13,7 @@
 
 #include "collector/job/model/rank_config.h"
 #include "collector/job/model/rank_measures.h"
+#include "probe/cause.h"
 
 namespace corenoise {
 
@@ -20,7 +21,7 @@ namespace corenoise {
 // asked for it at MPI_Finalize (job_daemon.h).
 struct DaemonVerdict {
   std::string state;                  // "ok", "noisy", ...; "unknown" when the daemon said none
-  std::string cause;                  // empty when none
+  Cause cause;                        // Cause{} when none
   std::optional<double> age_seconds;  // since the round that gave it; none if never finished
   bool operator==(const DaemonVerdict&) const = default;
 };
@@ -61,8 +62,8 @@ struct RankRecord {
 nlohmann::json to_wire(const RankRecord& record);
 RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
 
-// The verdicts as the wire and the report carry them:
-// {"<cpu>": {"state":..., "cause":..., "age_seconds":...}, ...}.
+// The verdicts as the wire carries them:
+// {"<cpu>": {"state":..., "why": <the Cause's wire form>, "age_seconds":...}, ...}.
 nlohmann::json verdicts_to_json(const std::map<unsigned, DaemonVerdict>& verdicts);
 // What is not a verdict (a key that is not a CPU number, an entry that is
 // not an object) is left out, never thrown on: a daemon's odd answer costs

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "daemon/control/control_client.h"
+#include "daemon/control/control_replies.h"
 #include "daemon/control/slurm_cgroup.h"
 
 namespace corenoise {
@@ -21,23 +22,30 @@ namespace {
 constexpr std::chrono::milliseconds kTimeout{1000};
 }
 
-json verdicts_from_results(const json& results, double now_unix_seconds) {
-  if (!results.is_object() || !results.contains("cpus") || !results["cpus"].is_array())
-    return nullptr;
-  double finished = 0;
-  if (results.contains("rounds") && results["rounds"].is_array() && !results["rounds"].empty()) {
-    const json& last = results["rounds"].back();
-    finished = last.value("started_unix_seconds", 0.0) + last.value("duration_seconds", 0.0);
+std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(const json& results,
+                                                                       double now_unix_seconds) {
+  NodeReport report;
+  try {
+    report = results.get<ResultsReply>().report;
+  } catch (const std::exception&) {
+    return std::nullopt;  // not a results document: no verdicts rather than guessed ones
   }
-  json verdicts = json::object();
-  for (const json& cpu : results["cpus"]) {
-    if (!cpu.is_object() || !cpu.contains("cpu") || !cpu["cpu"].is_number_integer()) continue;
-    json verdict = {{"state", cpu.value("state", std::string("unknown"))},
-                    {"cause", cpu.value("cause", std::string())}};
-    if (finished > 0) verdict["age_seconds"] = std::max(0.0, now_unix_seconds - finished);
-    verdicts[std::to_string(cpu["cpu"].get<int>())] = verdict;
+  if (report.pus.empty()) return std::nullopt;
+  std::optional<double> age;
+  if (!report.modes.empty()) {
+    const ModeReport& last = report.modes.back();
+    const double finished = last.started_unix_seconds + last.duration_seconds;
+    if (finished > 0) age = std::max(0.0, now_unix_seconds - finished);
   }
-  return verdicts.empty() ? json(nullptr) : verdicts;
+  std::map<unsigned, DaemonVerdict> verdicts;
+  for (std::size_t i = 0; i < report.pus.size(); ++i) {
+    DaemonVerdict& v = verdicts[report.pus[i].cpu];
+    v.state = to_string(report.state(i));
+    v.cause = report.modes.empty() ? skipped_cause(SkipReason::not_probed)
+                                   : report.overall(i).figures->cause;
+    v.age_seconds = age;
+  }
+  return verdicts;
 }
 
 std::string job_socket(const std::string& socket_path) {
@@ -49,19 +57,19 @@ std::string job_socket(const std::string& socket_path) {
   return std::filesystem::exists(socket_path, ignored) ? socket_path : std::string();
 }
 
-json daemon_verdicts(const std::string& socket_path) {
+std::optional<std::map<unsigned, DaemonVerdict>> daemon_verdicts(const std::string& socket_path) {
   const std::string socket = job_socket(socket_path);
-  if (socket.empty()) return nullptr;
+  if (socket.empty()) return std::nullopt;
   try {
     const json reply =
         ControlClient(socket, kTimeout).request(json{{"command", "results"}}, kTimeout);
-    if (!reply.value("ok", false)) return nullptr;
+    if (!reply.value("ok", false)) return std::nullopt;
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     // The reply is {"ok": true, ...the results document's fields}.
     return verdicts_from_results(reply.contains("result") ? reply["result"] : reply, now);
   } catch (const std::exception&) {
-    return nullptr;
+    return std::nullopt;
   }
 }
 

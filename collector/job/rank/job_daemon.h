@@ -8,10 +8,13 @@
 // but that second.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collector/job/model/rank_record.h"
 #include "daemon/control/control_requests.h"
 
 namespace corenoise {
@@ -21,11 +24,14 @@ namespace corenoise {
 // connect), else the control socket itself; empty if neither exists.
 std::string job_socket(const std::string& socket_path);
 
-// {"<cpu>": {"state": "noisy", "cause": "...", "age_seconds": 12}, ...}
-// from the daemon's `results`; null where none answered.
-nlohmann::json daemon_verdicts(const std::string& socket_path);
-// The `results` document's verdicts as above (pure; for tests).
-nlohmann::json verdicts_from_results(const nlohmann::json& results, double now_unix_seconds);
+// The daemon's verdict on each of the node's CPUs, from its `results`
+// reply (a ResultsReply): each CPU's overall state, its cause, and the age
+// of the latest round; nullopt where no daemon answered, or its reply was
+// not a results document.
+std::optional<std::map<unsigned, DaemonVerdict>> daemon_verdicts(const std::string& socket_path);
+// The same from a `results` reply already read (pure; for tests).
+std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
+    const nlohmann::json& results, double now_unix_seconds);
 
 // The `job` request for one node's loss (the protocol's own encoding,
 // daemon/control/control_protocol.h), each figure capped at elapsed_seconds and

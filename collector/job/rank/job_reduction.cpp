@@ -423,8 +423,7 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   }
-  const nlohmann::json verdicts = daemon_verdicts(p.session->options().socket_path);
-  if (!verdicts.is_null()) record.node_daemon = verdicts_from_json(verdicts);
+  record.node_daemon = daemon_verdicts(p.session->options().socket_path);
 }
 
 // Each rank hands its own loss, by cause, split over the CPUs it ran on,
