@@ -281,12 +281,12 @@ void Daemon::start_next_request() {
     running_ = std::move(request);
   }
   if (!running_) return;
-  std::map<unsigned, std::string> skipped;
+  std::map<unsigned, Cause> skipped;
   const std::vector<unsigned> cpus = cpus_to_probe(skipped);
   launch_round(cpus, std::move(skipped));
 }
 
-std::vector<unsigned> Daemon::cpus_to_probe(std::map<unsigned, std::string>& skipped) {
+std::vector<unsigned> Daemon::cpus_to_probe(std::map<unsigned, Cause>& skipped) {
   // Busy CPUs since the last round (our own probes are not in this window).
   const auto now_times = read_cpu_times(config_.probe.proc_root);
   std::vector<unsigned> cpus;
@@ -299,14 +299,16 @@ std::vector<unsigned> Daemon::cpus_to_probe(std::map<unsigned, std::string>& ski
       const auto before = unavailable_.find(cpu);
       if (before == unavailable_.end() || before->second != *why)
         log_warning("cpu " + std::to_string(cpu) + " skipped: " + *why);
-      skipped[cpu] = unavailable_now[cpu] = *why;
+      unavailable_now[cpu] = *why;
+      skipped[cpu] = skipped_cause(SkipReason::other, *why);
       continue;
     }
     if (unavailable_.contains(cpu)) log_notice("cpu " + std::to_string(cpu) + " is back");
     const auto busy = busy_fraction(idle_reference_, now_times, cpu);
     if (busy && *busy > config_.busy_threshold && config_.busy_policy == BusyPolicy::skip &&
         !running_->calibrate) {
-      skipped[cpu] = "busy (" + compact_percent_text(*busy, 0) + " since the last round)";
+      skipped[cpu] = skipped_cause(SkipReason::busy);
+      skipped[cpu].figure = *busy;
       continue;
     }
     cpus.push_back(cpu);
@@ -315,8 +317,7 @@ std::vector<unsigned> Daemon::cpus_to_probe(std::map<unsigned, std::string>& ski
   return cpus;
 }
 
-void Daemon::launch_round(const std::vector<unsigned>& cpus,
-                          std::map<unsigned, std::string> skipped) {
+void Daemon::launch_round(const std::vector<unsigned>& cpus, std::map<unsigned, Cause> skipped) {
   auto sys_before = read_sys();
   cancel_ = false;
   const std::vector<Mode> modes = running_->modes;
@@ -414,7 +415,7 @@ void Daemon::apply_sys_verdicts(ModeReport& mode, const std::map<unsigned, CpuSy
   }
 }
 
-void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, std::string> skipped,
+void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, Cause> skipped,
                           std::map<unsigned, CpuSysInfo> sys_before) {
   if (round_thread_.joinable()) round_thread_.join();
   RoundRequest request = std::move(*running_);
@@ -451,7 +452,7 @@ void Daemon::finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, s
 }
 
 std::vector<RoundDone> Daemon::take_rounds(const std::vector<RoundSamples>& rounds,
-                                           const std::map<unsigned, std::string>& skipped,
+                                           const std::map<unsigned, Cause>& skipped,
                                            const std::map<unsigned, CpuSysInfo>& sys_before,
                                            const std::map<unsigned, CpuSysInfo>& sys_after,
                                            bool calibrate) {

@@ -73,15 +73,15 @@ class Daemon : public ControlHandler {
   void start_next_request();
   // The watched CPUs the next round probes; each one it cannot (offline,
   // outside the affinity, busy) goes to `skipped` with why.
-  std::vector<unsigned> cpus_to_probe(std::map<unsigned, std::string>& skipped);
+  std::vector<unsigned> cpus_to_probe(std::map<unsigned, Cause>& skipped);
   // Starts running_'s round on its own thread; finish_round() takes it back.
-  void launch_round(const std::vector<unsigned>& cpus, std::map<unsigned, std::string> skipped);
-  void finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, std::string> skipped,
+  void launch_round(const std::vector<unsigned>& cpus, std::map<unsigned, Cause> skipped);
+  void finish_round(std::vector<RoundSamples> rounds, std::map<unsigned, Cause> skipped,
                     std::map<unsigned, CpuSysInfo> sys_before);
   // A round's modes judged, counted, calibrated and kept as the latest;
   // what each mode's round was, for the reply.
   std::vector<RoundDone> take_rounds(const std::vector<RoundSamples>& rounds,
-                                     const std::map<unsigned, std::string>& skipped,
+                                     const std::map<unsigned, Cause>& skipped,
                                      const std::map<unsigned, CpuSysInfo>& sys_before,
                                      const std::map<unsigned, CpuSysInfo>& sys_after,
                                      bool calibrate);

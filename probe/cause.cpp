@@ -1,5 +1,7 @@
 #include "probe/cause.h"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "probe/analysis.h"
@@ -28,7 +30,16 @@ LostTime::Traced traced_of(const trace::Attribution& a, double lost_seconds) {
   const double lost = std::max(lost_seconds, 1e-12);
   for (const trace::Culprit& c : a.culprits) {
     if (t.named.size() == kNamedCulprits || c.seconds / lost < 0.005) break;
-    t.named.push_back(c);
+    // What a sentence cites, and nothing the tracer kept for itself (its
+    // ticks, the kernel priority resolve_scheduling has put into words).
+    trace::Culprit named;
+    named.kind = c.kind;
+    named.name = c.name;
+    named.id = c.id;
+    named.scheduling = c.scheduling;
+    named.detours = c.detours;
+    named.seconds = c.seconds;
+    t.named.push_back(std::move(named));
   }
   return t;
 }
@@ -81,18 +92,30 @@ Cause cause_of(const CoreFigures& c) {
   return cause;
 }
 
+namespace {
+
+bool finite(const std::optional<double>& x) { return x && std::isfinite(*x); }
+bool positive(const std::optional<double>& x) { return finite(x) && *x > 0; }
+
+bool skipped_complete(const Cause& c) {
+  if (!c.skipped) return false;
+  return *c.skipped != SkipReason::busy || finite(c.figure);
+}
+
+}  // namespace
+
 bool complete(const Cause& c) {
   switch (c.state) {
     case CoreState::throttled:
-      return c.figure && c.reference && c.ratio && *c.ratio > 0;
+      return finite(c.figure) && finite(c.reference) && positive(c.ratio);
     case CoreState::noisy:
-      return c.lost && c.ratio && (!c.clock_read_low || *c.clock_read_low > 0);
+      return c.lost && finite(c.ratio) && (!c.clock_read_low || positive(c.clock_read_low));
     case CoreState::contended:
-      return c.figure && c.ratio && *c.ratio > 0;
+      return finite(c.figure) && positive(c.ratio);
     case CoreState::slow:
-      return c.ratio.has_value();
+      return finite(c.ratio);
     case CoreState::skipped:
-      return c.skipped.has_value();
+      return skipped_complete(c);
     default:
       return true;
   }
@@ -110,10 +133,12 @@ Cause skipped_cause(SkipReason reason, std::string detail) {
 
 namespace {
 
-constexpr std::array<std::pair<SkipReason, const char*>, 4> kSkipNames{{
+constexpr std::array<std::pair<SkipReason, const char*>, 6> kSkipNames{{
     {SkipReason::not_selected, "not_selected"},
     {SkipReason::not_probed, "not_probed"},
     {SkipReason::no_samples, "no_samples"},
+    {SkipReason::busy, "busy"},
+    {SkipReason::no_rank, "no_rank"},
     {SkipReason::other, "other"},
 }};
 
@@ -150,9 +175,29 @@ void put(json& j, const char* key, const std::optional<T>& value) {
   if (value) j[key] = *value;
 }
 
+// A figure where it is there: nlohmann writes a NaN or an infinity as null,
+// which reads back as absent (and complete() then judges the cause).
 template <typename T>
 void get(const json& j, const char* key, std::optional<T>& value) {
-  if (j.contains(key)) value = j.at(key).get<T>();
+  if (j.contains(key) && !j.at(key).is_null()) value = j.at(key).get<T>();
+}
+
+// A count from another process: a non-negative integer that fits, never a
+// float cast to an integer or a negative number wrapped round.
+template <typename Int>
+Int count_at(const json& j, const char* key) {
+  const json& v = j.at(key);
+  const bool non_negative =
+      v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  if (!non_negative || v.get<std::uint64_t>() > std::numeric_limits<Int>::max())
+    throw std::invalid_argument(std::string("'") + key + "' is not a count");
+  return static_cast<Int>(v.get<std::uint64_t>());
+}
+
+// An id: -1 (none) or a non-negative integer that fits an int.
+int id_at(const json& j, const char* key) {
+  if (!j.contains(key)) return -1;
+  return count_at<int>(j, key);
 }
 
 json culprit_json(const trace::Culprit& c) {
@@ -168,9 +213,9 @@ trace::Culprit culprit_from_json(const json& j) {
   c.kind =
       parse_name(kCulpritKinds, trace::kind_name, j.at("kind").get<std::string>(), "culprit kind");
   c.seconds = j.at("seconds").get<double>();
-  c.detours = j.at("detours").get<std::uint64_t>();
+  c.detours = count_at<std::uint64_t>(j, "detours");
   c.name = j.value("name", std::string());
-  c.id = j.value("id", -1);
+  c.id = id_at(j, "id");
   c.scheduling = j.value("scheduling", std::string());
   return c;
 }
@@ -194,18 +239,20 @@ json lost_json(const LostTime& l) {
 LostTime lost_from_json(const json& j) {
   LostTime l;
   l.noise_ratio = j.at("noise_ratio").get<double>();
-  l.detours = j.at("detours").get<std::uint64_t>();
+  l.detours = count_at<std::uint64_t>(j, "detours");
   l.max_seconds = j.at("max_seconds").get<double>();
   l.total_seconds = j.at("total_seconds").get<double>();
-  l.preemptions = j.at("preemptions").get<std::uint64_t>();
-  l.interrupts = j.at("interrupts").get<std::uint64_t>();
+  l.preemptions = count_at<std::uint64_t>(j, "preemptions");
+  l.interrupts = count_at<std::uint64_t>(j, "interrupts");
   get(j, "preempted_seconds", l.preempted_seconds);
   get(j, "steal_seconds", l.steal_seconds);
   if (j.contains("traced")) {
     const json& t = j.at("traced");
     LostTime::Traced traced;
-    for (const json& c : t.at("named")) traced.named.push_back(culprit_from_json(c));
-    if (traced.named.size() > kNamedCulprits) throw std::invalid_argument("too many culprits");
+    const json& named = t.at("named");
+    if (!named.is_array() || named.size() > kNamedCulprits)
+      throw std::invalid_argument("not a list of at most three culprits");
+    for (const json& c : named) traced.named.push_back(culprit_from_json(c));
     traced.matched_seconds = t.at("matched_seconds").get<double>();
     traced.overran = t.at("overran").get<bool>();
     l.traced = std::move(traced);
@@ -236,20 +283,20 @@ void get_decorations(const json& j, Cause& c) {
     const json& x = j.at("confirmation");
     Cause::Confirmation confirmation;
     confirmation.confirmed = x.at("confirmed").get<bool>();
-    confirmation.rounds = x.at("rounds").get<int>();
+    confirmation.rounds = count_at<int>(x, "rounds");
     get(x, "figure", confirmation.figure);
     c.confirmation = confirmation;
   }
   if (j.contains("thermal")) {
     const json& x = j.at("thermal");
-    c.thermal = Cause::Thermal{x.at("core_events").get<std::uint64_t>(),
-                               x.at("package_events").get<std::uint64_t>()};
+    c.thermal = Cause::Thermal{count_at<std::uint64_t>(x, "core_events"),
+                               count_at<std::uint64_t>(x, "package_events")};
   }
   if (j.contains("recurrence")) {
     const json& x = j.at("recurrence");
     c.recurrence = Cause::Recurrence{
-        state_named(x.at("state").get<std::string>()), x.at("unhealthy").get<std::size_t>(),
-        x.at("rounds").get<std::size_t>(), x.at("needed").get<std::size_t>()};
+        state_named(x.at("state").get<std::string>()), count_at<std::size_t>(x, "unhealthy"),
+        count_at<std::size_t>(x, "rounds"), count_at<std::size_t>(x, "needed")};
   }
 }
 
@@ -290,6 +337,15 @@ Cause cause_from_json(const json& j) {
   c.detail = j.value("detail", std::string());
   if (!complete(c)) throw std::invalid_argument("a cause without the figures its state cites");
   return c;
+}
+
+Cause cause_in(const json& holder) {
+  if (!holder.is_object() || !holder.contains("why")) return {};
+  try {
+    return cause_from_json(holder.at("why"));
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 }  // namespace corenoise

@@ -29,10 +29,13 @@ struct CoreFigures;
 // The culprits a sentence names: the largest few above half a percent.
 inline constexpr std::size_t kNamedCulprits = 3;
 
-// Why a CPU was not measured. `other`: the layer that skipped it said why in
-// Cause::detail (the topology: "offline"; the runner: its error; the
-// daemon: "a job's CPU").
-enum class SkipReason : std::uint8_t { not_selected, not_probed, no_samples, other };
+// Why a CPU was not measured: not among the CPUs asked for; no round yet;
+// the round was cancelled before it sampled; busy with other work
+// (Cause::figure: its busy share since the last round); no rank of the
+// sweep's job on it; `other`: the layer that skipped it gave its reason in
+// Cause::detail (the topology: "disallowed by cgroup/cpuset"; the runner:
+// its error; the daemon: an offline CPU).
+enum class SkipReason : std::uint8_t { not_selected, not_probed, no_samples, busy, no_rank, other };
 
 // Where a noisy core's time went.
 struct LostTime {
@@ -114,17 +117,25 @@ struct Cause {
 // and an empty cause for a state no test decided).
 Cause cause_of(const CoreFigures& core);
 
-// True where the figures the state's sentence cites are all there (a
-// throttled core's clock, reference and ratio; a noisy core's lost time
-// and excess; …); cause_from_json refuses a cause that is not.
+// True where the figures the state's sentence cites are all there and
+// finite (a throttled core's clock, reference and ratio; a noisy core's
+// lost time and excess; a busy CPU's share; …); cause_from_json refuses a
+// cause that is not.
 bool complete(const Cause& cause);
 
 // A CPU not measured, and why.
 Cause skipped_cause(SkipReason reason, std::string detail = {});
 
-// The wire form: every field under its own key, absent where empty.
-// from_json throws std::exception on a malformed cause.
+// The wire form: every field under its own key, absent where empty (and
+// where not finite). cause_from_json throws std::exception on a malformed
+// cause, or one not complete().
 nlohmann::json to_json(const Cause& cause);
 Cause cause_from_json(const nlohmann::json& j);
+
+// The cause a document holds under "why": Cause{} where there is none (a
+// document of an older corenoise) or it is refused. Causes come from other
+// processes (the daemon, a sweep's nodes, a job's ranks): an odd cause
+// costs that cause, never the document around it.
+Cause cause_in(const nlohmann::json& holder);
 
 }  // namespace corenoise

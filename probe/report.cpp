@@ -12,9 +12,14 @@ std::string local_hostname() {
   return name;
 }
 
+Cause unprobed_cause(const ProcessingUnit& pu) {
+  return pu.usable() ? skipped_cause(SkipReason::not_probed)
+                     : skipped_cause(SkipReason::other, pu.skip_reason);
+}
+
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
                             const Thresholds& thresholds,
-                            const std::map<unsigned, std::string>& skip_reasons) {
+                            const std::map<unsigned, Cause>& skip_causes) {
   std::vector<CoreFigures> cores;
   cores.reserve(pus.size());
   for (const auto& pu : pus) {
@@ -30,11 +35,10 @@ ModeReport make_mode_report(const RoundSamples& round, const std::vector<Process
       skipped.cpu = pu.cpu;
       skipped.kind = pu.kind;
       skipped.state = CoreState::skipped;
-      const auto reason = skip_reasons.find(pu.cpu);
-      skipped.cause = reason != skip_reasons.end()
-                          ? skipped_cause(SkipReason::other, reason->second)
-                      : pu.usable() ? skipped_cause(SkipReason::not_selected)
-                                    : skipped_cause(SkipReason::other, pu.skip_reason);
+      const auto cause = skip_causes.find(pu.cpu);
+      skipped.cause = cause != skip_causes.end() ? cause->second
+                      : pu.usable()              ? skipped_cause(SkipReason::not_selected)
+                                                 : skipped_cause(SkipReason::other, pu.skip_reason);
       cores.push_back(std::move(skipped));
     }
   }

@@ -76,12 +76,16 @@ struct NodeReport {
 // This machine's host name ("" if unknown): for people only, never a key.
 std::string local_hostname();
 
+// Why a PU that no round has measured yet is not: not probed, or where it
+// cannot be, the topology's reason.
+Cause unprobed_cause(const ProcessingUnit& pu);
+
 // A ModeReport for all of `pus`: measured CPUs from `round`, the others
-// skipped with the reason in `skip_reasons` (by cpu), else their
-// skip_reason, else "not selected".
+// skipped with their cause in `skip_causes` (by cpu), else their
+// skip_reason, else not selected.
 ModeReport make_mode_report(const RoundSamples& round, const std::vector<ProcessingUnit>& pus,
                             const Thresholds& thresholds,
-                            const std::map<unsigned, std::string>& skip_reasons = {});
+                            const std::map<unsigned, Cause>& skip_causes = {});
 
 // Confirms the suspects of a screened mode report: confirmation_rounds()
 // rounds, each planned from the cores still unhealthy and measured by

@@ -227,8 +227,7 @@ json to_json(const NodeReport& r) {
       }
     } else {
       c["state"] = to_string(CoreState::skipped);
-      put_cause(c, pu.usable() ? skipped_cause(SkipReason::not_probed)
-                               : skipped_cause(SkipReason::other, pu.skip_reason));
+      put_cause(c, unprobed_cause(pu));
     }
     cpus.push_back(std::move(c));
   }
@@ -271,7 +270,7 @@ CoreFigures figures_from_json(const json& j, unsigned cpu, const std::string& ki
   c.cpu = cpu;
   c.kind = kind;
   c.state = state_of(j.at("state").get<std::string>());
-  if (j.contains("why")) c.cause = cause_from_json(j["why"]);
+  c.cause = cause_in(j);
   c.expected_slowdown = opt(j, "expected_slowdown");
   c.excess_noise = opt(j, "excess_noise");
   c.slowdown[ProbeKind::detour] = opt(j, "noise_factor");
@@ -336,6 +335,9 @@ NodeReport node_report_from_json(const json& doc) {
     pu.package = c.value("package", 0u);
     pu.numa_node = c.value("numa_node", -1);
     pu.kind = c.value("kind", "default");
+    // Before any round, what the writer said of a PU it cannot probe.
+    if (const Cause why = cause_in(c); r.modes.empty() && why.skipped == SkipReason::other)
+      pu.skip_reason = why.detail;
     for (std::size_t m = 0; m < r.modes.size(); ++m) {
       // Every mode's figures under its name; a single mode's at top level.
       const std::string name(to_string(r.modes[m].mode));

@@ -125,6 +125,10 @@ std::string skipped_text(const Cause& c) {
       return "not probed";
     case SkipReason::no_samples:
       return "no samples (round cancelled)";
+    case SkipReason::busy:
+      return "busy (" + compact_percent_text(*c.figure, 0) + " since the last round)";
+    case SkipReason::no_rank:
+      return "no rank of the job on it";
     case SkipReason::other:
       break;
   }

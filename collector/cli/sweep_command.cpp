@@ -392,12 +392,12 @@ NodeReport empty_node_report(const SweepOptions& options, const Topology& topolo
 
 // With a rank per core, the leader's view of the other ranks' CPUs is
 // "outside its affinity"; what matters is whether a rank probed them.
-std::map<unsigned, std::string> cpus_without_rank(const std::vector<ProcessingUnit>& pus,
-                                                  const std::vector<unsigned>& cpus) {
-  std::map<unsigned, std::string> skip_reasons;
+std::map<unsigned, Cause> cpus_without_rank(const std::vector<ProcessingUnit>& pus,
+                                            const std::vector<unsigned>& cpus) {
+  std::map<unsigned, Cause> skip_reasons;
   for (const ProcessingUnit& pu : pus) {
     if (std::find(cpus.begin(), cpus.end(), pu.cpu) == cpus.end()) {
-      skip_reasons[pu.cpu] = "no rank of the job on it";
+      skip_reasons[pu.cpu] = skipped_cause(SkipReason::no_rank);
     }
   }
   return skip_reasons;
@@ -408,7 +408,7 @@ std::map<unsigned, std::string> cpus_without_rank(const std::vector<ProcessingUn
 // rounds overlap the way a job's steps do. False on every leader if it
 // failed on any.
 bool screen(MpiEnvironment& env, const SweepOptions& options, const NodeProbes& probes, Mode mode,
-            const std::map<unsigned, std::string>& skip_reasons, const std::string& prefix,
+            const std::map<unsigned, Cause>& skip_reasons, const std::string& prefix,
             NodeReport& report) {
   env.barrier_leaders();
   const double start = env.common_start_time(kStartMarginSeconds);
@@ -497,8 +497,8 @@ int run_leader(MpiEnvironment& env, const SweepOptions& options) {
 
   NodeReport report = empty_node_report(options, *setup.topology);
   report.trace = setup.trace;
-  const std::map<unsigned, std::string> skip_reasons =
-      ranks ? cpus_without_rank(report.pus, setup.probes.cpus) : std::map<unsigned, std::string>{};
+  const std::map<unsigned, Cause> skip_reasons =
+      ranks ? cpus_without_rank(report.pus, setup.probes.cpus) : std::map<unsigned, Cause>{};
   for (Mode mode : options.settings.modes) {
     if (!screen(env, options, setup.probes, mode, skip_reasons, prefix, report)) {
       return kExitFailure;

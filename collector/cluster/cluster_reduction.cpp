@@ -83,7 +83,7 @@ NodeCells cells_from_json(std::uint32_t node, const std::string& text) {
     if (c.contains("expected_slowdown"))
       cell.expected_slowdown = c["expected_slowdown"].get<double>();
     if (c.contains("cluster_slowdown")) cell.cluster_slowdown = c["cluster_slowdown"].get<double>();
-    if (c.contains("why")) cell.cause = cause_from_json(c["why"]);
+    cell.cause = cause_in(c);
     cells.cores.push_back(std::move(cell));
   }
   return cells;
@@ -315,7 +315,7 @@ std::vector<WorstCoreEntry> worst_entries(const TopK& top, const GatheredNodes& 
       const json d = json::parse(gathered.details[w.node]);
       for (const auto& item : d) {
         if (item["cpu"].get<unsigned>() != w.cpu) continue;
-        if (item.contains("why")) entry.cause = cause_from_json(item["why"]);
+        entry.cause = cause_in(item);
         if (item["cluster_slowdown"].is_number()) {
           entry.cluster_slowdown = item["cluster_slowdown"].get<double>();
         }

@@ -92,7 +92,7 @@ void print_table(std::ostream& out, const NodeReport& r) {
       kind.resize(9, ' ');
       out << cell(std::to_string(pu.cpu), 5) << cell(std::to_string(pu.core), 5)
           << cell(std::to_string(pu.package), 5) << cell(std::to_string(pu.numa_node), 5) << ' '
-          << kind << "  skipped (" << (pu.usable() ? "not probed" : pu.skip_reason) << ")\n";
+          << kind << "  skipped (" << cause_text(unprobed_cause(pu)) << ")\n";
     }
     return;
   }

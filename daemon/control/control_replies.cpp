@@ -53,7 +53,7 @@ void to_json(json& out, const CpuVerdictEntry& in) {
 void from_json(const json& in, CpuVerdictEntry& out) {
   in.at("cpu").get_to(out.cpu);
   in.at("state").get_to(out.state);
-  out.cause = cause_from_json(in.at("why"));
+  out.cause = cause_in(in);
   in.at("round_state").get_to(out.round_state);
   in.at("unhealthy_rounds").get_to(out.unhealthy_rounds);
   in.at("rounds").get_to(out.rounds);

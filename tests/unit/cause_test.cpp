@@ -9,7 +9,9 @@
 
 #include <array>
 #include <string>
+#include <utility>
 
+#include "probe/analysis.h"
 #include "probe/verdict_text.h"
 
 namespace corenoise {
@@ -131,8 +133,10 @@ TEST(VerdictText, WhatLaterLayersAddWrapsTheRoundsSentence) {
   EXPECT_EQ(cause_text(c), "transient: throttled in the round (" + round +
                                "), not borne out on re-measurement 2 (not measured)");
   c.thermal = Cause::Thermal{3, 0};
-  EXPECT_EQ(cause_text(c).substr(0, 61),
-            "3 core and 0 package thermal throttle events during the round");
+  EXPECT_EQ(cause_text(c),
+            "3 core and 0 package thermal throttle events during the round; "
+            "transient: throttled in the round (" +
+                round + "), not borne out on re-measurement 2 (not measured)");
   c = throttled();
   c.recurrence = Cause::Recurrence{CoreState::throttled, 1, 3, 2};
   EXPECT_EQ(cause_text(c),
@@ -143,6 +147,96 @@ TEST(VerdictText, WhatLaterLayersAddWrapsTheRoundsSentence) {
   EXPECT_EQ(cause_text(events), "0 core and 2 package thermal throttle events during the round");
   EXPECT_FALSE(events.says_nothing());
   EXPECT_TRUE(Cause{}.says_nothing());
+}
+
+// The daemon's order: the round's sentence, its confirmation, the thermal
+// events of the round, then the persistence over rounds, outermost.
+TEST(VerdictText, TheDaemonsLayersNestInTheirOrder) {
+  Cause c = noisy(false);
+  c.clock_read_low.reset();
+  const std::string round = cause_text(c);
+  c.confirmation = Cause::Confirmation{true, 1, 0.1};
+  c.thermal = Cause::Thermal{0, 4};
+  c.recurrence = Cause::Recurrence{CoreState::throttled, 1, 3, 2};
+  EXPECT_EQ(cause_text(c),
+            "throttled in 1 of its last 3 measured rounds (2 make it persistent): 0 core and 4 "
+            "package thermal throttle events during the round; " +
+                round + "; confirmed on re-measurement (10.0 points)");
+  EXPECT_EQ(cause_from_json(to_json(c)), c);
+}
+
+TEST(VerdictText, ASkippedCpuSaysWhy) {
+  Cause busy = skipped_cause(SkipReason::busy);
+  busy.figure = 0.93;
+  EXPECT_EQ(cause_text(busy), "busy (93% since the last round)");
+  EXPECT_EQ(cause_from_json(to_json(busy)), busy);
+  busy.figure.reset();  // a busy share is what it cites
+  EXPECT_THROW(cause_from_json(to_json(busy)), std::exception);
+  EXPECT_EQ(cause_text(skipped_cause(SkipReason::no_rank)), "no rank of the job on it");
+  EXPECT_EQ(cause_text(skipped_cause(SkipReason::not_selected)), "not selected");
+  EXPECT_EQ(cause_text(skipped_cause(SkipReason::not_probed)), "not probed");
+}
+
+// From a judged core: the tracer's culprits while each holds at least half
+// a percent of the lost time (at most three), with only what a sentence
+// cites, so that the cause comes back whole from its wire form.
+TEST(Cause, AJudgedNoisyCoreNamesItsLargestCulpritsOnly) {
+  CoreFigures core;
+  core.kind = "default";
+  core.state = CoreState::noisy;
+  core.excess_noise = 0.1;
+  DetourResult d;
+  d.window_seconds = 1;
+  d.count = 50;
+  d.total_seconds = 0.2;
+  d.max_seconds = 0.01;
+  core.detour = d;
+  trace::Attribution a;
+  a.detour_seconds = 0.2;
+  for (const auto& [name, seconds] : {std::pair{"big", 0.15}, {"tiny", 0.0009}, {"after", 0.04}}) {
+    trace::Culprit c;
+    c.kind = trace::CulpritKind::task;
+    c.name = name;
+    c.id = 7;
+    c.prio = 120;
+    c.ticks = 12345;
+    c.seconds = seconds;
+    c.detours = 3;
+    a.culprits.push_back(c);
+  }
+  core.culprits = a;
+  const Cause cause = cause_of(core);
+  ASSERT_TRUE(cause.lost && cause.lost->traced);
+  // "tiny" is under 0.5 % of 0.2 s: it and everything after it go to "others".
+  ASSERT_EQ(cause.lost->traced->named.size(), 1u);
+  EXPECT_EQ(cause.lost->traced->named[0].name, "big");
+  EXPECT_EQ(cause_from_json(json::parse(to_json(cause).dump())), cause);
+  EXPECT_NE(cause_text(cause).find("75% preempted by big[7] (3 times), 25% others"),
+            std::string::npos)
+      << cause_text(cause);
+}
+
+// Counts from another process are counts: a float, a negative number or one
+// past the type is refused, never cast; an odd cause costs only itself.
+TEST(Cause, HostileNumbersAreRefusedAndCostOnlyTheCause) {
+  for (const json& detours : {json(-1), json(1e300), json(2.5), json("12")}) {
+    json wire = to_json(noisy(true));
+    wire["lost"]["detours"] = detours;
+    EXPECT_THROW(cause_from_json(wire), std::exception) << detours;
+    EXPECT_EQ(cause_in(json{{"why", wire}, {"state", "noisy"}}), Cause{});
+  }
+  json wire = to_json(noisy(true));
+  wire["lost"]["traced"]["named"][0]["id"] = 1LL << 40;
+  EXPECT_THROW(cause_from_json(wire), std::exception);
+  wire = to_json(noisy(true));
+  wire["lost"]["traced"]["named"] = json::array({json::object(), 1, 2, 3, 4});
+  EXPECT_THROW(cause_from_json(wire), std::exception);
+  wire = to_json(throttled());
+  wire["ratio"] = nullptr;  // a NaN, as nlohmann writes one
+  EXPECT_THROW(cause_from_json(wire), std::exception);
+  // A document without a cause (an older corenoise) has none.
+  EXPECT_EQ(cause_in(json{{"cause", "loses 9%"}}), Cause{});
+  EXPECT_EQ(cause_in(json{{"why", to_json(throttled())}}), throttled());
 }
 
 }  // namespace

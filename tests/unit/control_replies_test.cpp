@@ -79,6 +79,17 @@ TEST(ControlReplies, StatusReadsBackAndWritesTheSameLine) {
   EXPECT_EQ(json(reply).dump(), kStatusLine);
 }
 
+// An older daemon's reply has sentences and no causes as data: it reads,
+// with no cause to word again.
+TEST(ControlReplies, AReplyWithoutCausesAsDataReadsWithNone) {
+  json line = json::parse(kStatusLine);
+  line["unhealthy"][0].erase("why");
+  const StatusReply reply = line.get<StatusReply>();
+  EXPECT_EQ(reply.cpu_states.unhealthy.at(0).state, "noisy");
+  EXPECT_EQ(reply.cpu_states.unhealthy.at(0).cause, Cause{});
+  EXPECT_EQ(reply.cpu_states.transient.at(0).cause, transient_cause());
+}
+
 TEST(ControlReplies, StatusLeavesOutWhatItDoesNotHave) {
   StatusReply reply;
   reply.version = "0.1.0";

@@ -69,14 +69,21 @@ TEST(VerdictsFromResultsTest, PerCpuVerdictsWithTheirCauseAndAge) {
   EXPECT_EQ(verdicts_from_json(verdicts_to_json(*verdicts)), *verdicts);
 }
 
+// Before its first round the daemon has measured nothing: each CPU is
+// skipped, not probed, or where it cannot be, for the topology's reason.
 TEST(VerdictsFromResultsTest, BeforeItsFirstRoundNoCpuIsProbedAndThereIsNoAge) {
-  json results = results_reply();
-  results["rounds"] = json::array();
-  const auto verdicts = verdicts_from_results(results, 110);
+  NodeReport r;
+  for (unsigned cpu : {0u, 1u}) {
+    ProcessingUnit pu;
+    pu.cpu = cpu;
+    r.pus.push_back(pu);
+  }
+  r.pus[1].skip_reason = "disallowed by cgroup/cpuset";
+  const auto verdicts = verdicts_from_results(ResultsReply{r}, 110);
   ASSERT_TRUE(verdicts);
-  EXPECT_EQ(verdicts->at(1).state, "skipped");
-  EXPECT_EQ(verdicts->at(1).cause, skipped_cause(SkipReason::not_probed));
-  EXPECT_FALSE(verdicts->at(1).age_seconds);
+  EXPECT_EQ(verdicts->at(0),
+            (DaemonVerdict{"skipped", skipped_cause(SkipReason::not_probed), std::nullopt}));
+  EXPECT_EQ(verdicts->at(1).cause, skipped_cause(SkipReason::other, "disallowed by cgroup/cpuset"));
 }
 
 // A reply that is not a results document gives no verdicts rather than
@@ -86,12 +93,21 @@ TEST(VerdictsFromResultsTest, MalformedDocumentsGiveNone) {
   EXPECT_FALSE(verdicts_from_results(json::array(), 1));
   EXPECT_FALSE(verdicts_from_results(json{{"cpus", "all"}}, 1));
   EXPECT_FALSE(verdicts_from_results(json{{"cpus", json::array()}, {"rounds", json::array()}}, 1));
+}
+
+// One odd cause costs that cause, not the node's verdicts.
+TEST(VerdictsFromResultsTest, AnOddCauseCostsOnlyItself) {
   json results = results_reply();
   results["cpus"][1]["concurrent"]["why"]["state"] = "sleepy";
-  EXPECT_FALSE(verdicts_from_results(results, 1));
+  auto verdicts = verdicts_from_results(results, 110);
+  ASSERT_TRUE(verdicts);
+  EXPECT_EQ(verdicts->at(1), (DaemonVerdict{"noisy", Cause{}, 8.0}));
   results = results_reply();
   results["cpus"][1]["concurrent"]["why"].erase("lost");  // noisy, without its lost time
-  EXPECT_FALSE(verdicts_from_results(results, 1));
+  verdicts = verdicts_from_results(results, 110);
+  ASSERT_TRUE(verdicts);
+  EXPECT_EQ(verdicts->at(1).cause, Cause{});
+  EXPECT_EQ(verdicts->at(0).state, "ok");
 }
 
 std::vector<JobCpuLoss> node_loss() {

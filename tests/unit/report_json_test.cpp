@@ -55,7 +55,8 @@ NodeReport two_round_report() {
       const bool noisy = mode == Mode::concurrent && cpu == 3;
       round.cpus.push_back(samples(cpu, slow ? 0.012 : 0.010, noisy ? 0.20 : 0.01));
     }
-    r.modes.push_back(make_mode_report(round, r.pus, Thresholds{}, {{4, "not selected"}}));
+    r.modes.push_back(make_mode_report(round, r.pus, Thresholds{},
+                                       {{4, skipped_cause(SkipReason::not_selected)}}));
   }
   return r;
 }

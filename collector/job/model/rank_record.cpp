@@ -31,11 +31,7 @@ std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
       return v.contains(name) && v[name].is_string() ? v[name].get<std::string>() : std::string();
     };
     DaemonVerdict verdict{text("state"), {}, std::nullopt};
-    try {
-      if (v.contains("why")) verdict.cause = cause_from_json(v["why"]);
-    } catch (const std::exception&) {
-      verdict.cause = {};  // an odd cause costs the cause, not the verdict
-    }
+    verdict.cause = cause_in(v);  // an odd cause costs the cause, not the verdict
     if (verdict.state.empty()) verdict.state = "unknown";
     if (v.contains("age_seconds") && v["age_seconds"].is_number())
       verdict.age_seconds = v["age_seconds"].get<double>();

@@ -41,8 +41,8 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(const jso
   for (std::size_t i = 0; i < report.pus.size(); ++i) {
     DaemonVerdict& v = verdicts[report.pus[i].cpu];
     v.state = to_string(report.state(i));
-    v.cause = report.modes.empty() ? skipped_cause(SkipReason::not_probed)
-                                   : report.overall(i).figures->cause;
+    v.cause =
+        report.modes.empty() ? unprobed_cause(report.pus[i]) : report.overall(i).figures->cause;
     v.age_seconds = age;
   }
   return verdicts;
