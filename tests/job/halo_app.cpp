@@ -6,7 +6,7 @@
 // steps joins a collective (the residual norm), as real stencil and
 // molecular-dynamics codes do.
 //
-//   halo_app [--steps N] [--step-ms T] [--exchange nonblocking|irecv-send|blocking]
+//   halo_app [--steps N] [--step-ms T] [--exchange nonblocking|irecv-send|blocking|none]
 //            [--dims 1|2] [--halo-bytes B] [--allreduce-every K] [--larger RANK:FACTOR]
 //            [--passes P] [--median-step]
 //
@@ -14,7 +14,10 @@
 //   irecv-send   MPI_Irecv, then a blocking MPI_Send, then MPI_Wait, per
 //                neighbour (the shape of many Fortran codes);
 //   blocking     MPI_Send and MPI_Recv, even ranks of each dimension
-//                sending first (a 1-D ring with an even number of ranks).
+//                sending first (a 1-D ring with an even number of ranks);
+//   none         no halo: each step is the work and the collective (with
+//                --allreduce-every 1, a bulk-synchronous code whose only
+//                waits are its steps).
 //
 // The step's work is calibrated on every rank (passes of a vector update
 // taking --step-ms) and the least taken, so every rank does the same work; rank
@@ -91,8 +94,9 @@ Options parse(int argc, char** argv) {
       usage("unknown argument '" + arg + "'");
     }
   }
-  if (o.exchange != "nonblocking" && o.exchange != "irecv-send" && o.exchange != "blocking") {
-    usage("--exchange is nonblocking, irecv-send or blocking, not '" + o.exchange + "'");
+  if (o.exchange != "nonblocking" && o.exchange != "irecv-send" && o.exchange != "blocking" &&
+      o.exchange != "none") {
+    usage("--exchange is nonblocking, irecv-send, blocking or none, not '" + o.exchange + "'");
   }
   if (o.dims != 1 && o.dims != 2) usage("--dims is 1 or 2");
   if (o.steps < 1 || o.step_ms <= 0 || o.halo_bytes < 8 || o.allreduce_every < 1)
@@ -187,7 +191,7 @@ int main(int argc, char** argv) {
         MPI_Send(send[k ^ 1].data(), halo, MPI_DOUBLE, neighbours[k ^ 1], tag_to(k ^ 1), grid);
         MPI_Wait(&request, MPI_STATUS_IGNORE);
       }
-    } else {
+    } else if (o.exchange == "blocking") {
       for (int k = 0; k < n; ++k) {
         const bool first = coords[k / 2] % 2 == 0;
         if (first) {
@@ -199,7 +203,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    for (int k = 0; k < n; ++k) field[static_cast<std::size_t>(k)] = receive[k][0];
+    if (o.exchange != "none")
+      for (int k = 0; k < n; ++k) field[static_cast<std::size_t>(k)] = receive[k][0];
     if ((step + 1) % o.allreduce_every == 0)
       MPI_Allreduce(&sum, &residual, 1, MPI_DOUBLE, MPI_SUM, grid);
     step_seconds.push_back(

@@ -588,11 +588,11 @@ TEST(JobHalo, BlockingSendRecvWithRealTimeNoiseNamesItsRank) {
 // Four ranks on two CPUs (Open MPI oversubscribed: its ranks yield in
 // their waits), two bound to each, on a 2 × 2 grid, rank 2 with 1.5 times
 // the work: its neighbours' waits are charged to it, and it is named with
-// more-work. Rank 0 shares its CPU and is slowed by it for real: named
-// with other-processes (the job's own ranks are not listed as culprits).
-// The ranks on the
-// other CPU waited and passed the delay on: not named.
-TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedWithItsCpuMate) {
+// more-work. Rank 0, its CPU mate, computes as long as ranks 1 and 3 on
+// the other CPU (each pair shares one) and then waits, off its CPU while
+// rank 2 finishes: waiting, not lateness (issue 35), so it is not named;
+// before, its time off the CPU inside its waits named it other-processes.
+TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedAlone) {
   const JobRun run = run_halo(
       kOpenMpi.launcher() + " --oversubscribe --map-by core --bind-to core:overload-allowed -n 4 ",
       kHaloOpenMpi, "--exchange nonblocking --dims 2 --larger 2:1.5", "halo-four");
@@ -602,12 +602,50 @@ TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedWithItsCpuMate) {
   ASSERT_EQ(rank_entry(report, 0)["cpus"], "0");
   ASSERT_EQ(rank_entry(report, 2)["cpus"], "0");
   EXPECT_EQ(rank_entry(report, 2)["cause"], "more-work") << rank_entry(report, 2).dump(1);
-  const json& mate = rank_entry(report, 0);
-  EXPECT_EQ(mate["cause"], "other-processes") << mate.dump(1);
-  EXPECT_EQ(std::set<int>(report["worst_ranks"].begin(), report["worst_ranks"].end()),
-            (std::set<int>{0, 2}));
-  for (int rank : {1, 3})
+  EXPECT_EQ(report["worst_ranks"], json::array({2})) << report.dump(1);
+  for (int rank : {0, 1, 3})
     EXPECT_EQ(rank_entry(report, rank)["cause"], "none") << rank_entry(report, rank).dump(1);
+}
+
+// Issue 35: the late rank is named first whatever the ranks do while they
+// wait. A bulk-synchronous step (the work, then an MPI_Allreduce: halo_app
+// --exchange none), the last rank with 3 times the work, in each way the
+// two families wait here: polling, bound, 2 ranks; 16 ranks on 2 CPUs with
+// Open MPI polling (mpi_yield_when_idle 0), and MPICH polling, yielding
+// every 1,000 polls (its default) and at every poll. Waiting ranks off
+// their CPUs while the late one runs are waiting, not late: before issue 35
+// the 16-rank jobs named nobody. (Open MPI yielding at every poll, its
+// default when oversubscribed, names it in 4 draws of 5 so far: the other
+// ranks' compute times spread by 30 % there, and the naming threshold with
+// them; issue 35's progress note has the figures.)
+TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
+  struct Case {
+    std::string name, job, app;
+    int ranks;
+  } cases[] = {
+      {"mpich-bound", kMpich.bound_job(2), kHaloMpich, 2},
+      {"openmpi-bound", kOpenMpi.bound_job(2), kHaloOpenMpi, 2},
+      {"openmpi-poll", kOpenMpi.job(16, {"OMPI_MCA_mpi_yield_when_idle=0"}), kHaloOpenMpi, 16},
+      {"mpich-poll", kMpich.job(16), kHaloMpich, 16},
+      {"mpich-yield", kMpich.job(16, {"MPIR_CVAR_POLLS_BEFORE_YIELD=1"}), kHaloMpich, 16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int late = c.ranks - 1;
+    const JobRun run =
+        run_halo(c.job, c.app,
+                 "--exchange none --allreduce-every 1 --steps 60 --step-ms 40 --larger " +
+                     std::to_string(late) + ":3",
+                 "wait-" + c.name);
+    const json& report = run.report;
+    EXPECT_EQ(report["ranks_reported"], c.ranks) << run.result.err;
+    const json& worst = report["worst_ranks"];
+    EXPECT_EQ(worst.empty() ? -1 : worst[0].get<int>(), late) << report.dump(1);
+    EXPECT_EQ(rank_entry(report, late)["cause"], "more-work") << rank_entry(report, late).dump(1);
+    EXPECT_GT(rank_entry(report, late)["wait_caused_seconds"].get<double>(),
+              0.5 * report["collective_wait_caused_seconds"].get<double>())
+        << report.dump(1);
+  }
 }
 
 // Clean runs name nobody, under both families, and the program's output

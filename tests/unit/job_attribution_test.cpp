@@ -12,12 +12,13 @@ namespace {
 
 double cause(const RankAttribution& a, JobCause c) { return a.causes[index_of(c)]; }
 
-// A clean rank: 8 s computing, 7.5 s of it on its CPU, at 2 GHz.
+// A clean rank: 8 s computing, all of it on its CPU (a core of its own),
+// at 2 GHz.
 RankMeasures clean() {
   RankMeasures m;
   m.elapsed_seconds = 20;
   m.compute_seconds = 8;
-  m.compute_cpu_seconds = 7.5;
+  m.compute_cpu_seconds = 8;
   m.wait_seconds = 12;
   m.own_threads_seconds = 0.25;
   m.other_processes_seconds = 0.25;
@@ -62,7 +63,7 @@ TEST(ReferenceRankTest, TwoRanksGiveTheCleanOne) {
   const std::vector<RankMeasures> ranks = {slow, fast};
   const RankMeasures ref = reference_rank(ranks);
   EXPECT_DOUBLE_EQ(ref.compute_seconds, 8);
-  EXPECT_DOUBLE_EQ(ref.compute_cpu_seconds, 7.5);
+  EXPECT_DOUBLE_EQ(ref.compute_cpu_seconds, 8);
   EXPECT_DOUBLE_EQ(ref.own_threads_seconds, 0.25);
   EXPECT_DOUBLE_EQ(ref.clock_hz, 2e9);
   // In the other order too.
@@ -155,7 +156,7 @@ TEST(AttributeTest, OffCpuWithNoTakerIsUnexplained) {
 TEST(AttributeTest, MoreCpuTimeAtTheSameClockIsMoreWork) {
   RankMeasures rank = clean();
   rank.compute_seconds = 9;
-  rank.compute_cpu_seconds = 8.5;  // all of the second on its CPU
+  rank.compute_cpu_seconds = 9;  // all of the second on its CPU
   const RankAttribution a = attribute(rank, clean(), 1e-3);
   expect_only(a, JobCause::more_work, 1.0);
   EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
@@ -168,7 +169,7 @@ TEST(AttributeTest, MoreCpuTimeAtTheSameClockIsMoreWork) {
 TEST(AttributeTest, PageFaultsComeFirstOnTheCpu) {
   RankMeasures rank = clean();
   rank.compute_seconds = 9;
-  rank.compute_cpu_seconds = 8.5;
+  rank.compute_cpu_seconds = 9;
   rank.fault_seconds = 0.0625 + 0.25;
   RankAttribution a = attribute(rank, clean(), 1e-3);
   EXPECT_DOUBLE_EQ(cause(a, JobCause::page_faults), 0.25);
@@ -184,12 +185,12 @@ TEST(AttributeTest, PageFaultsComeFirstOnTheCpu) {
 TEST(AttributeTest, ALowerClockIsSlowerClockOfItsCpuTime) {
   RankMeasures rank = clean();
   rank.compute_seconds = 9;
-  rank.compute_cpu_seconds = 8.5;  // 1 s more on its CPU
-  rank.clock_hz = 1.875e9;         // 15/16 of the reference's
+  rank.compute_cpu_seconds = 9;  // 1 s more on its CPU
+  rank.clock_hz = 1.875e9;       // 15/16 of the reference's
   RankAttribution a = attribute(rank, clean(), 1e-3);
-  // R × (1 - clock/ref) = 8.5 × 1/16; the rest is more work.
-  EXPECT_DOUBLE_EQ(cause(a, JobCause::slower_clock), 8.5 / 16);
-  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 1.0 - 8.5 / 16);
+  // R × (1 - clock/ref) = 9 × 1/16; the rest is more work.
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::slower_clock), 9.0 / 16);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 1.0 - 9.0 / 16);
   EXPECT_EQ(a.main_cause, JobCause::slower_clock);
   // Much slower: capped at the on-CPU excess.
   rank.clock_hz = 1e9;
@@ -204,7 +205,7 @@ TEST(AttributeTest, ALowerClockIsSlowerClockOfItsCpuTime) {
 TEST(AttributeTest, NoMainCauseUnderTheThreshold) {
   RankMeasures rank = clean();
   rank.compute_seconds = 8 + 0.0009765625;  // 2^-10 s more, all on its CPU
-  rank.compute_cpu_seconds = 7.5 + 0.0009765625;
+  rank.compute_cpu_seconds = 8 + 0.0009765625;
   RankAttribution a = attribute(rank, clean(), 1e-3);
   EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0.0009765625);
   EXPECT_FALSE(a.main_cause);
@@ -215,12 +216,55 @@ TEST(AttributeTest, NoMainCauseUnderTheThreshold) {
 TEST(AttributeTest, AFasterRankHasNegativeExcessAndNoCause) {
   RankMeasures rank = clean();
   rank.compute_seconds = 7;
-  rank.compute_cpu_seconds = 6.5;
+  rank.compute_cpu_seconds = 7;
   const RankAttribution a = attribute(rank, clean(), 1e-3);
   EXPECT_DOUBLE_EQ(a.excess_seconds, -1);
   for (double s : a.causes) EXPECT_DOUBLE_EQ(s, 0);
   EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
   EXPECT_FALSE(a.main_cause);
+}
+
+// The story of issue 35 at 16 ranks on 2 CPUs: the waiting ranks yield
+// inside their waits (Open MPI's mpi_yield_when_idle, an oversubscribed
+// node), so each is off its CPU there for most of its wait, while the
+// late rank, with 3 times the work, hardly waits. Its lateness is its
+// extra work alone; the others' time off their CPUs inside their waits is
+// theirs, and neither hides it nor is taken for lateness.
+TEST(AttributeTest, OffCpuTimeInsideWaitsIsNotLateness) {
+  std::vector<RankMeasures> ranks;
+  for (int i = 0; i < 16; ++i) {
+    RankMeasures m = clean();
+    m.compute_seconds = 2;  // shared CPUs: a quarter of it on its own
+    m.compute_cpu_seconds = 0.5;
+    m.wait_seconds = 4;
+    m.wait_cpu_seconds = 0.25;  // yielding: off its CPU 3.75 s of the 4
+    m.off_cpu_seconds = off_cpu(m);
+    ranks.push_back(m);
+  }
+  RankMeasures& late = ranks[5];
+  // 3 times the work, 1.5 s on its CPU: 0.5 s of it shared as the others'
+  // (2 s), the rest nearly alone, the others yielding to it (1.25 s).
+  late.compute_seconds = 3.25;
+  late.compute_cpu_seconds = 1.5;
+  late.wait_seconds = 0.25;
+  late.wait_cpu_seconds = 0.25;
+  late.off_cpu_seconds = off_cpu(late);
+  const RankMeasures ref = reference_rank(ranks);
+  EXPECT_DOUBLE_EQ(ref.off_cpu_seconds, 1.5);  // off its CPU while computing only
+  const double threshold = cause_threshold(ranks, ref);
+  const RankAttribution a = attribute(late, ref, threshold);
+  // Its extra second of work would have taken 4 s at the others' quarter
+  // of a CPU (stretch 4: 2 s computing per 0.5 s of work); it took 1.25 s,
+  // the others yielding to it: its lateness is all more work, 1.25 s, and
+  // none of its time off the CPU is a taker's. Counting the others' 3.75 s
+  // off their CPUs inside their waits into the reference, as before issue
+  // 35, left it an excess of -2.5 s and nobody named.
+  EXPECT_DOUBLE_EQ(a.excess_seconds, 1.25);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 1.25);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0);
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  // The clean ranks are the reference: nothing to explain.
+  EXPECT_FALSE(attribute(ranks[0], ref, threshold).main_cause);
 }
 
 std::vector<RankMeasures> computing(const std::vector<double>& seconds) {

@@ -47,12 +47,13 @@ TEST(IntervalRecorderTest, ComputeAndWaitTotalsFromScriptedCalls) {
   // of the second (its 0.25 s of CPU was the library's sampling), none of
   // the third.
   EXPECT_DOUBLE_EQ(t.wait_cpu_seconds, 0.25);
-  // Only the two steps (step = true) are in the step waits, each as the
-  // rank's time on its CPU inside the call: the wait the others saw.
+  // Only the two steps (step = true) are in the step waits, each as its
+  // wall time, the library's own sampling left out: time off the CPU
+  // inside a wait (a yielding or sleeping MPI) is waiting, not lateness.
   EXPECT_EQ(recorder.step_waits().steps(), 2u);
   ASSERT_EQ(recorder.step_waits().bins().size(), 2u);
-  EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[0], 0.25);
-  EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[1], 0.0);
+  EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[0], 0.5);
+  EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[1], 0.75);
 }
 
 // Point-to-point calls' waits are also summed apart (mpi_calls.h's

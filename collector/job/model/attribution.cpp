@@ -42,27 +42,31 @@ double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& 
   // time), and would otherwise be named more-work (docs/job.md).
   double threshold = std::max(1e-3, 0.05 * reference.compute_seconds);
   if (ranks.size() >= 8) {
-    // The spread of the time each rank kept the others waiting for it:
-    // computing, or off its CPU inside a call.
+    // The spread of the time each rank kept the others waiting for it: its
+    // compute time, on its CPU or off it.
     std::vector<double> busy;
-    for (const auto& m : ranks)
-      busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
+    for (const auto& m : ranks) busy.push_back(m.compute_seconds);
     threshold = std::max(threshold, 5 * 1.4826 * stats::mad(busy));
   }
   return threshold;
 }
 
-RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
-                          double min_seconds) {
-  RankAttribution result;
-  auto& causes = result.causes;
-  const auto at = [&causes](JobCause cause) -> double& {
-    return causes[static_cast<std::size_t>(cause)];
-  };
-  // Off its CPU, computing or inside a call.
-  const double off_excess = std::max(0.0, off_cpu(rank) - reference.off_cpu_seconds);
-  result.excess_seconds = off_cpu(rank) - reference.off_cpu_seconds +
-                          (rank.compute_cpu_seconds - reference.compute_cpu_seconds);
+namespace {
+
+// Wall seconds of computing per second of CPU work at the job's typical
+// share of its CPU: the reference's compute time over its CPU time in it.
+// About 1 where each rank has a core of its own; 8 for 16 ranks sharing 2
+// CPUs. Never below 1.
+double stretch_of(const RankMeasures& reference) {
+  if (reference.compute_cpu_seconds <= 0) return 1;
+  return 1 + std::max(0.0, reference.off_cpu_seconds) / reference.compute_cpu_seconds;
+}
+
+// Off its CPU beyond what its work would have been at the typical share,
+// shared among the takers in proportion to each one's excess over the
+// reference, at most each one's; the rest unexplained.
+void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, double off_excess,
+                       RankAttribution& result) {
   const std::array<std::pair<JobCause, double>, 4> takers = {{
       {JobCause::own_threads, rank.own_threads_seconds - reference.own_threads_seconds},
       {JobCause::other_processes, rank.other_processes_seconds - reference.other_processes_seconds},
@@ -72,29 +76,68 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   double taken = 0;
   for (const auto& [cause, excess] : takers) taken += std::max(0.0, excess);
   const double share = taken > off_excess ? off_excess / taken : 1.0;
-  double explained_off = 0;
+  double explained = 0;
   for (const auto& [cause, excess] : takers) {
-    at(cause) = std::max(0.0, excess) * share;
-    explained_off += at(cause);
+    result.causes[index_of(cause)] = std::max(0.0, excess) * share;
+    explained += result.causes[index_of(cause)];
   }
-  result.unexplained_seconds = std::max(0.0, off_excess - explained_off);
+  result.unexplained_seconds = std::max(0.0, off_excess - explained);
+}
 
-  // On it.
+// More CPU time than the reference's, in CPU seconds: page faults first,
+// then a slower clock, the rest more work; each in wall seconds at the
+// typical share (× stretch).
+void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, double stretch,
+                      RankAttribution& result) {
+  auto& causes = result.causes;
   double on_excess = std::max(0.0, rank.compute_cpu_seconds - reference.compute_cpu_seconds);
-  at(JobCause::page_faults) =
+  const double faults =
       std::min(on_excess, std::max(0.0, rank.fault_seconds - reference.fault_seconds));
-  on_excess -= at(JobCause::page_faults);
+  on_excess -= faults;
+  double slower = 0;
   if (rank.clock_hz > 0 && reference.clock_hz > 0 && rank.clock_hz < reference.clock_hz) {
-    at(JobCause::slower_clock) =
+    slower =
         std::min(on_excess, rank.compute_cpu_seconds * (1.0 - rank.clock_hz / reference.clock_hz));
-    on_excess -= at(JobCause::slower_clock);
+    on_excess -= slower;
   }
-  at(JobCause::more_work) = on_excess;
+  causes[index_of(JobCause::page_faults)] = faults * stretch;
+  causes[index_of(JobCause::slower_clock)] = slower * stretch;
+  causes[index_of(JobCause::more_work)] = on_excess * stretch;
+}
+
+}  // namespace
+
+RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
+                          double min_seconds) {
+  RankAttribution result;
+  result.excess_seconds = off_cpu(rank) - reference.off_cpu_seconds +
+                          (rank.compute_cpu_seconds - reference.compute_cpu_seconds);
+  // At the reference's share of its CPU, its own work would have kept it
+  // off the CPU in proportion: on a shared CPU more work is also more time
+  // waiting for the CPU, which is the work's, not a taker's.
+  const double expected_off =
+      reference.compute_cpu_seconds > 0
+          ? reference.off_cpu_seconds * (rank.compute_cpu_seconds / reference.compute_cpu_seconds)
+          : reference.off_cpu_seconds;
+  attribute_off_cpu(rank, reference, std::max(0.0, off_cpu(rank) - expected_off), result);
+  attribute_on_cpu(rank, reference, stretch_of(reference), result);
+  // The two parts add up to the excess; where the rank had more of its CPU
+  // than the reference (the others yielding to it), its work cost it only
+  // what it lost.
+  double on_cpu = 0;
+  for (JobCause c : {JobCause::page_faults, JobCause::slower_clock, JobCause::more_work})
+    on_cpu += result.causes[index_of(c)];
+  if (on_cpu > std::max(0.0, result.excess_seconds)) {
+    const double scale = std::max(0.0, result.excess_seconds) / on_cpu;
+    for (JobCause c : {JobCause::page_faults, JobCause::slower_clock, JobCause::more_work})
+      result.causes[index_of(c)] *= scale;
+  }
 
   // Only a rank that lost more than the reference is late: one faster
   // overall that arrived last at a few steps has nothing to explain.
   // Nor is a cause named that explains less than what nothing explains (a
   // rank blocked on I/O with a little of its own threads' time).
+  const auto& causes = result.causes;
   const auto largest = std::max_element(causes.begin(), causes.end());
   if (*largest >= min_seconds && result.excess_seconds >= min_seconds &&
       *largest >= result.unexplained_seconds) {

@@ -1,8 +1,9 @@
-// Why a rank was late, in seconds by cause: its time against the job's
-// reference rank, split into what kept it off its CPU (computing, or inside
-// a collective, where MPI polls: the others wait for it either way) and
-// what it did on it. Pure: the same function runs on every rank (for the daemon's
-// per-CPU figures) and on rank 0 (for the report).
+// Why a rank was late, in seconds by cause: its compute time against the
+// job's reference rank, split into what kept it off its CPU while it
+// computed and what it did on it. Its waits are not its lateness, whether
+// its MPI polled, yielded or slept in them: a waiting rank off its CPU
+// (yielding to the late one on an oversubscribed node) is waiting. Pure: the same function runs on
+// every rank (for the daemon's per-CPU figures) and on rank 0 (for the report).
 //
 // The reference is the job's typical rank: each figure's lower median over
 // the ranks (the median for thousands of ranks; for two, the smaller one,
@@ -38,8 +39,8 @@ struct RankAttribution {
 
 // Each field's lower median over `ranks` (upper for the clock and the CPU
 // time in calls), and off_cpu_seconds the lower median of the ranks' own
-// off_cpu(). attribute() takes the rank's off-CPU time from its fields and
-// the reference's from off_cpu_seconds.
+// off_cpu() (off the CPU while computing). attribute() takes the rank's
+// off-CPU time from its fields and the reference's from off_cpu_seconds.
 RankMeasures reference_rank(std::span<const RankMeasures> ranks);
 
 // `min_seconds`: below it a cause is noise, not a finding (cause_threshold).
@@ -49,7 +50,7 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
 // The smallest cause worth naming in this job: 1 ms, 5 % of the
 // reference's compute time, and — with enough ranks to estimate it (8) —
 // five robust standard deviations (1.4826 × MAD) of the ranks' compute
-// times plus off-CPU time in calls: at 3,840 ranks the slowest clean rank is about 3.5 deviations
+// times: at 3,840 ranks the slowest clean rank is about 3.5 deviations
 // out, so clean ranks stay unnamed (docs/job.md has the measured rates).
 double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
 

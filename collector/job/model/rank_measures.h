@@ -1,8 +1,10 @@
 // What one rank measured over the job, as a flat record of doubles: the
 // measures of the record each rank sends rank 0 at MPI_Finalize, and what a
-// spill file holds as is. Times are seconds; the OS-level figures
-// cover the whole job, waits included: MPI polls in its waits, so what
-// keeps a rank off its CPU inside a collective delays the others too.
+// spill file holds as is. Times are seconds; the OS-level figures cover the
+// whole job, waits included. What makes a rank late is what it did, or
+// what kept it off its CPU, between its waits: off-CPU time inside a wait
+// (an MPI library that yields or sleeps, an oversubscribed node) is not
+// lateness.
 #pragma once
 
 #include <array>
@@ -16,9 +18,9 @@ struct RankMeasures {
   double compute_cpu_seconds = 0;  // the main thread's CPU time then
   double wait_seconds = 0;         // wall time inside blocking MPI calls
   double wait_cpu_seconds = 0;     // the main thread's CPU time in them
-  // Kept off its CPU, computing or inside a call: off_cpu() of the fields
-  // above, kept as a figure of its own so that the reference rank's
-  // (attribution.h) is one rank's, not a sum of medians of different ranks.
+  // Kept off its CPU while computing: off_cpu() of the fields above, kept
+  // as a figure of its own so that the reference rank's (attribution.h) is
+  // one rank's, not a difference of medians of different ranks.
   double off_cpu_seconds = 0;
   double calls = 0;
   double steps = 0;             // blocking collectives over the whole job
@@ -46,9 +48,8 @@ struct RankMeasures {
 inline constexpr std::size_t kRankMeasureCount = sizeof(RankMeasures) / sizeof(double);
 static_assert(sizeof(RankMeasures) == kRankMeasureCount * sizeof(double));
 
-inline double off_cpu(const RankMeasures& m) {
-  return (m.compute_seconds - m.compute_cpu_seconds) + (m.wait_seconds - m.wait_cpu_seconds);
-}
+// Time kept off its CPU while computing (between blocking calls).
+inline double off_cpu(const RankMeasures& m) { return m.compute_seconds - m.compute_cpu_seconds; }
 
 inline const double* as_array(const RankMeasures& m) { return &m.elapsed_seconds; }
 inline double* as_array(RankMeasures& m) { return &m.elapsed_seconds; }

@@ -82,16 +82,17 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
     if (s.calls >= s.next_python_sample) s.next_python_sample = 2 * s.calls;
     wants_caller_ = &s;
   }
-  // A step's wait as the others saw it: the time this rank was in the call
-  // and running. MPI libraries poll in their waits (MPICH's, Open MPI's and
-  // Intel MPI's defaults), so a rank kept off its CPU inside a collective
-  // delays the others as surely as one that arrives late: that time counts
-  // as lateness, not as waiting (docs/job.md, "What is measured").
+  // A step's wait in wall time: the last rank to arrive waits least,
+  // whatever the ranks do while they wait. MPI libraries poll, yield or
+  // sleep in their waits (Open MPI's mpi_yield_when_idle, Intel MPI's
+  // I_MPI_WAIT_MODE, an oversubscribed node): time off the CPU inside a
+  // wait is the waiting's own, never lateness (docs/job.md, "What is
+  // measured").
   if (step) {
     const bool in_table = &s >= sites_.data() && &s < sites_.data() + kTableSlots;
     const auto tag = static_cast<std::uint16_t>(in_table ? &s - sites_.data()
                                                          : kTableSlots + (&s - overflow_.data()));
-    steps_.add(on_cpu, tag);
+    steps_.add(wait, tag);
   }
   interval_start_ = now;
   interval_start_cpu_ = thread_cpu;
