@@ -2,21 +2,25 @@
 // job's reference rank, split into what kept it off its CPU while it
 // computed and what it did on it. Its waits are not its lateness, whether
 // its MPI polled, yielded or slept in them: a waiting rank off its CPU
-// (yielding to the late one on an oversubscribed node) is waiting. Pure: the same function runs on
-// every rank (for the daemon's per-CPU figures) and on rank 0 (for the report).
+// (yielding to the late one on an oversubscribed node) is waiting. Pure:
+// the same function runs on every rank (for the daemon's per-CPU figures)
+// and on rank 0 (for the report).
 //
 // The reference is the job's typical rank: each figure's lower median over
 // the ranks (the median for thousands of ranks; for two, the smaller one,
 // the clean rank rather than the midpoint), the clock's upper median (the
-// faster). Then, with C the compute wall
-// time and R the main thread's CPU time in it:
-//   off-CPU excess (C-R) - ref(C-R), shared among own-threads,
-//     other-processes, interrupts and steal in proportion to each one's
-//     excess over the reference, at most each one's excess; what is left is
-//     unexplained (blocked: I/O, a lock, a sleep);
+// faster). Then, with C the compute wall time, R the main thread's CPU time
+// in it, and s = ref(C) / ref(R) the stretch (1 with a core per rank, 8 for
+// 16 ranks on 2 CPUs):
+//   off-CPU excess (C-R) - ref(C-R) × R/ref(R), what kept it off beyond its
+//     own work's share, shared among own-threads, other-processes,
+//     interrupts and steal in proportion to each one's excess over the
+//     reference, at most each one's excess; what is left is unexplained
+//     (blocked: I/O, a lock, a sleep);
 //   on-CPU excess R - ref(R): page-faults first (minor faults priced at the
 //     cost measured at MPI_Init), then slower-clock (R × (1 - clock/ref
-//     clock)), the rest more-work.
+//     clock)), the rest more-work, each × s in wall seconds; together at
+//     most the excess (C-R) - ref(C-R) + R - ref(R).
 #pragma once
 
 #include <array>
