@@ -615,9 +615,10 @@ TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedAlone) {
 // every 1,000 polls (its default) and at every poll. Waiting ranks off
 // their CPUs while the late one runs are waiting, not late: before issue 35
 // the 16-rank jobs named nobody. (Open MPI yielding at every poll, its
-// default when oversubscribed, names it in 4 draws of 5 so far: the other
-// ranks' compute times spread by 30 % there, and the naming threshold with
-// them; issue 35's progress note has the figures.)
+// default when oversubscribed, names it in 10 draws of 15 so far, though
+// it caused 88-100 % of the waiting in every one: the other ranks' compute
+// times spread by 30 % there, and the naming threshold with them; issue
+// 35's progress note has the figures.)
 TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
   struct Case {
     std::string name, job, app;
