@@ -164,9 +164,7 @@ Enum parse_name(const std::array<Enum, N>& all, NameOf name_of, const std::strin
 }
 
 CoreState state_named(const std::string& name) {
-  for (CoreState s : kAllCoreStates) {
-    if (to_string(s) == name) return s;
-  }
+  if (const auto state = core_state_named(name)) return *state;
   throw std::invalid_argument("unknown state '" + name + "'");
 }
 
@@ -198,14 +196,6 @@ Int count_at(const json& j, const char* key) {
 int id_at(const json& j, const char* key) {
   if (!j.contains(key)) return -1;
   return count_at<int>(j, key);
-}
-
-json culprit_json(const trace::Culprit& c) {
-  json j = {{"kind", trace::kind_name(c.kind)}, {"seconds", c.seconds}, {"detours", c.detours}};
-  if (!c.name.empty()) j["name"] = c.name;
-  if (c.id >= 0) j["id"] = c.id;
-  if (!c.scheduling.empty()) j["scheduling"] = c.scheduling;
-  return j;
 }
 
 trace::Culprit culprit_from_json(const json& j) {
@@ -301,6 +291,14 @@ void get_decorations(const json& j, Cause& c) {
 }
 
 }  // namespace
+
+json culprit_json(const trace::Culprit& c) {
+  json j = {{"kind", trace::kind_name(c.kind)}, {"seconds", c.seconds}, {"detours", c.detours}};
+  if (!c.name.empty()) j["name"] = c.name;
+  if (c.id >= 0) j["id"] = c.id;
+  if (!c.scheduling.empty()) j["scheduling"] = c.scheduling;
+  return j;
+}
 
 json to_json(const Cause& c) {
   json j = {{"state", to_string(c.state)}};

@@ -126,6 +126,11 @@ bool complete(const Cause& cause);
 // A CPU not measured, and why.
 Cause skipped_cause(SkipReason reason, std::string detail = {});
 
+// A culprit as the JSON carries it, here and in the probe report's trace
+// (report_json.cpp): kind, seconds, detours, and name, id and scheduling
+// where known.
+nlohmann::json culprit_json(const trace::Culprit& culprit);
+
 // The wire form: every field under its own key, absent where empty (and
 // where not finite). cause_from_json throws std::exception on a malformed
 // cause, or one not complete().

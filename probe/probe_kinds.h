@@ -55,6 +55,13 @@ std::string_view to_string(CoreState state);
 inline constexpr CoreState kAllCoreStates[] = {
     CoreState::ok,        CoreState::transient, CoreState::noisy,  CoreState::throttled,
     CoreState::contended, CoreState::slow,      CoreState::skipped};
+// The state whose to_string() is `name`; nullopt for none.
+inline std::optional<CoreState> core_state_named(std::string_view name) {
+  for (CoreState s : kAllCoreStates) {
+    if (to_string(s) == name) return s;
+  }
+  return std::nullopt;
+}
 // noisy, throttled, contended or slow: what sets exit 2, drains and alerts.
 constexpr bool is_unhealthy(CoreState state) {
   return state != CoreState::ok && state != CoreState::transient && state != CoreState::skipped;

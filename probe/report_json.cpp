@@ -57,13 +57,8 @@ json detour_json(const DetourResult& d) {
 json trace_json(const trace::Attribution& a) {
   json culprits = json::array();
   for (const trace::Culprit& c : a.culprits) {
-    json x = {{"kind", trace::kind_name(c.kind)},
-              {"seconds", c.seconds},
-              {"detours", c.detours},
-              {"text", trace::describe(c)}};
-    if (!c.name.empty()) x["name"] = c.name;
-    if (c.id >= 0) x["id"] = c.id;
-    if (!c.scheduling.empty()) x["scheduling"] = c.scheduling;
+    json x = culprit_json(c);
+    x["text"] = trace::describe(c);
     culprits.push_back(std::move(x));
   }
   return {{"matched_seconds", a.detour_seconds},
@@ -259,9 +254,7 @@ Mode mode_of(const std::string& name) {
 }
 
 CoreState state_of(const std::string& name) {
-  for (CoreState s : kAllCoreStates) {
-    if (to_string(s) == name) return s;
-  }
+  if (const auto state = core_state_named(name)) return *state;
   throw std::invalid_argument("unknown state '" + name + "'");
 }
 

@@ -76,10 +76,7 @@ NodeCells cells_from_json(std::uint32_t node, const std::string& text) {
   for (const json& c : json::parse(text)) {
     CoreCell cell;
     cell.cpu = c.at("cpu").get<unsigned>();
-    const std::string state = c.at("state").get<std::string>();
-    for (CoreState s : kAllCoreStates) {
-      if (to_string(s) == state) cell.state = s;
-    }
+    if (const auto state = core_state_named(c.at("state").get<std::string>())) cell.state = *state;
     if (c.contains("expected_slowdown"))
       cell.expected_slowdown = c["expected_slowdown"].get<double>();
     if (c.contains("cluster_slowdown")) cell.cluster_slowdown = c["cluster_slowdown"].get<double>();

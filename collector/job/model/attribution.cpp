@@ -124,13 +124,13 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   // The two parts add up to the excess; where the rank had more of its CPU
   // than the reference (the others yielding to it), its work cost it only
   // what it lost.
+  constexpr JobCause kOnCpu[] = {JobCause::page_faults, JobCause::slower_clock,
+                                 JobCause::more_work};
   double on_cpu = 0;
-  for (JobCause c : {JobCause::page_faults, JobCause::slower_clock, JobCause::more_work})
-    on_cpu += result.causes[index_of(c)];
+  for (JobCause c : kOnCpu) on_cpu += result.causes[index_of(c)];
   if (on_cpu > std::max(0.0, result.excess_seconds)) {
     const double scale = std::max(0.0, result.excess_seconds) / on_cpu;
-    for (JobCause c : {JobCause::page_faults, JobCause::slower_clock, JobCause::more_work})
-      result.causes[index_of(c)] *= scale;
+    for (JobCause c : kOnCpu) result.causes[index_of(c)] *= scale;
   }
 
   // Only a rank that lost more than the reference is late: one faster
