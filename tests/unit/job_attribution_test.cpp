@@ -267,6 +267,42 @@ TEST(AttributeTest, OffCpuTimeInsideWaitsIsNotLateness) {
   EXPECT_FALSE(attribute(ranks[0], ref, threshold).main_cause);
 }
 
+// Two ranks bound to one CPU under MPICH, which polls in its waits: the
+// late rank's extra work runs while the other polls beside it on that CPU,
+// at half of it, where the reference computed with little of its CPU lost
+// (stretch 1.25). The rank's own stretch, 2, is its extra work's, as the
+// kernel's run-queue time vouches; a rank as long off its CPU but not
+// runnable for it (blocked) gets only the typical stretch.
+TEST(AttributeTest, ExtraWorkBesideAPollingRankIsStretchedByIt) {
+  RankMeasures ref;
+  ref.compute_seconds = 1.25;
+  ref.compute_cpu_seconds = 1;
+  ref.off_cpu_seconds = off_cpu(ref);
+  RankMeasures late = ref;
+  late.compute_cpu_seconds = 1.5;  // half as much work again
+  late.compute_seconds = 3;        // off its CPU 1.5 s of it: stretch 2
+  late.run_queue_seconds = 4;      // runnable for all of that (and in its waits)
+  RankAttribution a = attribute(late, ref, 1e-3);
+  // 0.5 s of work × 2; off its CPU beyond 0.25 × 1.5 + (2 - 1.25) × 0.5.
+  EXPECT_DOUBLE_EQ(a.excess_seconds, 1.75);
+  expect_only(a, JobCause::more_work, 1.0);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 0.75);
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  // Runnable for only 0.75 s: stretch 1.5 at most, and what is left off
+  // its CPU outweighs the work.
+  late.run_queue_seconds = 0.75;
+  a = attribute(late, ref, 1e-3);
+  expect_only(a, JobCause::more_work, 0.75);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 1.0);
+  EXPECT_FALSE(a.main_cause);
+  // Not runnable at all (blocked): the typical stretch alone.
+  late.run_queue_seconds = 0;
+  a = attribute(late, ref, 1e-3);
+  expect_only(a, JobCause::more_work, 0.625);
+  EXPECT_DOUBLE_EQ(a.unexplained_seconds, 1.125);
+  EXPECT_FALSE(a.main_cause);
+}
+
 std::vector<RankMeasures> computing(const std::vector<double>& seconds) {
   std::vector<RankMeasures> ranks;
   for (double s : seconds) {

@@ -62,23 +62,47 @@ double stretch_of(const RankMeasures& reference) {
   return 1 + std::max(0.0, reference.off_cpu_seconds) / reference.compute_cpu_seconds;
 }
 
+// The takers' time on the rank's CPUs beyond the reference's.
+std::array<std::pair<JobCause, double>, 4> taker_excess(const RankMeasures& rank,
+                                                        const RankMeasures& reference) {
+  return {{
+      {JobCause::own_threads,
+       std::max(0.0, rank.own_threads_seconds - reference.own_threads_seconds)},
+      {JobCause::other_processes,
+       std::max(0.0, rank.other_processes_seconds - reference.other_processes_seconds)},
+      {JobCause::interrupts, std::max(0.0, rank.interrupt_seconds - reference.interrupt_seconds)},
+      {JobCause::steal, std::max(0.0, rank.steal_seconds - reference.steal_seconds)},
+  }};
+}
+
+// The stretch of the rank's extra work: the job's typical one, or more
+// where the rank itself ran slower than that and was runnable for it. Its
+// extra work ran while the others waited for it, and where they wait on
+// its own CPUs by polling (ranks sharing a CPU, MPICH's default), they
+// take that CPU from it as no reference rank saw: two ranks on one CPU
+// give the late one's extra work half of it. Off its CPU without being
+// runnable (I/O, a lock, a sleep) is not stretch, nor what a taker
+// explains; capped at the run-queue time the kernel counted for it.
+double work_stretch(const RankMeasures& rank, const RankMeasures& reference, double taken) {
+  const double typical = stretch_of(reference);
+  if (rank.compute_cpu_seconds <= 0) return typical;
+  const double own = 1 + std::max(0.0, off_cpu(rank) - taken) / rank.compute_cpu_seconds;
+  const double runnable = 1 + std::max(0.0, rank.run_queue_seconds) / rank.compute_cpu_seconds;
+  return std::max(typical, std::min(own, runnable));
+}
+
 // Off its CPU beyond what its work would have been at the typical share,
 // shared among the takers in proportion to each one's excess over the
 // reference, at most each one's; the rest unexplained.
 void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, double off_excess,
                        RankAttribution& result) {
-  const std::array<std::pair<JobCause, double>, 4> takers = {{
-      {JobCause::own_threads, rank.own_threads_seconds - reference.own_threads_seconds},
-      {JobCause::other_processes, rank.other_processes_seconds - reference.other_processes_seconds},
-      {JobCause::interrupts, rank.interrupt_seconds - reference.interrupt_seconds},
-      {JobCause::steal, rank.steal_seconds - reference.steal_seconds},
-  }};
+  const auto takers = taker_excess(rank, reference);
   double taken = 0;
-  for (const auto& [cause, excess] : takers) taken += std::max(0.0, excess);
+  for (const auto& [cause, excess] : takers) taken += excess;
   const double share = taken > off_excess ? off_excess / taken : 1.0;
   double explained = 0;
   for (const auto& [cause, excess] : takers) {
-    result.causes[index_of(cause)] = std::max(0.0, excess) * share;
+    result.causes[index_of(cause)] = excess * share;
     explained += result.causes[index_of(cause)];
   }
   result.unexplained_seconds = std::max(0.0, off_excess - explained);
@@ -112,15 +136,22 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   RankAttribution result;
   result.excess_seconds = off_cpu(rank) - reference.off_cpu_seconds +
                           (rank.compute_cpu_seconds - reference.compute_cpu_seconds);
+  double taken = 0;
+  for (const auto& [cause, excess] : taker_excess(rank, reference)) taken += excess;
+  const double typical = stretch_of(reference);
+  const double stretch = work_stretch(rank, reference, taken);
   // At the reference's share of its CPU, its own work would have kept it
   // off the CPU in proportion: on a shared CPU more work is also more time
-  // waiting for the CPU, which is the work's, not a taker's.
+  // waiting for the CPU, which is the work's, not a taker's; and the extra
+  // work's own stretch beyond the typical one (work_stretch) is the work's.
+  const double extra_work = std::max(0.0, rank.compute_cpu_seconds - reference.compute_cpu_seconds);
   const double expected_off =
-      reference.compute_cpu_seconds > 0
-          ? reference.off_cpu_seconds * (rank.compute_cpu_seconds / reference.compute_cpu_seconds)
-          : reference.off_cpu_seconds;
+      (reference.compute_cpu_seconds > 0
+           ? reference.off_cpu_seconds * (rank.compute_cpu_seconds / reference.compute_cpu_seconds)
+           : reference.off_cpu_seconds) +
+      (stretch - typical) * extra_work;
   attribute_off_cpu(rank, reference, std::max(0.0, off_cpu(rank) - expected_off), result);
-  attribute_on_cpu(rank, reference, stretch_of(reference), result);
+  attribute_on_cpu(rank, reference, stretch, result);
   // The two parts add up to the excess; where the rank had more of its CPU
   // than the reference (the others yielding to it), its work cost it only
   // what it lost.

@@ -19,8 +19,14 @@
 //     (blocked: I/O, a lock, a sleep);
 //   on-CPU excess R - ref(R): page-faults first (minor faults priced at the
 //     cost measured at MPI_Init), then slower-clock (R × (1 - clock/ref
-//     clock)), the rest more-work, each × s in wall seconds; together at
+//     clock)), the rest more-work, each × w in wall seconds; together at
 //     most the excess (C-R) - ref(C-R) + R - ref(R).
+// w, the extra work's stretch, is s, or the rank's own (C - takers) / R
+// where that is larger and the kernel counted it runnable for as long
+// (run-queue time): the extra work ran while the others waited, and ranks
+// that poll on its CPU (two ranks bound to one CPU under MPICH) take more
+// of it than any reference rank saw. The off-CPU excess is then taken
+// beyond ref(C-R) × R/ref(R) + (w - s) × (R - ref(R)).
 #pragma once
 
 #include <array>
