@@ -171,6 +171,8 @@ TEST(Sweep, FullReportHasEveryCoreOfEveryNode) {
   const auto start = at + open.size();
   const json embedded = json::parse(html.substr(start, html.find("</script>", start) - start));
   EXPECT_EQ(embedded["cells"], report["cells"]);
+  std::remove(json_path.c_str());
+  std::remove(html_path.c_str());
 }
 
 }  // namespace

@@ -518,6 +518,9 @@ JobRun run_halo(const std::string& job, const std::string& halo_app, const std::
         EXPECT_NE(run.result.out.find("halo_app: "), std::string::npos) << run.result.out;
         run.report = read_json(path);
         std::remove(path.c_str());
+        // Left by a job whose report was not complete (the spill files
+        // are then kept for --report).
+        std::filesystem::remove_all(path + ".ranks");
         return run;
       },
       [&](const JobRun& run) { return testing::unfair_host_in_job(run.report, work, fair_ratio); });

@@ -54,8 +54,11 @@ IntervalRecorder::IntervalRecorder(double now, double thread_cpu, std::size_t ma
     : steps_(max_step_bins), interval_start_(now), interval_start_cpu_(thread_cpu) {}
 
 void IntervalRecorder::enter(double now, double thread_cpu) {
-  totals_.compute_seconds += std::max(0.0, now - interval_start_);
-  totals_.compute_cpu_seconds += std::max(0.0, thread_cpu - interval_start_cpu_);
+  const double compute = std::max(0.0, now - interval_start_);
+  // Not read: on the CPU throughout (kUnreadInterval).
+  if (thread_cpu == kCpuNotRead) thread_cpu = interval_start_cpu_ + compute;
+  totals_.compute_seconds += compute;
+  totals_.compute_cpu_seconds += std::clamp(thread_cpu - interval_start_cpu_, 0.0, compute);
   interval_start_ = now;
   interval_start_cpu_ = thread_cpu;
   excluded_ = 0;
@@ -66,6 +69,7 @@ void IntervalRecorder::enter(double now, double thread_cpu) {
 double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
                               std::uintptr_t return_address, bool step) {
   const double wait = std::max(0.0, now - interval_start_ - excluded_);
+  if (thread_cpu == kCpuNotRead) thread_cpu = interval_start_cpu_ + excluded_cpu_ + wait;
   // The call's time on the CPU; the rest the thread was kept off it.
   const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
   totals_.wait_seconds += wait;

@@ -80,17 +80,21 @@ JobSession::JobSession(JobOptions options, int ranks)
 
 void JobSession::enter() {
   const double now = monotonic_seconds();
-  recorder_.enter(now, thread_cpu_seconds());
+  recorder_.enter(now, cpu_if_wanted(now));
   if (now >= next_sample_) sample(now);
 }
 
 void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
                       std::span<const int> peers) {
-  const double wait =
-      recorder_.exit(monotonic_seconds(), thread_cpu_seconds(), call, return_address, step);
+  const double now = monotonic_seconds();
+  const double wait = recorder_.exit(now, cpu_if_wanted(now), call, return_address, step);
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
   if (CallSite* site = recorder_.wants_caller()) name_caller(*site);
   if (step) snapshot_step(recorder_.step_waits().steps());
+}
+
+double JobSession::cpu_if_wanted(double now) const {
+  return recorder_.wants_cpu(now) ? thread_cpu_seconds() : IntervalRecorder::kCpuNotRead;
 }
 
 void JobSession::snapshot_step(std::uint64_t steps) {

@@ -69,6 +69,9 @@ class JobSession {
   // `in_call`: between enter and exit, whose wait then excludes the
   // sample's cost; otherwise the compute interval does.
   void sample(double now, bool in_call = true);
+  // The thread's CPU time where the interval open at `now` is long enough
+  // to read it (IntervalRecorder::kUnreadInterval).
+  double cpu_if_wanted(double now) const;
   // At the end of steps 1, 2, 4, ...: a sample, and the measures kept.
   void snapshot_step(std::uint64_t steps);
   // The Python line of a site's call, sampled (interval_recorder.h).
