@@ -33,12 +33,15 @@
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/job_mpi.h"
 #include "collector/job/rank/job_publisher.h"
+#include "collector/job/rank/sparse_charges.h"
 #include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
 namespace {
 
-constexpr int kRecordTag = 7411;  // on the library's own communicator
+// Tags on the library's own communicator.
+constexpr int kRecordTag = 7411;
+constexpr int kChargeTag = 7412;  // the exchange of charges (sparse_charges.h)
 
 // Between two polls of the library's own operations: short, as the
 // program's ranks are waiting in MPI_Finalize.
@@ -67,9 +70,16 @@ class Collectives {
   MPI_Comm comm() const { return comm_; }
   bool open() const { return open_; }
   void close() { open_ = false; }
-  // No collective of this communicator is left pending: its buffers may be
+  // No operation of this communicator is left pending: its buffers may be
   // freed and the communicator with them.
   bool settled() const { return pending_ == 0; }
+  // An operation posted outside post(), a collective among them (the
+  // exchange of charges' barrier, sparse_charges.h), was left pending:
+  // closed, and not settled.
+  void abandon() {
+    open_ = false;
+    ++pending_;
+  }
   // Posts one collective, `post(comm, &request)` returning the MPI call's
   // code, unless closed. False, and closed, if the call failed: the next
   // one must not be posted either, or it would match the others' previous.
@@ -345,24 +355,31 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
 }
 
 // The others' point-to-point waits charged to this rank, net of its own
-// charged to them (peer_waits.h): every rank sends each rank what it
-// charged it. Negative when a rank did not come.
+// charged to them (peer_waits.h): each rank sends what it charged to the
+// ranks it charged, and no more (sparse_charges.h). The tables stay dense,
+// of the job's size, on every rank; only the traffic is sparse. Negative
+// when a rank did not come.
 double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
                         MpiDeadline deadline) {
+  // The session's, never freed (job_mpi.h): MPI may read it after an
+  // abandoned exchange.
   const std::span<const double> charged = p.session->peer_waits().charged();
   // Every rank's table has the job's size (JobSession), so every rank that
-  // came this far posts the exchange.
-  if (!world.open() || charged.size() != static_cast<std::size_t>(p.size)) return -1;
+  // came this far takes part. One that could not would enter no barrier:
+  // its next collective must not match the others' barrier.
+  if (!world.open()) return -1;
+  if (charged.size() != static_cast<std::size_t>(p.size)) {
+    world.close();
+    return -1;
+  }
   std::vector<double>& waited_for_me = b.waited_for_me;
   waited_for_me.resize(charged.size());
-  MPI_Request request;
-  const bool posted = world.post(
-      [&](MPI_Comm c, MPI_Request* r) {
-        return PMPI_Ialltoall(charged.data(), 1, MPI_DOUBLE, waited_for_me.data(), 1, MPI_DOUBLE, c,
-                              r);
-      },
-      request);
-  return posted && world.finish(request, deadline) ? net_wait_caused(waited_for_me, charged) : -1;
+  // Its barrier is a collective of `world`, posted and finished inside.
+  if (!exchange_charges(world.comm(), kChargeTag, charged, waited_for_me, deadline)) {
+    world.abandon();
+    return -1;
+  }
+  return net_wait_caused(waited_for_me, charged);
 }
 
 RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
