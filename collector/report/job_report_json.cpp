@@ -142,6 +142,7 @@ json phases_json(const std::vector<JobPhase>& phases) {
                    {"wait_seconds", p.wait_seconds},
                    {"wait_caused_seconds", p.wait_caused_seconds},
                    {"cause_threshold_seconds", p.cause_threshold_seconds},
+                   {"cause_threshold_on_cpu_seconds", p.cause_threshold_on_cpu_seconds},
                    {"causes", causes_json(p.causes)},
                    {"late_ranks", late}});
   }
@@ -196,6 +197,7 @@ json to_json(const JobReport& report) {
       {"exchange_wait_caused_seconds", report.exchange_wait_caused_seconds},
       {"exchange_uncharged_seconds", report.exchange_uncharged_seconds},
       {"cause_threshold_seconds", report.cause_threshold_seconds},
+      {"cause_threshold_on_cpu_seconds", report.cause_threshold_on_cpu_seconds},
       {"clock_source", facts.clock_source},
       {"causes", causes_json(report.causes)},
       {"call_sites", sites},

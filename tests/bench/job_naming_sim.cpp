@@ -287,15 +287,14 @@ double library_fraction() {
   RankMeasures m;
   m.compute_seconds = m.compute_cpu_seconds = 1000;
   const std::vector<RankMeasures> two = {m, m};
-  return cause_threshold(two, reference_rank(two)) / 1000;
+  return cause_threshold(two, reference_rank(two)).seconds / 1000;
 }
 
 // cause_threshold's third term, recomputed so that it prints when it does
 // not bind (the same median and MAD as attribution.cpp's).
 double five_sd_term(const std::vector<RankMeasures>& measures) {
   std::vector<double> busy;
-  for (const auto& m : measures)
-    busy.push_back(m.compute_seconds + m.wait_seconds - m.wait_cpu_seconds);
+  for (const auto& m : measures) busy.push_back(m.compute_seconds);
   const auto mid = busy.begin() + static_cast<std::ptrdiff_t>(busy.size() / 2);
   std::nth_element(busy.begin(), mid, busy.end());
   const double median = *mid;
@@ -402,19 +401,20 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
   // job_report's naming rule, at a threshold of our choosing: attribute()
   // at it, no cause without that much waiting caused, and worst_ranks
   // ordered by the waiting caused (ties: the lower rank).
-  auto name_at = [&](double threshold, bool diagnose, int* named, int* others, Outcome* outcome) {
+  auto name_at = [&](const CauseThresholds& threshold, bool diagnose, int* named, int* others,
+                     Outcome* outcome) {
     double first_caused = -1;
     std::size_t first = ranks;
     *outcome = kCauseUnder;
     for (std::size_t i = 0; i < ranks; ++i) {
       RankAttribution a = attribute(measures[i], reference, threshold);
       const bool cause_found = a.main_cause.has_value();
-      if (measures[i].wait_caused_seconds < threshold) a.main_cause.reset();
+      if (measures[i].wait_caused_seconds < threshold.seconds) a.main_cause.reset();
       if (diagnose && i != 0) {
         result.max_excess = std::max(result.max_excess, a.excess_seconds);
         result.max_cause =
             std::max(result.max_cause, *std::max_element(a.causes.begin(), a.causes.end()));
-        result.caused_share += measures[i].wait_caused_seconds >= threshold ? 1.0 : 0.0;
+        result.caused_share += measures[i].wait_caused_seconds >= threshold.seconds ? 1.0 : 0.0;
       }
       if (i == 0) {
         *outcome = !cause_found                         ? kCauseUnder
@@ -433,7 +433,8 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
     if (first == 0 && *outcome == kNotFirst) *outcome = kDetected;
   };
   int own_named = 0, own_others = 0;
-  name_at(result.threshold, true, &own_named, &own_others, &result.outcome);
+  name_at({report.cause_threshold_seconds, report.cause_threshold_on_cpu_seconds}, true, &own_named,
+          &own_others, &result.outcome);
   result.caused_share /= static_cast<double>(ranks > 1 ? ranks - 1 : 1);
   const auto& first = report.ranks[0].attribution.main_cause;
   const bool report_detected = !report.worst_ranks.empty() && report.worst_ranks[0] == 0 && first &&
@@ -445,7 +446,9 @@ JobResult evaluate(const Pool& pool, const Draws& draws, int ranks_per_node, dou
         1e-3, (alt.fraction >= 0 ? alt.fraction : library_fraction()) * reference.compute_seconds);
     if (ranks >= 8)
       threshold = std::max(threshold, result.five_sd / 5 * (alt.sd >= 0 ? alt.sd : 5));
-    name_at(threshold, false, &result.named_alt, &result.named_alt_others, &result.outcome_alt);
+    // One threshold for every cause, as before issue 35.
+    name_at(CauseThresholds::same(threshold), false, &result.named_alt, &result.named_alt_others,
+            &result.outcome_alt);
   }
   return result;
 }

@@ -614,14 +614,15 @@ TEST(JobHalo, OneOfFourOversubscribedRanksWithMoreWorkIsNamedAlone) {
 // wait. A bulk-synchronous step (the work, then an MPI_Allreduce: halo_app
 // --exchange none), the last rank with 3 times the work, in each way the
 // two families wait here: polling, bound, 2 ranks; 16 ranks on 2 CPUs with
-// Open MPI polling (mpi_yield_when_idle 0), and MPICH polling, yielding
-// every 1,000 polls (its default) and at every poll. Waiting ranks off
-// their CPUs while the late one runs are waiting, not late: before issue 35
-// the 16-rank jobs named nobody. (Open MPI yielding at every poll, its
-// default when oversubscribed, names it in 10 draws of 15 so far, though
-// it caused 88-100 % of the waiting in every one: the other ranks' compute
-// times spread by 30 % there, and the naming threshold with them; issue
-// 35's progress note has the figures.)
+// Open MPI polling (mpi_yield_when_idle 0) and yielding at every poll (1,
+// its default when oversubscribed), and MPICH polling, yielding every
+// 1,000 polls (its default) and at every poll. Waiting ranks off their
+// CPUs while the late one runs are waiting, not late: before issue 35 the
+// 16-rank jobs named nobody. Open MPI's yielding spreads the clean ranks'
+// compute times by 30 % (whom the scheduler ran first), which hid the late
+// rank's extra work in 5 draws of 15 until the on-CPU causes were judged
+// against the spread of the ranks' CPU time (cause_threshold): 10 of 10
+// since.
 TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
   struct Case {
     std::string name, job, app;
@@ -630,6 +631,7 @@ TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
       {"mpich-bound", kMpich.bound_job(2), kHaloMpich, 2},
       {"openmpi-bound", kOpenMpi.bound_job(2), kHaloOpenMpi, 2},
       {"openmpi-poll", kOpenMpi.job(16, {"OMPI_MCA_mpi_yield_when_idle=0"}), kHaloOpenMpi, 16},
+      {"openmpi-yield", kOpenMpi.job(16, {"OMPI_MCA_mpi_yield_when_idle=1"}), kHaloOpenMpi, 16},
       {"mpich-poll", kMpich.job(16), kHaloMpich, 16},
       {"mpich-yield", kMpich.job(16, {"MPIR_CVAR_POLLS_BEFORE_YIELD=1"}), kHaloMpich, 16},
   };

@@ -3,6 +3,7 @@
 // so that the arithmetic is exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "collector/job/model/attribution.h"
@@ -251,7 +252,7 @@ TEST(AttributeTest, OffCpuTimeInsideWaitsIsNotLateness) {
   late.off_cpu_seconds = off_cpu(late);
   const RankMeasures ref = reference_rank(ranks);
   EXPECT_DOUBLE_EQ(ref.off_cpu_seconds, 1.5);  // off its CPU while computing only
-  const double threshold = cause_threshold(ranks, ref);
+  const CauseThresholds threshold = cause_threshold(ranks, ref);
   const RankAttribution a = attribute(late, ref, threshold);
   // Its extra second of work would have taken 4 s at the others' quarter
   // of a CPU (stretch 4: 2 s computing per 0.5 s of work); it took 1.25 s,
@@ -315,26 +316,66 @@ std::vector<RankMeasures> computing(const std::vector<double>& seconds) {
 
 TEST(CauseThresholdTest, OneMillisecondFloor) {
   const auto ranks = computing({0.01, 0.01, 0.02});
-  EXPECT_DOUBLE_EQ(cause_threshold(ranks, reference_rank(ranks)), 1e-3);  // 5 % would be 0.5 ms
+  EXPECT_DOUBLE_EQ(cause_threshold(ranks, reference_rank(ranks)).seconds,
+                   1e-3);  // 5 % would be 0.5 ms
 }
 
 TEST(CauseThresholdTest, FivePercentOfTheReferenceCompute) {
   const auto ranks = computing({100, 100, 300, 50});
   const RankMeasures ref = reference_rank(ranks);  // 100 s
-  EXPECT_DOUBLE_EQ(cause_threshold(ranks, ref), 5.0);
+  EXPECT_DOUBLE_EQ(cause_threshold(ranks, ref).seconds, 5.0);
   // The spread does not count under 8 ranks: 7 ranks of 1..7 s.
   const auto seven = computing({1, 2, 3, 4, 5, 6, 7});
-  EXPECT_DOUBLE_EQ(cause_threshold(seven, reference_rank(seven)), 0.05 * 4);
+  EXPECT_DOUBLE_EQ(cause_threshold(seven, reference_rank(seven)).seconds, 0.05 * 4);
 }
 
 TEST(CauseThresholdTest, FiveRobustDeviationsFromEightRanks) {
   // 1..8 s: the median 4.5, deviations 3.5 2.5 1.5 0.5 0.5 1.5 2.5 3.5,
   // whose median is 2 (probe/stats.h's mad).
   const auto eight = computing({1, 2, 3, 4, 5, 6, 7, 8});
-  EXPECT_DOUBLE_EQ(cause_threshold(eight, reference_rank(eight)), 5 * 1.4826 * 2);
+  EXPECT_DOUBLE_EQ(cause_threshold(eight, reference_rank(eight)).seconds, 5 * 1.4826 * 2);
   // Without spread, the 5 % term is left.
   const auto same = computing({10, 10, 10, 10, 10, 10, 10, 10.5});
-  EXPECT_DOUBLE_EQ(cause_threshold(same, reference_rank(same)), 0.5);
+  EXPECT_DOUBLE_EQ(cause_threshold(same, reference_rank(same)).seconds, 0.5);
+}
+
+// Each kind of cause against the spread of what it is made of: 16 clean
+// ranks sharing 2 CPUs, yielding to each other, computed 1 to 2 s for the
+// same 0.5 s of CPU work (whom the scheduler ran first). The rank with
+// half as much work again (0.75 s of CPU, 2 s computing, the others
+// yielding to it) is inside the first spread, and far outside the second.
+TEST(CauseThresholdTest, OnCpuCausesAgainstTheSpreadOfCpuTime) {
+  std::vector<RankMeasures> ranks;
+  for (int i = 0; i < 16; ++i) {
+    RankMeasures m;
+    m.compute_seconds = 1 + i / 16.0;
+    m.compute_cpu_seconds = i % 2 == 0 ? 0.5 : 0.5 + 1.0 / 64;
+    m.off_cpu_seconds = off_cpu(m);
+    ranks.push_back(m);
+  }
+  RankMeasures& late = ranks[15];
+  late.compute_seconds = 2;
+  late.compute_cpu_seconds = 0.75;
+  late.off_cpu_seconds = off_cpu(late);
+  late.wait_caused_seconds = 8;
+  const RankMeasures ref = reference_rank(ranks);
+  const CauseThresholds t = cause_threshold(ranks, ref);
+  // Compute times 1 .. 1 14/16, and 2: MAD 1/4 s.
+  EXPECT_DOUBLE_EQ(t.seconds, 5 * 1.4826 * 0.25);
+  // CPU times 0.5 or 0.515625, and 0.75: MAD 1/128 s, × the typical
+  // stretch (about 2.9), over the 5 % floor.
+  const double stretch = 1 + ref.off_cpu_seconds / ref.compute_cpu_seconds;
+  EXPECT_DOUBLE_EQ(t.on_cpu_seconds, 5 * 1.4826 / 128 * stretch);
+  EXPECT_GT(t.on_cpu_seconds, 0.05 * ref.compute_seconds);
+  const RankAttribution a = attribute(late, ref, t);
+  EXPECT_LT(a.causes[index_of(JobCause::more_work)], t.seconds);  // hidden in the wall spread
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  EXPECT_TRUE(is_late(a, late, t));
+  // With one threshold for all, the wall spread's, nobody was named.
+  EXPECT_FALSE(attribute(late, ref, t.seconds).main_cause);
+  // A clean rank at the end of the wall spread has nothing on its CPU to
+  // explain, and its time off the CPU is under the wall threshold.
+  EXPECT_FALSE(attribute(ranks[14], ref, t).main_cause);
 }
 
 }  // namespace

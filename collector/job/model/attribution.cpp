@@ -36,22 +36,12 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
   return reference;
 }
 
-double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference) {
-  // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
-  // compute time (the hypervisor's gaps, which the guest counts as run
-  // time), and would otherwise be named more-work (docs/job.md).
-  double threshold = std::max(1e-3, 0.05 * reference.compute_seconds);
-  if (ranks.size() >= 8) {
-    // The spread of the time each rank kept the others waiting for it: its
-    // compute time, on its CPU or off it.
-    std::vector<double> busy;
-    for (const auto& m : ranks) busy.push_back(m.compute_seconds);
-    threshold = std::max(threshold, 5 * 1.4826 * stats::mad(busy));
-  }
-  return threshold;
-}
-
 namespace {
+
+// The on-CPU causes, judged against CauseThresholds::on_cpu_seconds.
+constexpr JobCause kOnCpu[] = {JobCause::page_faults, JobCause::slower_clock, JobCause::more_work};
+
+double robust_spread(const std::vector<double>& values) { return 5 * 1.4826 * stats::mad(values); }
 
 // Wall seconds of computing per second of CPU work at the job's typical
 // share of its CPU: the reference's compute time over its CPU time in it.
@@ -131,8 +121,29 @@ void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, d
 
 }  // namespace
 
+CauseThresholds cause_threshold(std::span<const RankMeasures> ranks,
+                                const RankMeasures& reference) {
+  // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
+  // compute time (the hypervisor's gaps, which the guest counts as run
+  // time), and would otherwise be named more-work (docs/job.md).
+  const double floor = std::max(1e-3, 0.05 * reference.compute_seconds);
+  CauseThresholds thresholds = CauseThresholds::same(floor);
+  if (ranks.size() >= 8) {
+    // The spread of the time each rank kept the others waiting for it: its
+    // compute time, on its CPU or off it; and of its CPU time in it.
+    std::vector<double> wall, cpu;
+    for (const auto& m : ranks) {
+      wall.push_back(m.compute_seconds);
+      cpu.push_back(m.compute_cpu_seconds);
+    }
+    thresholds.seconds = std::max(floor, robust_spread(wall));
+    thresholds.on_cpu_seconds = std::max(floor, robust_spread(cpu) * stretch_of(reference));
+  }
+  return thresholds;
+}
+
 RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
-                          double min_seconds) {
+                          const CauseThresholds& thresholds) {
   RankAttribution result;
   result.excess_seconds = off_cpu(rank) - reference.off_cpu_seconds +
                           (rank.compute_cpu_seconds - reference.compute_cpu_seconds);
@@ -155,8 +166,6 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   // The two parts add up to the excess; where the rank had more of its CPU
   // than the reference (the others yielding to it), its work cost it only
   // what it lost.
-  constexpr JobCause kOnCpu[] = {JobCause::page_faults, JobCause::slower_clock,
-                                 JobCause::more_work};
   double on_cpu = 0;
   for (JobCause c : kOnCpu) on_cpu += result.causes[index_of(c)];
   if (on_cpu > std::max(0.0, result.excess_seconds)) {
@@ -168,17 +177,22 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   // overall that arrived last at a few steps has nothing to explain.
   // Nor is a cause named that explains less than what nothing explains (a
   // rank blocked on I/O with a little of its own threads' time).
+  // Each kind of cause against the spread of what it is made of.
   const auto& causes = result.causes;
   const auto largest = std::max_element(causes.begin(), causes.end());
-  if (*largest >= min_seconds && result.excess_seconds >= min_seconds &&
+  const auto cause = static_cast<JobCause>(largest - causes.begin());
+  const bool is_on_cpu = std::find(std::begin(kOnCpu), std::end(kOnCpu), cause) != std::end(kOnCpu);
+  const double needed = is_on_cpu ? thresholds.on_cpu_seconds : thresholds.seconds;
+  if (*largest >= needed && result.excess_seconds >= needed &&
       *largest >= result.unexplained_seconds) {
-    result.main_cause = static_cast<JobCause>(largest - causes.begin());
+    result.main_cause = cause;
   }
   return result;
 }
 
-bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold) {
-  return attribution.main_cause.has_value() && measures.wait_caused_seconds >= threshold;
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures,
+             const CauseThresholds& thresholds) {
+  return attribution.main_cause.has_value() && measures.wait_caused_seconds >= thresholds.seconds;
 }
 
 }  // namespace corenoise

@@ -42,8 +42,8 @@ struct RankAttribution {
   double excess_seconds = 0;  // off-CPU plus on-CPU compute time over the reference's (may be < 0)
   std::array<double, kJobCauseCount> causes{};
   double unexplained_seconds = 0;
-  // The largest cause; nullopt when no cause, or the excess, is under
-  // `min_seconds`.
+  // The largest cause; nullopt when it, or the excess, is under its
+  // threshold (CauseThresholds), or under what nothing explains.
   std::optional<JobCause> main_cause;
 };
 
@@ -53,21 +53,39 @@ struct RankAttribution {
 // off-CPU time from its fields and the reference's from off_cpu_seconds.
 RankMeasures reference_rank(std::span<const RankMeasures> ranks);
 
-// `min_seconds`: below it a cause is noise, not a finding (cause_threshold).
-RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
-                          double min_seconds);
+// The smallest cause worth naming in this job (cause_threshold): below it
+// a cause is noise, not a finding.
+struct CauseThresholds {
+  double seconds = 0;         // the waiting caused, the excess, the off-CPU causes
+  double on_cpu_seconds = 0;  // page-faults, slower-clock, more-work (and their excess)
+  // One threshold for every cause.
+  static CauseThresholds same(double seconds) { return {seconds, seconds}; }
+};
 
-// The smallest cause worth naming in this job: 1 ms, 5 % of the
-// reference's compute time, and — with enough ranks to estimate it (8) —
-// five robust standard deviations (1.4826 × MAD) of the ranks' compute
-// times: at 3,840 ranks the slowest clean rank is about 3.5 deviations
-// out, so clean ranks stay unnamed (docs/job.md has the measured rates).
-double cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
+RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
+                          const CauseThresholds& thresholds);
+inline RankAttribution attribute(const RankMeasures& rank, const RankMeasures& reference,
+                                 double min_seconds) {
+  return attribute(rank, reference, CauseThresholds::same(min_seconds));
+}
+
+// 1 ms, 5 % of the reference's compute time, and — with enough ranks to
+// estimate it (8) — five robust standard deviations (1.4826 × MAD) of
+// what the cause is made of: at 3,840 ranks the slowest clean rank is
+// about 3.5 deviations out, so clean ranks stay unnamed (docs/job.md has
+// the measured rates). For the waiting caused and the off-CPU causes, the
+// ranks' compute times; for the on-CPU causes, their CPU time in it, in
+// wall seconds at the typical stretch: 16 clean ranks sharing 2 CPUs and
+// yielding to each other spread their compute times by 30 % (whoever the
+// scheduler ran first), their CPU times by 1 %, and a rank with 3 times
+// the work was hidden in the first spread.
+CauseThresholds cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
 
 // Whether `attribution` names a late rank: a cause, and waiting caused of
-// at least `threshold`. Only a late rank has a cause to name, one that made
-// the others wait: the report names it, and its loss is what each rank
-// sends its node's daemon.
-bool is_late(const RankAttribution& attribution, const RankMeasures& measures, double threshold);
+// at least `thresholds.seconds`. Only a late rank has a cause to name, one
+// that made the others wait: the report names it, and its loss is what
+// each rank sends its node's daemon.
+bool is_late(const RankAttribution& attribution, const RankMeasures& measures,
+             const CauseThresholds& thresholds);
 
 }  // namespace corenoise

@@ -30,8 +30,9 @@ JobPhase attribute_phase(std::string name, long first, long last,
   std::vector<RankMeasures> measures;
   for (const auto& [rank, m] : ranks) measures.push_back(m);
   const RankMeasures reference = reference_rank(measures);
-  const double threshold = cause_threshold(measures, reference);
-  phase.cause_threshold_seconds = threshold;
+  const CauseThresholds threshold = cause_threshold(measures, reference);
+  phase.cause_threshold_seconds = threshold.seconds;
+  phase.cause_threshold_on_cpu_seconds = threshold.on_cpu_seconds;
   for (const auto& [rank, m] : ranks) {
     phase.wait_seconds += m.wait_seconds;
     const RankAttribution a = attribute(m, reference, threshold);

@@ -29,9 +29,9 @@ struct JobPhaseRank {
 struct JobPhase {
   std::string name;  // "warm-up" or "steady state"
   long first_step = 0, last_step = 0;
-  double wait_seconds = 0;         // summed over ranks
-  double wait_caused_seconds = 0;  // by late ranks
-  double cause_threshold_seconds = 0;
+  double wait_seconds = 0;                                                 // summed over ranks
+  double wait_caused_seconds = 0;                                          // by late ranks
+  double cause_threshold_seconds = 0, cause_threshold_on_cpu_seconds = 0;  // (cause_threshold)
   std::array<double, kJobCauseCount> causes{};  // the waiting the late ranks caused
   std::vector<JobPhaseRank> late_ranks;         // most waiting caused first; at most 20
 };

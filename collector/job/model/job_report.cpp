@@ -121,8 +121,9 @@ JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& record
   std::vector<RankMeasures> measures;
   for (const auto& r : records) measures.push_back(r.measures);
   const RankMeasures reference = reference_rank(measures);
-  const double threshold = cause_threshold(measures, reference);
-  report.cause_threshold_seconds = threshold;
+  const CauseThresholds threshold = cause_threshold(measures, reference);
+  report.cause_threshold_seconds = threshold.seconds;
+  report.cause_threshold_on_cpu_seconds = threshold.on_cpu_seconds;
 
   const NodeViews views = node_views(records);
   report.nodes = views.hosts.size();

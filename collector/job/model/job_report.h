@@ -101,7 +101,9 @@ struct JobReport {
   double wait_seconds = 0, compute_seconds = 0, wait_caused_seconds = 0;
   double exchange_wait_seconds = 0, exchange_wait_caused_seconds = 0;
   double exchange_uncharged_seconds = 0;
-  double cause_threshold_seconds = 0;  // the smallest cause named (cause_threshold)
+  // The smallest cause named (cause_threshold): the waiting caused and the
+  // off-CPU causes; the on-CPU causes.
+  double cause_threshold_seconds = 0, cause_threshold_on_cpu_seconds = 0;
   // The waiting the late ranks caused, shared among each one's causes.
   std::array<double, kJobCauseCount> causes{};
   std::vector<JobCallSite> call_sites;  // most waiting first

@@ -571,16 +571,20 @@ GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann
 // with the reference and threshold in `reference` and `threshold`.
 bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
                      const GatheredRecords& gathered, bool every_rank_came, MpiDeadline deadline,
-                     RankMeasures& reference, double& threshold) {
+                     RankMeasures& reference, CauseThresholds& threshold) {
+  // The reference's measures, the two thresholds, the verdict.
   std::vector<double>& shared = b.reference;
-  shared.assign(kRankMeasureCount + 2, 0.0);
+  constexpr std::size_t kVerdict = kRankMeasureCount + 2;
+  shared.assign(kVerdict + 1, 0.0);
   if (p.rank == 0) {
     std::vector<RankMeasures> measures;
     for (const auto& r : gathered.records) measures.push_back(r.measures);
     const RankMeasures ref = reference_rank(measures);
     std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
-    shared[kRankMeasureCount] = cause_threshold(measures, ref);
-    shared[kRankMeasureCount + 1] = every_rank_came ? 1.0 : 0.0;
+    const CauseThresholds thresholds = cause_threshold(measures, ref);
+    shared[kRankMeasureCount] = thresholds.seconds;
+    shared[kRankMeasureCount + 1] = thresholds.on_cpu_seconds;
+    shared[kVerdict] = every_rank_came ? 1.0 : 0.0;
   }
   MPI_Request request;
   const bool posted = world.post(
@@ -588,10 +592,9 @@ bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b
         return PMPI_Ibcast(shared.data(), static_cast<int>(shared.size()), MPI_DOUBLE, 0, c, r);
       },
       request);
-  if (!posted || !world.finish(request, deadline) || shared[kRankMeasureCount + 1] != 1.0)
-    return false;
+  if (!posted || !world.finish(request, deadline) || shared[kVerdict] != 1.0) return false;
   std::copy_n(shared.begin(), kRankMeasureCount, as_array(reference));
-  threshold = shared[kRankMeasureCount];
+  threshold = {shared[kRankMeasureCount], shared[kRankMeasureCount + 1]};
   return true;
 }
 
@@ -675,7 +678,7 @@ bool hand_node_loss(const JobProcess& p, Collectives& world, Collectives& node, 
                     const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
                     MpiDeadline deadline) {
   RankMeasures reference;
-  double threshold = 0;
+  CauseThresholds threshold;
   // Posted by every rank that came this far, whether its record was sent
   // or not: the broadcast must match on every rank.
   const bool shared =
