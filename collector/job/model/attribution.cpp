@@ -100,9 +100,9 @@ void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, 
 
 // More CPU time than the reference's, in CPU seconds: page faults first,
 // then a slower clock, the rest more work; each in wall seconds at the
-// typical share (× stretch).
+// typical share (× stretch), and in CPU seconds into `cpu`.
 void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, double stretch,
-                      RankAttribution& result) {
+                      RankAttribution& result, std::array<double, kJobCauseCount>& cpu) {
   auto& causes = result.causes;
   double on_excess = std::max(0.0, rank.compute_cpu_seconds - reference.compute_cpu_seconds);
   const double faults =
@@ -114,9 +114,32 @@ void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, d
         std::min(on_excess, rank.compute_cpu_seconds * (1.0 - rank.clock_hz / reference.clock_hz));
     on_excess -= slower;
   }
-  causes[index_of(JobCause::page_faults)] = faults * stretch;
-  causes[index_of(JobCause::slower_clock)] = slower * stretch;
-  causes[index_of(JobCause::more_work)] = on_excess * stretch;
+  cpu[index_of(JobCause::page_faults)] = faults;
+  cpu[index_of(JobCause::slower_clock)] = slower;
+  cpu[index_of(JobCause::more_work)] = on_excess;
+  for (JobCause c : kOnCpu) causes[index_of(c)] = cpu[index_of(c)] * stretch;
+}
+
+// The largest cause, if it is worth naming: at least its threshold (an
+// on-CPU cause by its CPU seconds, `cpu`), with at least as much lost
+// overall, and more than what nothing explains.
+std::optional<JobCause> main_cause_of(const RankAttribution& result,
+                                      const std::array<double, kJobCauseCount>& cpu,
+                                      const CauseThresholds& thresholds) {
+  const auto& causes = result.causes;
+  const auto largest = std::max_element(causes.begin(), causes.end());
+  const auto cause = static_cast<JobCause>(largest - causes.begin());
+  const bool on_cpu = std::find(std::begin(kOnCpu), std::end(kOnCpu), cause) != std::end(kOnCpu);
+  const double needed = on_cpu ? thresholds.on_cpu_seconds : thresholds.seconds;
+  const double measured = on_cpu ? cpu[index_of(cause)] : *largest;
+  // Only a rank that lost more than the reference is late: one faster
+  // overall that arrived last at a few steps has nothing to explain.
+  // Nor is a cause named that explains less than what nothing explains (a
+  // rank blocked on I/O with a little of its own threads' time).
+  if (measured >= needed && result.excess_seconds >= needed &&
+      *largest >= result.unexplained_seconds && *largest > 0)
+    return cause;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -126,8 +149,8 @@ CauseThresholds cause_threshold(std::span<const RankMeasures> ranks,
   // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
   // compute time (the hypervisor's gaps, which the guest counts as run
   // time), and would otherwise be named more-work (docs/job.md).
-  const double floor = std::max(1e-3, 0.05 * reference.compute_seconds);
-  CauseThresholds thresholds = CauseThresholds::same(floor);
+  CauseThresholds thresholds{std::max(1e-3, 0.05 * reference.compute_seconds),
+                             std::max(1e-3, 0.05 * reference.compute_cpu_seconds)};
   if (ranks.size() >= 8) {
     // The spread of the time each rank kept the others waiting for it: its
     // compute time, on its CPU or off it; and of its CPU time in it.
@@ -136,8 +159,8 @@ CauseThresholds cause_threshold(std::span<const RankMeasures> ranks,
       wall.push_back(m.compute_seconds);
       cpu.push_back(m.compute_cpu_seconds);
     }
-    thresholds.seconds = std::max(floor, robust_spread(wall));
-    thresholds.on_cpu_seconds = std::max(floor, robust_spread(cpu) * stretch_of(reference));
+    thresholds.seconds = std::max(thresholds.seconds, robust_spread(wall));
+    thresholds.on_cpu_seconds = std::max(thresholds.on_cpu_seconds, robust_spread(cpu));
   }
   return thresholds;
 }
@@ -162,7 +185,8 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
            : reference.off_cpu_seconds) +
       (stretch - typical) * extra_work;
   attribute_off_cpu(rank, reference, std::max(0.0, off_cpu(rank) - expected_off), result);
-  attribute_on_cpu(rank, reference, stretch, result);
+  std::array<double, kJobCauseCount> cpu{};
+  attribute_on_cpu(rank, reference, stretch, result, cpu);
   // The two parts add up to the excess; where the rank had more of its CPU
   // than the reference (the others yielding to it), its work cost it only
   // what it lost.
@@ -173,20 +197,7 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
     for (JobCause c : kOnCpu) result.causes[index_of(c)] *= scale;
   }
 
-  // Only a rank that lost more than the reference is late: one faster
-  // overall that arrived last at a few steps has nothing to explain.
-  // Nor is a cause named that explains less than what nothing explains (a
-  // rank blocked on I/O with a little of its own threads' time).
-  // Each kind of cause against the spread of what it is made of.
-  const auto& causes = result.causes;
-  const auto largest = std::max_element(causes.begin(), causes.end());
-  const auto cause = static_cast<JobCause>(largest - causes.begin());
-  const bool is_on_cpu = std::find(std::begin(kOnCpu), std::end(kOnCpu), cause) != std::end(kOnCpu);
-  const double needed = is_on_cpu ? thresholds.on_cpu_seconds : thresholds.seconds;
-  if (*largest >= needed && result.excess_seconds >= needed &&
-      *largest >= result.unexplained_seconds) {
-    result.main_cause = cause;
-  }
+  result.main_cause = main_cause_of(result, cpu, thresholds);
   return result;
 }
 

@@ -56,8 +56,10 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks);
 // The smallest cause worth naming in this job (cause_threshold): below it
 // a cause is noise, not a finding.
 struct CauseThresholds {
-  double seconds = 0;         // the waiting caused, the excess, the off-CPU causes
-  double on_cpu_seconds = 0;  // page-faults, slower-clock, more-work (and their excess)
+  double seconds = 0;  // the waiting caused, the off-CPU causes and their rank's loss
+  // The CPU seconds of an on-CPU cause (page-faults, slower-clock,
+  // more-work), and its rank's loss.
+  double on_cpu_seconds = 0;
   // One threshold for every cause.
   static CauseThresholds same(double seconds) { return {seconds, seconds}; }
 };
@@ -69,16 +71,17 @@ inline RankAttribution attribute(const RankMeasures& rank, const RankMeasures& r
   return attribute(rank, reference, CauseThresholds::same(min_seconds));
 }
 
-// 1 ms, 5 % of the reference's compute time, and — with enough ranks to
-// estimate it (8) — five robust standard deviations (1.4826 × MAD) of
+// 1 ms, 5 % of the reference's, and — with enough ranks to estimate it
+// (8) — five robust standard deviations (1.4826 × MAD) over the ranks, of
 // what the cause is made of: at 3,840 ranks the slowest clean rank is
 // about 3.5 deviations out, so clean ranks stay unnamed (docs/job.md has
 // the measured rates). For the waiting caused and the off-CPU causes, the
-// ranks' compute times; for the on-CPU causes, their CPU time in it, in
-// wall seconds at the typical stretch: 16 clean ranks sharing 2 CPUs and
-// yielding to each other spread their compute times by 30 % (whoever the
-// scheduler ran first), their CPU times by 1 %, and a rank with 3 times
-// the work was hidden in the first spread.
+// compute times; for the on-CPU causes, the CPU time in them. 16 clean
+// ranks sharing 2 CPUs and yielding to each other spread their compute
+// times by 30 % (whoever the scheduler ran first), their CPU times by 1 %;
+// and on 128 ranks sharing 2 CPUs a rank's 3 times the work is 200 % more
+// CPU time but 3 % more compute time (the others yield it the CPU): in
+// wall time it was hidden.
 CauseThresholds cause_threshold(std::span<const RankMeasures> ranks, const RankMeasures& reference);
 
 // Whether `attribution` names a late rank: a cause, and waiting caused of
