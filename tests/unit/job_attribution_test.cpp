@@ -304,6 +304,23 @@ TEST(AttributeTest, ExtraWorkBesideAPollingRankIsStretchedByIt) {
   EXPECT_FALSE(a.main_cause);
 }
 
+// The two thresholds are of different measures: a larger off-CPU cause
+// under the wall threshold does not hide an on-CPU cause over its own.
+TEST(AttributeTest, ACauseUnderItsThresholdHidesNoOtherOverItsOwn) {
+  RankMeasures rank = clean();
+  rank.compute_cpu_seconds = 8.25;  // 0.25 s more work
+  rank.compute_seconds = 8.75;      // and 0.5 s more off its CPU,
+  rank.own_threads_seconds = 0.75;  // its own threads' (0.5 s over)
+  const CauseThresholds t{1.75, 0.125};
+  const RankAttribution a = attribute(rank, clean(), t);
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::own_threads), 0.5);  // the largest, under 1.75
+  EXPECT_DOUBLE_EQ(cause(a, JobCause::more_work), 0.25);   // 0.25 CPU seconds, over 0.125
+  EXPECT_EQ(a.main_cause, JobCause::more_work);
+  // Both over their thresholds: the larger.
+  EXPECT_EQ(attribute(rank, clean(), CauseThresholds{0.25, 0.125}).main_cause,
+            JobCause::own_threads);
+}
+
 std::vector<RankMeasures> computing(const std::vector<double>& seconds) {
   std::vector<RankMeasures> ranks;
   for (double s : seconds) {

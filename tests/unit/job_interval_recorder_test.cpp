@@ -58,32 +58,39 @@ TEST(IntervalRecorderTest, ComputeAndWaitTotalsFromScriptedCalls) {
 
 // A fast call and its short compute intervals (under kUnreadInterval) are
 // counted on the CPU without a reading of the thread's CPU clock; the next
-// interval that is read takes its CPU time from the last reading, so what
-// the short ones spent off the CPU shows there, and nothing is lost or
-// counted twice.
+// reading settles them: the CPU time between two readings is the intervals'
+// between them, never more or less.
 TEST(IntervalRecorderTest, ShortIntervalsAreCountedOnTheCpuUnread) {
   constexpr double kShort = 1.0 / 65536;  // 15 us: unread
   static_assert(kShort < IntervalRecorder::kUnreadInterval);
+  constexpr double kNone = IntervalRecorder::kCpuNotRead;
   IntervalRecorder recorder(10.0, 1.0);
   EXPECT_FALSE(recorder.wants_cpu(10.0 + kShort));
-  recorder.enter(10.0 + kShort, IntervalRecorder::kCpuNotRead);
+  recorder.enter(10.0 + kShort, kNone);
   EXPECT_FALSE(recorder.wants_cpu(10.0 + 2 * kShort));
-  recorder.exit(10.0 + 2 * kShort, IntervalRecorder::kCpuNotRead, MpiCall::Barrier, 0x1000, true);
+  recorder.exit(10.0 + 2 * kShort, kNone, MpiCall::Barrier, 0x1000, true);
   EXPECT_DOUBLE_EQ(recorder.totals().compute_cpu_seconds, kShort);
   EXPECT_DOUBLE_EQ(recorder.totals().wait_cpu_seconds, kShort);
   EXPECT_DOUBLE_EQ(recorder.step_waits().bins()[0], kShort);
-  // A long compute interval, 1 s: read. The thread's CPU clock says 1.5 s:
-  // 0.5 s on the CPU since MPI_Init, of which the two short intervals were
-  // taken to be 2 x kShort; the long one gets the rest.
+  const auto cpu = [&recorder] {
+    return recorder.totals().compute_cpu_seconds + recorder.totals().wait_cpu_seconds;
+  };
+  // A long compute interval, 1 s: read. The clock says 1.5 s: 0.5 s on
+  // the CPU since MPI_Init, of which the short intervals had 2 x kShort.
   EXPECT_TRUE(recorder.wants_cpu(11.0 + 2 * kShort));
   recorder.enter(11.0 + 2 * kShort, 1.5);
   EXPECT_DOUBLE_EQ(recorder.totals().compute_seconds, 1.0 + kShort);
-  EXPECT_DOUBLE_EQ(recorder.totals().compute_cpu_seconds + recorder.totals().wait_cpu_seconds, 0.5);
-  // A reading below the estimate (the short ones were partly off the CPU,
-  // and the next one too): none of it on the CPU, never negative.
-  recorder.exit(12.0 + 2 * kShort, 1.25, MpiCall::Barrier, 0x1000, true);
-  EXPECT_DOUBLE_EQ(recorder.totals().wait_cpu_seconds, kShort);
-  EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.0 + kShort);
+  EXPECT_DOUBLE_EQ(cpu(), 0.5);
+  // A short wait and a short compute interval, counted on the CPU; then a
+  // long wait, read, the clock only kShort / 2 on: the two short ones were
+  // off their CPU for 1.5 x kShort of their 2 x kShort. That is taken back
+  // from them, half each, and the long wait had none.
+  recorder.exit(11.0 + 3 * kShort, kNone, MpiCall::Barrier, 0x1000, true);
+  recorder.enter(11.0 + 4 * kShort, kNone);
+  recorder.exit(12.0 + 4 * kShort, 1.5 + kShort / 2, MpiCall::Barrier, 0x1000, true);
+  EXPECT_DOUBLE_EQ(cpu(), 0.5 + kShort / 2);
+  EXPECT_DOUBLE_EQ(recorder.totals().compute_cpu_seconds, 0.5 - 0.75 * kShort);
+  EXPECT_DOUBLE_EQ(recorder.totals().wait_seconds, 1.0 + 2 * kShort);
 }
 
 // Point-to-point calls' waits are also summed apart (mpi_calls.h's

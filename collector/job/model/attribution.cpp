@@ -72,18 +72,22 @@ std::array<std::pair<JobCause, double>, 4> taker_excess(const RankMeasures& rank
 // take that CPU from it as no reference rank saw: two ranks on one CPU
 // give the late one's extra work half of it. Off its CPU without being
 // runnable (I/O, a lock, a sleep) is not stretch, nor what a taker
-// explains; capped at the run-queue time the kernel counted for it.
+// explains: capped at the run-queue time the kernel counted for it while
+// computing, at least its run-queue time over the job less all its time
+// off the CPU inside its waits (which a polling rank spends runnable).
 double work_stretch(const RankMeasures& rank, const RankMeasures& reference, double taken) {
   const double typical = stretch_of(reference);
   if (rank.compute_cpu_seconds <= 0) return typical;
   const double own = 1 + std::max(0.0, off_cpu(rank) - taken) / rank.compute_cpu_seconds;
-  const double runnable = 1 + std::max(0.0, rank.run_queue_seconds) / rank.compute_cpu_seconds;
+  const double off_in_waits = std::max(0.0, rank.wait_seconds - rank.wait_cpu_seconds);
+  const double runnable_computing = std::max(0.0, rank.run_queue_seconds - off_in_waits);
+  const double runnable = 1 + runnable_computing / rank.compute_cpu_seconds;
   return std::max(typical, std::min(own, runnable));
 }
 
-// Off its CPU beyond what its work would have been at the typical share,
-// shared among the takers in proportion to each one's excess over the
-// reference, at most each one's; the rest unexplained.
+// Off its CPU beyond what its work would have been (at the typical share,
+// or its own where work_stretch says so), shared among the takers in proportion to each one's
+// excess over the reference, at most each one's; the rest unexplained.
 void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, double off_excess,
                        RankAttribution& result) {
   const auto takers = taker_excess(rank, reference);
@@ -99,8 +103,8 @@ void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, 
 }
 
 // More CPU time than the reference's, in CPU seconds: page faults first,
-// then a slower clock, the rest more work; each in wall seconds at the
-// typical share (× stretch), and in CPU seconds into `cpu`.
+// then a slower clock, the rest more work; each in wall seconds at its
+// work's stretch (work_stretch), and in CPU seconds into `cpu`.
 void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, double stretch,
                       RankAttribution& result, std::array<double, kJobCauseCount>& cpu) {
   auto& causes = result.causes;
@@ -120,26 +124,29 @@ void attribute_on_cpu(const RankMeasures& rank, const RankMeasures& reference, d
   for (JobCause c : kOnCpu) causes[index_of(c)] = cpu[index_of(c)] * stretch;
 }
 
-// The largest cause, if it is worth naming: at least its threshold (an
-// on-CPU cause by its CPU seconds, `cpu`), with at least as much lost
-// overall, and more than what nothing explains.
+// The largest cause of those worth naming: each at least its threshold
+// (an on-CPU cause by its CPU seconds, `cpu`), its rank having lost at
+// least as much overall, and more than what nothing explains. The two
+// thresholds are of different measures: a wall-time cause under its own
+// threshold does not hide an on-CPU one over its.
 std::optional<JobCause> main_cause_of(const RankAttribution& result,
                                       const std::array<double, kJobCauseCount>& cpu,
                                       const CauseThresholds& thresholds) {
-  const auto& causes = result.causes;
-  const auto largest = std::max_element(causes.begin(), causes.end());
-  const auto cause = static_cast<JobCause>(largest - causes.begin());
-  const bool on_cpu = std::find(std::begin(kOnCpu), std::end(kOnCpu), cause) != std::end(kOnCpu);
-  const double needed = on_cpu ? thresholds.on_cpu_seconds : thresholds.seconds;
-  const double measured = on_cpu ? cpu[index_of(cause)] : *largest;
-  // Only a rank that lost more than the reference is late: one faster
-  // overall that arrived last at a few steps has nothing to explain.
-  // Nor is a cause named that explains less than what nothing explains (a
-  // rank blocked on I/O with a little of its own threads' time).
-  if (measured >= needed && result.excess_seconds >= needed &&
-      *largest >= result.unexplained_seconds && *largest > 0)
-    return cause;
-  return std::nullopt;
+  std::optional<JobCause> main;
+  for (JobCause cause : kJobCauses) {
+    const double seconds = result.causes[index_of(cause)];
+    const bool on_cpu = std::find(std::begin(kOnCpu), std::end(kOnCpu), cause) != std::end(kOnCpu);
+    const double needed = on_cpu ? thresholds.on_cpu_seconds : thresholds.seconds;
+    const double measured = on_cpu ? cpu[index_of(cause)] : seconds;
+    // Only a rank that lost more than the reference is late: one faster
+    // overall that arrived last at a few steps has nothing to explain.
+    // Nor is a cause named that explains less than what nothing explains
+    // (a rank blocked on I/O with a little of its own threads' time).
+    const bool worth = measured >= needed && result.excess_seconds >= needed &&
+                       seconds >= result.unexplained_seconds && seconds > 0;
+    if (worth && (!main || seconds > result.causes[index_of(*main)])) main = cause;
+  }
+  return main;
 }
 
 }  // namespace

@@ -53,14 +53,37 @@ void StepWaits::mirror_counts() {
 IntervalRecorder::IntervalRecorder(double now, double thread_cpu, std::size_t max_step_bins)
     : steps_(max_step_bins), interval_start_(now), interval_start_cpu_(thread_cpu) {}
 
+double IntervalRecorder::cpu_of(double thread_cpu, double since, double wall, double& assumed) {
+  if (thread_cpu == kCpuNotRead) {
+    // Not read: on the CPU throughout (kUnreadInterval), until a reading
+    // says otherwise.
+    assumed += wall;
+    interval_start_cpu_ = since + wall;
+    return wall;
+  }
+  const double share = thread_cpu - since;
+  interval_start_cpu_ = thread_cpu;
+  if (share < 0) {
+    // Less CPU time since the last reading than the short intervals were
+    // assumed to have: the shortfall was theirs, taken back from each in
+    // proportion.
+    const double assumed_total = assumed_compute_cpu_ + assumed_wait_cpu_;
+    const double back = std::min(-share, assumed_total);
+    if (assumed_total > 0) {
+      totals_.compute_cpu_seconds -= back * assumed_compute_cpu_ / assumed_total;
+      totals_.wait_cpu_seconds -= back * assumed_wait_cpu_ / assumed_total;
+    }
+  }
+  assumed_compute_cpu_ = assumed_wait_cpu_ = 0;
+  return std::clamp(share, 0.0, wall);
+}
+
 void IntervalRecorder::enter(double now, double thread_cpu) {
   const double compute = std::max(0.0, now - interval_start_);
-  // Not read: on the CPU throughout (kUnreadInterval).
-  if (thread_cpu == kCpuNotRead) thread_cpu = interval_start_cpu_ + compute;
   totals_.compute_seconds += compute;
-  totals_.compute_cpu_seconds += std::clamp(thread_cpu - interval_start_cpu_, 0.0, compute);
+  totals_.compute_cpu_seconds +=
+      cpu_of(thread_cpu, interval_start_cpu_, compute, assumed_compute_cpu_);
   interval_start_ = now;
-  interval_start_cpu_ = thread_cpu;
   excluded_ = 0;
   excluded_cpu_ = 0;
   in_call_ = true;
@@ -69,11 +92,10 @@ void IntervalRecorder::enter(double now, double thread_cpu) {
 double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
                               std::uintptr_t return_address, bool step) {
   const double wait = std::max(0.0, now - interval_start_ - excluded_);
-  if (thread_cpu == kCpuNotRead) thread_cpu = interval_start_cpu_ + excluded_cpu_ + wait;
   // The call's time on the CPU; the rest the thread was kept off it.
-  const double on_cpu = std::clamp(thread_cpu - interval_start_cpu_ - excluded_cpu_, 0.0, wait);
   totals_.wait_seconds += wait;
-  totals_.wait_cpu_seconds += on_cpu;
+  totals_.wait_cpu_seconds +=
+      cpu_of(thread_cpu, interval_start_cpu_ + excluded_cpu_, wait, assumed_wait_cpu_);
   if (mpi_call_role(call) == MpiCallRole::exchange) totals_.exchange_wait_seconds += wait;
   ++totals_.calls;
   CallSite& s = site(call, return_address);
@@ -99,7 +121,6 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
     steps_.add(wait, tag);
   }
   interval_start_ = now;
-  interval_start_cpu_ = thread_cpu;
   in_call_ = false;
   return wait;
 }

@@ -87,10 +87,12 @@ class IntervalRecorder {
 
   // An interval shorter than this is counted on its CPU without reading
   // the thread's CPU clock, a system call (~170 ns here) that would double
-  // the cost of a fast collective: off-CPU time inside it is at most its
-  // length, and what there was shows in the next interval that is read
-  // (its CPU time is taken from the last reading). Reading at the end of
-  // each interval at least this long costs at most 0.34 % of it.
+  // the cost of a fast collective. Its time off the CPU, at most its
+  // length, shows at the next reading: in the interval read, up to that
+  // one's own wall time, and beyond it taken back from the intervals not
+  // read, in proportion; the CPU time between two readings is theirs and
+  // the read interval's, never more or less. Reading at the end of each
+  // interval at least this long costs at most 0.34 % of it.
   static constexpr double kUnreadInterval = 50e-6;
   // The `thread_cpu` of an interval not read (wants_cpu() was false).
   static constexpr double kCpuNotRead = -1;
@@ -153,6 +155,13 @@ class IntervalRecorder {
   double excluded_ = 0;
   double excluded_cpu_ = 0;
   bool in_call_ = false;
+  // CPU time the intervals not read since the last reading were counted
+  // with (their wall time), computing and waiting.
+  double assumed_compute_cpu_ = 0, assumed_wait_cpu_ = 0;
+  // The CPU time of an interval of `wall` seconds whose CPU clock stood at
+  // `since` when it began (the last reading, or the estimate after
+  // intervals not read); moves interval_start_cpu_ on.
+  double cpu_of(double thread_cpu, double since, double wall, double& assumed);
   // Open addressing on the return address; slot order is hash order, so
   // the first-call order is kept separately. Twice kMaxCallSites slots: the
   // table holds kMaxCallSites sites, as documented above, and is then half
