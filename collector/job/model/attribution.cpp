@@ -86,13 +86,11 @@ double work_stretch(const RankMeasures& rank, const RankMeasures& reference, dou
 }
 
 // Off its CPU beyond what its work would have been (at the typical share,
-// or its own where work_stretch says so), shared among the takers in proportion to each one's
-// excess over the reference, at most each one's; the rest unexplained.
-void attribute_off_cpu(const RankMeasures& rank, const RankMeasures& reference, double off_excess,
-                       RankAttribution& result) {
-  const auto takers = taker_excess(rank, reference);
-  double taken = 0;
-  for (const auto& [cause, excess] : takers) taken += excess;
+// or its own where work_stretch says so), shared among the takers
+// (taker_excess, `taken` in all) in proportion to each one's excess over
+// the reference, at most each one's; the rest unexplained.
+void attribute_off_cpu(const std::array<std::pair<JobCause, double>, 4>& takers, double taken,
+                       double off_excess, RankAttribution& result) {
   const double share = taken > off_excess ? off_excess / taken : 1.0;
   double explained = 0;
   for (const auto& [cause, excess] : takers) {
@@ -177,8 +175,9 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
   RankAttribution result;
   result.excess_seconds = off_cpu(rank) - reference.off_cpu_seconds +
                           (rank.compute_cpu_seconds - reference.compute_cpu_seconds);
+  const auto takers = taker_excess(rank, reference);
   double taken = 0;
-  for (const auto& [cause, excess] : taker_excess(rank, reference)) taken += excess;
+  for (const auto& [cause, excess] : takers) taken += excess;
   const double typical = stretch_of(reference);
   const double stretch = work_stretch(rank, reference, taken);
   // At the reference's share of its CPU, its own work would have kept it
@@ -191,7 +190,7 @@ RankAttribution attribute(const RankMeasures& rank, const RankMeasures& referenc
            ? reference.off_cpu_seconds * (rank.compute_cpu_seconds / reference.compute_cpu_seconds)
            : reference.off_cpu_seconds) +
       (stretch - typical) * extra_work;
-  attribute_off_cpu(rank, reference, std::max(0.0, off_cpu(rank) - expected_off), result);
+  attribute_off_cpu(takers, taken, std::max(0.0, off_cpu(rank) - expected_off), result);
   std::array<double, kJobCauseCount> cpu{};
   attribute_on_cpu(rank, reference, stretch, result, cpu);
   // The two parts add up to the excess; where the rank had more of its CPU
