@@ -33,6 +33,7 @@
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/job_mpi.h"
 #include "collector/job/rank/job_publisher.h"
+#include "collector/job/rank/pmpi_completion.h"
 #include "collector/job/rank/sparse_charges.h"
 #include "collector/mpi/mpi_deadline.h"
 
@@ -42,21 +43,6 @@ namespace {
 // Tags on the library's own communicator.
 constexpr int kRecordTag = 7411;
 constexpr int kChargeTag = 7412;  // the exchange of charges (sparse_charges.h)
-
-// Between two polls of the library's own operations: short, as the
-// program's ranks are waiting in MPI_Finalize.
-constexpr std::chrono::microseconds kPollPause{200};
-
-// Polls `request` until it completes or `deadline` passes (mpi_deadline.h).
-// A collective cannot be cancelled; one left pending is abandoned with the
-// job. One that failed (the library's communicators return errors: a peer's
-// process is gone) is not complete either: its buffers hold nothing to use.
-bool complete(MPI_Request& request, MpiDeadline deadline) {
-  const auto test = [](MPI_Request& r, int& done) {
-    return PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
-  };
-  return complete_by(request, deadline, kPollPause, test) == MpiCompletion::complete;
-}
 
 // One communicator's collectives at MPI_Finalize. MPI matches collectives by
 // their order alone, so every rank must post the same sequence. A rank whose
@@ -96,7 +82,7 @@ class Collectives {
   // Waits for a posted collective until `deadline`. False, and closed, if
   // it did not complete (it stays pending) or the communicator was closed.
   bool finish(MPI_Request& request, MpiDeadline deadline) {
-    open_ = open_ && complete(request, deadline);
+    open_ = open_ && pmpi_complete(request, deadline);
     if (open_) --pending_;
     return open_;
   }
@@ -498,7 +484,7 @@ bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& 
   if (PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
                  p.comm, &request) != MPI_SUCCESS)
     return false;
-  pending = !complete(request, deadline);
+  pending = !pmpi_complete(request, deadline);
   return !pending;
 }
 
@@ -522,7 +508,7 @@ GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann
   while (count < p.size) {
     int flag = 0;
     MPI_Status status;
-    if (!poll_until(deadline, kPollPause, [&] {
+    if (!poll_until(deadline, kLibraryPollPause, [&] {
           PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
           return flag != 0;
         }))
@@ -536,7 +522,7 @@ GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann
     if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
                    &request) != MPI_SUCCESS)
       break;
-    if (!complete(request, deadline)) {
+    if (!pmpi_complete(request, deadline)) {
       pending = true;
       break;
     }

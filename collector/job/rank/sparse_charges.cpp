@@ -5,13 +5,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "collector/job/rank/pmpi_completion.h"
+
 namespace corenoise {
 namespace {
-
-// Between two polls that found nothing to do: short, as the program's
-// ranks are waiting in MPI_Finalize; a sleep, not a spin, as a rank may
-// share its CPU with another.
-constexpr std::chrono::microseconds kPollPause{200};
 
 // One rank's side of one exchange.
 struct Exchange {
@@ -25,15 +22,6 @@ struct Exchange {
 };
 
 enum class Progress { waiting, done, failed };
-
-// Polls `request` until it completes or `deadline` passes (mpi_deadline.h),
-// with PMPI_Test: the in-job library must not see its own polls.
-bool complete(MPI_Request& request, MpiDeadline deadline) {
-  const auto test = [](MPI_Request& r, int& done) {
-    return PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
-  };
-  return complete_by(request, deadline, kPollPause, test) == MpiCompletion::complete;
-}
 
 // One synchronous send per peer this rank charged: its completion is the
 // peer's receipt, which the barrier's entry waits for. A zero is not sent:
@@ -66,7 +54,7 @@ Progress receive_charge(Exchange& x, bool& received) {
   MPI_Request request;
   if (PMPI_Irecv(&x.waited_for_me[static_cast<std::size_t>(source)], 1, MPI_DOUBLE, source, x.tag,
                  x.comm, &request) != MPI_SUCCESS ||
-      !complete(request, x.deadline))
+      !pmpi_complete(request, x.deadline))
     return Progress::failed;
   received = true;
   return Progress::waiting;
@@ -113,7 +101,7 @@ bool exchange_charges(MPI_Comm comm, int tag, std::span<const double> charged,
   Exchange x{comm, tag, waited_for_me, deadline, {}};
   if (!send_charges(x, self, charged)) return false;
   Progress progress = Progress::waiting;
-  poll_until(deadline, kPollPause, [&] {
+  poll_until(deadline, kLibraryPollPause, [&] {
     progress = poll(x);
     return progress != Progress::waiting;
   });
