@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -89,6 +90,10 @@ Options:
   --no-spill                keep no spill files
   --report DIR              no program: the report of a job that ended
                             before MPI_Finalize, from its spill files
+  --full N                  every rank's record in the report up to N ranks
+                            (default: 64); above, every rank's figures are
+                            summed and judged, and the records kept are the
+                            worst ranks', each node's first and worst rank's
   --quiet                   no summary on stderr (the files are written)
   --help                    this text
 )";
@@ -201,6 +206,11 @@ void apply_option(const std::string& name, const std::string& value, JobLaunch& 
     } else if (name == "budget") {
       env["CORENOISE_JOB_BUDGET"] =
           std::to_string(parse_real_value(value, 1e-4, 10, "a percentage") / 100);
+    } else if (name == "full") {
+      const double ranks = parse_real_value(value, 0, 1e7, "a number of ranks");
+      if (ranks != std::floor(ranks))
+        throw std::invalid_argument("'" + value + "' is not a whole number of ranks");
+      env["CORENOISE_JOB_FULL"] = std::to_string(static_cast<long>(ranks));
     } else if (name == "quiet") {
       env["CORENOISE_JOB_QUIET"] = "1";
     } else if (name == "spill") {
@@ -230,9 +240,9 @@ void default_spill(const ParsedArgs& parsed, std::map<std::string, std::string>&
 JobLaunch parse_job_options(const std::vector<std::string>& args) {
   std::vector<std::string> own, program;
   split_at_dashes(args, own, program);
-  const ParsedArgs parsed =
-      parse_args(own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report"},
-                 {"no-daemon", "no-spill", "quiet", "help"});
+  const ParsedArgs parsed = parse_args(
+      own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report", "full"},
+      {"no-daemon", "no-spill", "quiet", "help"});
   if (!parsed.positional.empty()) {
     throw UsageError("'" + parsed.positional.front() +
                      "' before '--': the program comes after '--'");

@@ -110,6 +110,24 @@ json lateness_json(const JobFacts& facts) {
           {"rows", rows}};
 }
 
+json by_node_json(const std::vector<JobNode>& nodes) {
+  json out = json::array();
+  for (const JobNode& n : nodes) {
+    json lateness = json::array();
+    for (float late : n.lateness)
+      lateness.push_back(std::round(static_cast<double>(late) * 1e6) / 1e6);
+    out.push_back({{"host", n.host.empty() ? json(nullptr) : json(n.host)},
+                   {"first_rank", n.first_rank},
+                   {"ranks", n.ranks},
+                   {"wait_seconds", n.wait_seconds},
+                   {"wait_caused_seconds", n.wait_caused_seconds},
+                   {"late_ranks", n.late_ranks},
+                   {"worst_rank", n.worst_rank < 0 ? json(nullptr) : json(n.worst_rank)},
+                   {"lateness", lateness}});
+  }
+  return out;
+}
+
 json findings_json(const std::vector<JobFinding>& findings) {
   json out = json::array();
   for (const JobFinding& f : findings) {
@@ -201,8 +219,10 @@ json to_json(const JobReport& report) {
       {"clock_source", facts.clock_source},
       {"causes", causes_json(report.causes)},
       {"call_sites", sites},
+      {"ranks_in_full", report.ranks.size()},
       {"ranks", ranks},
       {"worst_ranks", report.worst_ranks},
+      {"by_node", by_node_json(report.by_node)},
       {"findings", findings_json(report.findings)},
       {"warmup_steps", facts.warmup_steps},
       {"phases", phases_json(report.phases)},

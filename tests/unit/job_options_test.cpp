@@ -134,5 +134,23 @@ TEST(JobOptionsTest, BoundsAreInclusive) {
   EXPECT_NE(warnings.find("CORENOISE_JOB_FINALIZE_TIMEOUT"), std::string::npos);
 }
 
+// The records in full (job_selection.h): a whole count of ranks, 64 by
+// default; anything else kept at the default and named.
+TEST(JobOptionsTest, FullIsAWholeCountOfRanks) {
+  std::string warnings;
+  EXPECT_EQ(job_options_from(Environment({}).lookup(), &warnings).full_ranks, 64u);
+  const Environment many({{"CORENOISE_JOB_FULL", "100000"}});
+  EXPECT_EQ(job_options_from(many.lookup(), &warnings).full_ranks, 100000u);
+  const Environment none({{"CORENOISE_JOB_FULL", "0"}});
+  EXPECT_EQ(job_options_from(none.lookup(), &warnings).full_ranks, 0u);
+  EXPECT_EQ(warnings, "");
+  for (const char* bad : {"2.5", "-1", "lots", "64 "}) {
+    const Environment odd({{"CORENOISE_JOB_FULL", bad}});
+    warnings.clear();
+    EXPECT_EQ(job_options_from(odd.lookup(), &warnings).full_ranks, 64u) << bad;
+    EXPECT_NE(warnings.find("CORENOISE_JOB_FULL"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace corenoise

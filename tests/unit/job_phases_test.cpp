@@ -109,7 +109,7 @@ TEST(JobPhases, AFirstStepSkewIsNamedInTheWarmUpAndNotInTheSteadyState) {
   const std::vector<RankRecord> records = {record(0, 10.0, 0.2, 0.0, 0.0),
                                            record(1, 10.2, 0.4, 0.2, 0.2),
                                            record(2, 10.0, 0.2, 0.0, 0.0)};
-  const std::vector<JobPhase> phases = job_phases(records, 2, 100);
+  const std::vector<JobPhase> phases = job_phases(summaries_of(records), 2, 100);
   ASSERT_EQ(phases.size(), 2u);
   EXPECT_EQ(phases[0].name, "warm-up");
   EXPECT_EQ(phases[0].last_step, 2);
@@ -133,12 +133,12 @@ TEST(JobPhases, AFirstStepSkewIsNamedInTheWarmUpAndNotInTheSteadyState) {
 
 TEST(JobPhases, NoPhasesWhenARecordLacksItsWarmUpOrKeptItElsewhere) {
   std::vector<RankRecord> records = {record(0, 1, 0.1, 0, 0), record(1, 1, 0.1, 0, 0)};
-  EXPECT_EQ(job_phases(records, 2, 100).size(), 2u);
+  EXPECT_EQ(job_phases(summaries_of(records), 2, 100).size(), 2u);
   records[1].warmup->steps = 4;  // a rank that found another warm-up
-  EXPECT_TRUE(job_phases(records, 2, 100).empty());
+  EXPECT_TRUE(job_phases(summaries_of(records), 2, 100).empty());
   records[1].warmup.reset();  // a record from a spill file
-  EXPECT_TRUE(job_phases(records, 2, 100).empty());
-  EXPECT_TRUE(job_phases({record(0, 1, 0.1, 0, 0)}, 0, 100).empty());
+  EXPECT_TRUE(job_phases(summaries_of(records), 2, 100).empty());
+  EXPECT_TRUE(job_phases(summaries_of({record(0, 1, 0.1, 0, 0)}), 0, 100).empty());
 }
 
 }  // namespace

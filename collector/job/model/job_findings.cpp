@@ -1,6 +1,7 @@
 #include "collector/job/model/job_findings.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <utility>
@@ -28,6 +29,15 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+std::string evidence_of(const JobFinding& f) {
+  std::string evidence = f.intro;
+  for (std::size_t i = 0; i < f.examples.size(); ++i)
+    evidence += (i == 0 ? ": " : "; ") + f.examples[i];
+  if (f.examples_total > f.examples.size())
+    evidence += "; and " + std::to_string(f.examples_total - f.examples.size()) + " more";
+  return evidence;
+}
+
 // One kind's finding as it fills: its ranks, their nodes, a few examples.
 class Finding {
  public:
@@ -47,11 +57,10 @@ class Finding {
   // `intro`: what the examples show, before them.
   JobFinding done(const std::string& intro) {
     finding_.ranks.assign(ranks_.begin(), ranks_.end());
-    finding_.evidence = intro;
-    for (std::size_t i = 0; i < examples_.size(); ++i)
-      finding_.evidence += (i == 0 ? ": " : "; ") + examples_[i];
-    if (examples_total_ > examples_.size())
-      finding_.evidence += "; and " + std::to_string(examples_total_ - examples_.size()) + " more";
+    finding_.intro = intro;
+    finding_.examples = examples_;
+    finding_.examples_total = examples_total_;
+    finding_.evidence = evidence_of(finding_);
     return finding_;
   }
 
@@ -249,7 +258,45 @@ void xla_flags(const std::vector<const RankRecord*>& records, std::vector<JobFin
         "is read as a file name)"));
 }
 
+// The kinds in the order job_findings gives them.
+constexpr const char* kKinds[] = {"threads-over-cpus", "domain-binding",  "shared-cpus",
+                                  "unbound-ranks",     "pool-size-unset", "xla-flags-dropped"};
+
+std::size_t kind_order(const std::string& kind) {
+  const auto* it = std::find(std::begin(kKinds), std::end(kKinds), kind);
+  return static_cast<std::size_t>(it - std::begin(kKinds));
+}
+
 }  // namespace
+
+std::vector<JobFinding> merge_findings(const std::vector<std::vector<JobFinding>>& per_node) {
+  std::map<std::pair<std::size_t, std::string>, JobFinding> merged;
+  for (const std::vector<JobFinding>& node : per_node) {
+    for (const JobFinding& f : node) {
+      const auto [it, added] = merged.try_emplace({kind_order(f.kind), f.kind}, f);
+      if (added) continue;
+      JobFinding& into = it->second;
+      std::vector<int> ranks;
+      std::set_union(into.ranks.begin(), into.ranks.end(), f.ranks.begin(), f.ranks.end(),
+                     std::back_inserter(ranks));
+      into.ranks = std::move(ranks);
+      for (const std::string& host : f.nodes) {
+        if (std::find(into.nodes.begin(), into.nodes.end(), host) == into.nodes.end())
+          into.nodes.push_back(host);
+      }
+      for (const std::string& example : f.examples) {
+        if (into.examples.size() < kExamples) into.examples.push_back(example);
+      }
+      into.examples_total += f.examples_total;
+    }
+  }
+  std::vector<JobFinding> out;
+  for (auto& [key, f] : merged) {
+    f.evidence = evidence_of(f);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
 
 std::vector<JobFinding> job_findings(const std::vector<RankRecord>& records) {
   std::vector<const RankRecord*> known;

@@ -7,6 +7,7 @@
 // 3,840 ranks is one line, not 3,840.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,22 @@ struct JobFinding {
   std::vector<std::string> nodes;  // their hosts, in order of first rank
   std::string evidence;            // what was seen, with figures (at most a few examples)
   std::string fix;
+  // What evidence is made of, so that findings merge (merge_findings):
+  // what the examples show, the first few examples, how many there were.
+  std::string intro;
+  std::vector<std::string> examples;
+  std::size_t examples_total = 0;
 };
 
 // The findings over the records that carry a configuration (records from
 // spill files carry none, and give none).
 std::vector<JobFinding> job_findings(const std::vector<RankRecord>& records);
+
+// One finding per kind from the findings of several nodes' records (each
+// node's first rank's job_findings, node_digest.h): their ranks and nodes
+// together, the first few examples, all counted. Equal to job_findings()
+// over every record, but that an example that spans nodes (XLA_FLAGS's
+// words, the same on every rank) is given per node.
+std::vector<JobFinding> merge_findings(const std::vector<std::vector<JobFinding>>& per_node);
 
 }  // namespace corenoise

@@ -26,6 +26,23 @@ void read_number(const JobEnvironment& lookup, const char* name, double low, dou
   value = parsed;
 }
 
+void read_count(const JobEnvironment& lookup, const char* name, std::size_t& value,
+                std::string* warnings) {
+  const char* text = lookup(name);
+  if (text == nullptr || *text == '\0') return;
+  const std::string_view view(text);
+  std::size_t parsed = 0;
+  const auto [end, ec] = std::from_chars(view.data(), view.data() + view.size(), parsed);
+  if (ec != std::errc() || end != view.data() + view.size()) {
+    if (warnings != nullptr) {
+      *warnings += std::string(name) + "='" + text + "' is not a whole number, kept " +
+                   std::to_string(value) + "; ";
+    }
+    return;
+  }
+  value = parsed;
+}
+
 std::string read_text(const JobEnvironment& lookup, const char* name) {
   const char* text = lookup(name);
   return text == nullptr ? std::string() : std::string(text);
@@ -44,6 +61,7 @@ JobOptions job_options_from(const JobEnvironment& lookup, std::string* warnings)
   read_number(lookup, "CORENOISE_JOB_BUDGET", 1e-6, 0.1, options.budget, warnings);
   read_number(lookup, "CORENOISE_JOB_FINALIZE_TIMEOUT", 0.1, 3600, options.finalize_timeout_seconds,
               warnings);
+  read_count(lookup, "CORENOISE_JOB_FULL", options.full_ranks, warnings);
   const std::string quiet = read_text(lookup, "CORENOISE_JOB_QUIET");
   options.banner = quiet.empty() || quiet == "0";
   if (const std::string root = read_text(lookup, "CORENOISE_JOB_PROC_ROOT"); !root.empty()) {

@@ -2,9 +2,10 @@
 // it execs through the environment (the only channel an LD_PRELOAD library
 // has): CORENOISE_JOB_JSON, CORENOISE_JOB_HTML, CORENOISE_JOB_SOCKET,
 // CORENOISE_JOB_BUDGET, CORENOISE_JOB_FINALIZE_TIMEOUT, CORENOISE_JOB_QUIET,
-// CORENOISE_JOB_PROGRAM, CORENOISE_JOB_SPILL. docs/job.md lists them.
+// CORENOISE_JOB_PROGRAM, CORENOISE_JOB_SPILL, CORENOISE_JOB_FULL. docs/job.md lists them.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -25,6 +26,10 @@ struct JobOptions {
   // How long MPI_Finalize waits for every rank before reporting without
   // the missing ones.
   double finalize_timeout_seconds = 30;
+  // Every rank's record in the report up to this many ranks; above, the
+  // records of the ranks it names (job_selection.h) and every rank's
+  // summary (rank_summary.h).
+  std::size_t full_ranks = 64;
   bool banner = true;
   std::string proc_root = "/proc";
   // Where the kernel's CPU topology is read, for the domain-binding

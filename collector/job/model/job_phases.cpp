@@ -21,28 +21,28 @@ RankMeasures steady_measures(const RankMeasures& whole, const RankMeasures& warm
   return rest;
 }
 
-JobPhase attribute_phase(std::string name, long first, long last,
-                         const std::vector<std::pair<int, RankMeasures>>& ranks) {
+// `measures[i]` is the phase's of the rank of `all[i]`.
+JobPhase attribute_phase(std::string name, long first, long last, std::span<const RankSummary> all,
+                         const std::vector<RankMeasures>& measures) {
   JobPhase phase;
   phase.name = std::move(name);
   phase.first_step = first;
   phase.last_step = last;
-  std::vector<RankMeasures> measures;
-  for (const auto& [rank, m] : ranks) measures.push_back(m);
   const RankMeasures reference = reference_rank(measures);
   const CauseThresholds threshold = cause_threshold(measures, reference);
   phase.cause_threshold_seconds = threshold.seconds;
   phase.cause_threshold_on_cpu_seconds = threshold.on_cpu_seconds;
-  for (const auto& [rank, m] : ranks) {
+  for (std::size_t i = 0; i < measures.size(); ++i) {
+    const RankMeasures& m = measures[i];
     phase.wait_seconds += m.wait_seconds;
     const RankAttribution a = attribute(m, reference, threshold);
     if (!is_late(a, m, threshold)) continue;
     phase.wait_caused_seconds += m.wait_caused_seconds;
     const double explained = std::accumulate(a.causes.begin(), a.causes.end(), 0.0);
-    for (std::size_t i = 0; i < kJobCauseCount && explained > 0; ++i)
-      phase.causes[i] += m.wait_caused_seconds * a.causes[i] / explained;
+    for (std::size_t k = 0; k < kJobCauseCount && explained > 0; ++k)
+      phase.causes[k] += m.wait_caused_seconds * a.causes[k] / explained;
     phase.late_ranks.push_back(
-        {rank, *a.main_cause, m.wait_caused_seconds, a.causes[index_of(*a.main_cause)]});
+        {all[i].number(), *a.main_cause, m.wait_caused_seconds, a.causes[index_of(*a.main_cause)]});
   }
   std::stable_sort(phase.late_ranks.begin(), phase.late_ranks.end(),
                    [](const JobPhaseRank& a, const JobPhaseRank& b) {
@@ -54,19 +54,22 @@ JobPhase attribute_phase(std::string name, long first, long last,
 
 }  // namespace
 
-std::vector<JobPhase> job_phases(const std::vector<RankRecord>& records, long warmup_steps,
-                                 long steps) {
-  if (warmup_steps <= 0 || warmup_steps >= steps || records.empty()) return {};
-  std::vector<std::pair<int, RankMeasures>> warmup, steady;
-  for (const RankRecord& r : records) {
-    // Every rank must have kept its measures at the same step: the steps
-    // its snapshot counted.
-    if (!r.warmup || r.warmup->steps != static_cast<double>(warmup_steps)) return {};
-    warmup.emplace_back(r.rank, *r.warmup);
-    steady.emplace_back(r.rank, steady_measures(r.measures, *r.warmup));
+std::vector<JobPhase> job_phases(std::span<const RankSummary> all, long warmup_steps, long steps) {
+  if (warmup_steps <= 0 || warmup_steps >= steps || all.empty()) return {};
+  // Every rank must have kept its measures at the same step: the steps
+  // its snapshot counted.
+  for (const RankSummary& s : all) {
+    if (s.has_warmup != 1 || s.warmup.steps != static_cast<double>(warmup_steps)) return {};
   }
-  return {attribute_phase("warm-up", 1, warmup_steps, warmup),
-          attribute_phase("steady state", warmup_steps + 1, steps, steady)};
+  // One phase's measures at a time: at 100,000 ranks each is 19 MB.
+  std::vector<RankMeasures> measures;
+  measures.reserve(all.size());
+  for (const RankSummary& s : all) measures.push_back(s.warmup);
+  std::vector<JobPhase> phases{attribute_phase("warm-up", 1, warmup_steps, all, measures)};
+  measures.clear();
+  for (const RankSummary& s : all) measures.push_back(steady_measures(s.measures, s.warmup));
+  phases.push_back(attribute_phase("steady state", warmup_steps + 1, steps, all, measures));
+  return phases;
 }
 
 JobStep step_in_phases(long first_step, long steps, double wait_caused_seconds, int last_rank,

@@ -11,11 +11,12 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "collector/job/model/attribution.h"
-#include "collector/job/model/rank_record.h"
+#include "collector/job/model/rank_summary.h"
 
 namespace corenoise {
 
@@ -46,9 +47,9 @@ struct JobStep {
 };
 
 // The warm-up and the steady state; empty unless the job was split
-// (`warmup_steps` > 0) and every record carries its warm-up measures.
-std::vector<JobPhase> job_phases(const std::vector<RankRecord>& records, long warmup_steps,
-                                 long steps);
+// (`warmup_steps` > 0) and every rank's summary carries its warm-up
+// measures.
+std::vector<JobPhase> job_phases(std::span<const RankSummary> all, long warmup_steps, long steps);
 
 // A step of the worst (job_report.h's facts) with its phase and cause.
 JobStep step_in_phases(long first_step, long steps, double wait_caused_seconds, int last_rank,

@@ -4,7 +4,10 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <utility>
+
+#include "collector/job/model/job_selection.h"
 
 namespace corenoise {
 
@@ -66,42 +69,72 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_of(const RankRecord& r
   return own;
 }
 
-// Call sites merged over ranks, by call and site, most waiting first.
-std::vector<JobCallSite> merged_call_sites(const std::vector<RankRecord>& records) {
-  std::map<std::pair<std::string, std::string>, JobCallSite> merged;
-  for (const auto& r : records) {
-    for (const auto& s : r.sites) {
-      JobCallSite& site = merged[{s.call, s.site}];
-      site.call = s.call;
-      site.site = s.site;
-      site.calls = std::max(site.calls, s.calls);
-      site.wait_seconds += s.wait_seconds;
-      site.wait_max_seconds = std::max(site.wait_max_seconds, s.wait_max_seconds);
-    }
-  }
+// Call sites merged over ranks (or nodes, node_digest.h), by call and
+// site, most waiting first.
+std::vector<JobCallSite> merged_call_sites(
+    const std::vector<const std::vector<RankRecord::Site>*>& lists) {
   std::vector<JobCallSite> sites;
-  for (auto& [key, site] : merged) sites.push_back(std::move(site));
-  std::stable_sort(sites.begin(), sites.end(), [](const JobCallSite& a, const JobCallSite& b) {
-    return a.wait_seconds > b.wait_seconds;
+  for (RankRecord::Site& s : merged_sites(lists))
+    sites.push_back(
+        {std::move(s.call), std::move(s.site), s.calls, s.wait_seconds, s.wait_max_seconds});
+  std::sort(sites.begin(), sites.end(), [](const JobCallSite& a, const JobCallSite& b) {
+    if (a.wait_seconds != b.wait_seconds) return a.wait_seconds > b.wait_seconds;
+    return std::tie(a.call, a.site) < std::tie(b.call, b.site);
   });
   return sites;
 }
 
-// The late ranks that caused any waiting, most first (20 at most: a
-// report names the worst, a page shows every rank).
-std::vector<int> worst_ranks(const std::vector<JobRank>& ranks) {
-  std::vector<std::size_t> order(ranks.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return ranks[a].measures.wait_caused_seconds > ranks[b].measures.wait_caused_seconds;
-  });
-  std::vector<int> worst;
-  for (std::size_t i : order) {
-    if (!ranks[i].attribution.main_cause || ranks[i].measures.wait_caused_seconds <= 0) continue;
-    worst.push_back(ranks[i].rank);
-    if (worst.size() == 20) break;
+// The findings and call sites over every rank: from the records when
+// every rank's came, else from the nodes' digests.
+void findings_and_sites(const JobFacts& facts, std::size_t ranks,
+                        const std::vector<RankRecord>& full, JobReport& report) {
+  std::vector<const std::vector<RankRecord::Site>*> lists;
+  if (full.size() >= ranks || facts.node_digests.empty()) {
+    for (const RankRecord& r : full) lists.push_back(&r.sites);
+    report.findings = job_findings(full);
+  } else {
+    std::vector<std::vector<JobFinding>> per_node;
+    for (const auto& [node, digest] : facts.node_digests) {
+      lists.push_back(&digest.sites);
+      per_node.push_back(digest.findings);
+    }
+    report.findings = merge_findings(per_node);
   }
-  return worst;
+  report.call_sites = merged_call_sites(lists);
+}
+
+// Every node's row: its ranks' figures summed, from the summaries; its
+// host from its first rank's record.
+std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgement& judged,
+                              const std::vector<RankRecord>& full,
+                              std::map<int, std::vector<float>>& lateness) {
+  std::map<int, JobNode> nodes;
+  std::map<int, double> worst_caused;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const RankSummary& s = all[i];
+    JobNode& node = nodes[s.node_rank()];
+    node.first_rank = s.node_rank();
+    ++node.ranks;
+    node.wait_seconds += s.measures.wait_seconds;
+    node.wait_caused_seconds += s.measures.wait_caused_seconds;
+    if (judged.ranks[i].main_cause) ++node.late_ranks;
+    const double caused = s.measures.wait_caused_seconds;
+    double& worst = worst_caused[s.node_rank()];
+    if (caused > worst) {
+      worst = caused;
+      node.worst_rank = s.number();
+    }
+  }
+  for (const RankRecord& r : full) {
+    if (auto it = nodes.find(r.rank); it != nodes.end()) it->second.host = r.host;
+  }
+  std::vector<JobNode> rows;
+  rows.reserve(nodes.size());
+  for (auto& [first, node] : nodes) {
+    if (auto it = lateness.find(first); it != lateness.end()) node.lateness = std::move(it->second);
+    rows.push_back(std::move(node));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -113,49 +146,56 @@ const JobRank* JobReport::rank(int number) const {
   return nullptr;
 }
 
-JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& records) {
+JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
+                           const std::vector<RankRecord>& full) {
   JobReport report;
   report.facts = std::move(facts);
-  report.ranks_reported = records.size();
-
-  std::vector<RankMeasures> measures;
-  for (const auto& r : records) measures.push_back(r.measures);
-  const RankMeasures reference = reference_rank(measures);
-  const CauseThresholds threshold = cause_threshold(measures, reference);
-  report.cause_threshold_seconds = threshold.seconds;
-  report.cause_threshold_on_cpu_seconds = threshold.on_cpu_seconds;
-
-  const NodeViews views = node_views(records);
-  report.nodes = views.hosts.size();
-  for (const auto& r : records) {
-    RankAttribution a = attribute(r.measures, reference, threshold);
-    if (!is_late(a, r.measures, threshold)) a.main_cause.reset();
-    const double caused = r.measures.wait_caused_seconds;
+  report.ranks_reported = all.size();
+  const JobJudgement judged = judge_ranks(all);
+  report.cause_threshold_seconds = judged.threshold.seconds;
+  report.cause_threshold_on_cpu_seconds = judged.threshold.on_cpu_seconds;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const RankMeasures& m = all[i].measures;
+    const RankAttribution& a = judged.ranks[i];
     // The waiting this rank caused, shared among its causes.
     const double explained = std::accumulate(a.causes.begin(), a.causes.end(), 0.0);
     if (explained > 0 && a.main_cause) {
-      for (std::size_t i = 0; i < kJobCauseCount; ++i)
-        report.causes[i] += caused * a.causes[i] / explained;
+      for (std::size_t k = 0; k < kJobCauseCount; ++k)
+        report.causes[k] += m.wait_caused_seconds * a.causes[k] / explained;
     }
-    report.wait_seconds += r.measures.wait_seconds;
-    report.compute_seconds += r.measures.compute_seconds;
-    report.wait_caused_seconds += caused;
-    report.exchange_wait_seconds += r.measures.exchange_wait_seconds;
-    report.exchange_wait_caused_seconds += r.measures.exchange_wait_caused_seconds;
-    report.exchange_uncharged_seconds += r.measures.exchange_uncharged_seconds;
-    report.elapsed_seconds = std::max(report.elapsed_seconds, r.measures.elapsed_seconds);
+    report.wait_seconds += m.wait_seconds;
+    report.compute_seconds += m.compute_seconds;
+    report.wait_caused_seconds += m.wait_caused_seconds;
+    report.exchange_wait_seconds += m.exchange_wait_seconds;
+    report.exchange_wait_caused_seconds += m.exchange_wait_caused_seconds;
+    report.exchange_uncharged_seconds += m.exchange_uncharged_seconds;
+    report.elapsed_seconds = std::max(report.elapsed_seconds, m.elapsed_seconds);
+  }
+  std::map<int, std::size_t> index_of_rank;
+  for (std::size_t i = 0; i < all.size(); ++i) index_of_rank[all[i].number()] = i;
+  const NodeViews views = node_views(full);
+  for (const auto& r : full) {
+    const auto it = index_of_rank.find(r.rank);
+    if (it == index_of_rank.end()) continue;
+    const RankAttribution& a = judged.ranks[it->second];
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
                             r.config.busy_threads_peak, verdicts_of(r, views)});
   }
-  report.call_sites = merged_call_sites(records);
-  report.worst_ranks = worst_ranks(report.ranks);
-  report.findings = job_findings(records);
-  report.phases = job_phases(records, report.facts.warmup_steps, report.facts.steps);
+  for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
+  report.by_node = nodes_of(all, judged, full, report.facts.node_lateness);
+  report.facts.node_lateness.clear();
+  report.nodes = report.by_node.size();
+  findings_and_sites(report.facts, all.size(), full, report);
+  report.phases = job_phases(all, report.facts.warmup_steps, report.facts.steps);
   for (const JobFacts::Step& s : report.facts.worst_steps) {
     report.worst_steps.push_back(step_in_phases(s.first_step, s.steps, s.wait_caused_seconds,
                                                 s.last_rank, s.call, s.site, report.phases));
   }
   return report;
+}
+
+JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& records) {
+  return build_job_report(std::move(facts), summaries_of(records), records);
 }
 
 }  // namespace corenoise

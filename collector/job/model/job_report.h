@@ -14,13 +14,16 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "collector/job/model/attribution.h"
 #include "collector/job/model/job_findings.h"
 #include "collector/job/model/job_phases.h"
+#include "collector/job/model/node_digest.h"
 #include "collector/job/model/rank_record.h"
+#include "collector/job/model/rank_summary.h"
 
 namespace corenoise {
 
@@ -32,9 +35,16 @@ struct JobFacts {
   double started_unix_seconds = 0;
   int ranks_total = 0;  // the job's size
   long steps = 0;
-  // Lateness per rank (rows in record order) per column of
-  // steps_per_column steps: seconds after the column's first arrival.
+  // Lateness per rank (rows in the order of the records in full) per
+  // column of steps_per_column steps: seconds after the column's first
+  // arrival.
   std::vector<std::vector<float>> lateness;
+  // Per node, by its first rank: its ranks' lateness, the latest per
+  // column (reduced on the node); a node absent when not known.
+  std::map<int, std::vector<float>> node_lateness;
+  // Per node, by its first rank: its findings and call sites, where rank 0
+  // did not ask for every record (node_digest.h).
+  std::map<int, NodeDigest> node_digests;
   long steps_per_column = 1;
   std::string incomplete_reason;  // empty: every rank reported
   std::string clock_source;
@@ -91,6 +101,17 @@ struct JobCallSite {
   double calls = 0, wait_seconds = 0, wait_max_seconds = 0;
 };
 
+// One node: every rank's figures summed, and its latest rank per column.
+struct JobNode {
+  std::string host;  // its first rank's; empty when that record did not come
+  int first_rank = 0;
+  int ranks = 0;
+  double wait_seconds = 0, wait_caused_seconds = 0;
+  int late_ranks = 0;
+  int worst_rank = -1;          // the rank that caused the most waiting there; -1: none did
+  std::vector<float> lateness;  // JobFacts::node_lateness's row
+};
+
 struct JobReport {
   JobFacts facts;
   double elapsed_seconds = 0;  // the longest rank's
@@ -107,7 +128,8 @@ struct JobReport {
   // The waiting the late ranks caused, shared among each one's causes.
   std::array<double, kJobCauseCount> causes{};
   std::vector<JobCallSite> call_sites;  // most waiting first
-  std::vector<JobRank> ranks;           // in record order
+  std::vector<JobRank> ranks;           // the ranks in full (job_selection.h), in record order
+  std::vector<JobNode> by_node;         // every node, by first rank
   std::vector<int> worst_ranks;         // rank numbers, most waiting caused first; at most 20
   std::vector<JobFinding> findings;     // configuration findings (job_findings.h)
   std::vector<JobPhase> phases;         // warm-up and steady state (job_phases.h); may be empty
@@ -122,7 +144,16 @@ struct JobReport {
 };
 
 // `facts` by value: its lateness matrix (ranks × columns) moves into the
-// report rather than being copied at MPI_Finalize.
+// report rather than being copied at MPI_Finalize. `all`: every rank that
+// reported; `full`: the records of the ranks ranks_in_full() picked from
+// them (a record without a summary is left out). The totals, the
+// reference, the worst ranks, the phases and the nodes are of every rank;
+// so are the call sites and the findings, from the records when every
+// rank's came, else from facts.node_digests; the culprits are the ranks'
+// in full.
+JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
+                           const std::vector<RankRecord>& full);
+// Every rank in full (spill files, tests).
 JobReport build_job_report(JobFacts facts, const std::vector<RankRecord>& records);
 
 }  // namespace corenoise

@@ -14,7 +14,7 @@
 
 namespace corenoise {
 
-struct FinalizeBuffers;  // job_reduction.cpp
+struct FinalizeBuffers;  // finalize_state.h
 
 struct JobProcess {
   JobSession* session = nullptr;  // null: not recording

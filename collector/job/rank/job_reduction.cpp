@@ -30,94 +30,16 @@
 #include "collector/job/model/job_report.h"
 #include "collector/job/model/rank_config.h"
 #include "collector/job/model/step_math.h"
+#include "collector/job/rank/finalize_state.h"
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/job_mpi.h"
 #include "collector/job/rank/job_publisher.h"
 #include "collector/job/rank/pmpi_completion.h"
+#include "collector/job/rank/record_collection.h"
 #include "collector/job/rank/sparse_charges.h"
 #include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
-namespace {
-
-// Tags on the library's own communicator.
-constexpr int kRecordTag = 7411;
-constexpr int kChargeTag = 7412;  // the exchange of charges (sparse_charges.h)
-
-// One communicator's collectives at MPI_Finalize. MPI matches collectives by
-// their order alone, so every rank must post the same sequence. A rank whose
-// deadline passed on one (a rank is gone, or more than the timeout late)
-// posts no more on that communicator: every rank's sequence is then a prefix
-// of one sequence, and a rank that comes late never has its reduction
-// matched with another rank's broadcast; it waits out its own deadline.
-class Collectives {
- public:
-  explicit Collectives(MPI_Comm comm) : comm_(comm) {}
-  MPI_Comm comm() const { return comm_; }
-  bool open() const { return open_; }
-  void close() { open_ = false; }
-  // No operation of this communicator is left pending: its buffers may be
-  // freed and the communicator with them.
-  bool settled() const { return pending_ == 0; }
-  // An operation posted outside post(), a collective among them (the
-  // exchange of charges' barrier, sparse_charges.h), was left pending:
-  // closed, and not settled.
-  void abandon() {
-    open_ = false;
-    ++pending_;
-  }
-  // Posts one collective, `post(comm, &request)` returning the MPI call's
-  // code, unless closed. False, and closed, if the call failed: the next
-  // one must not be posted either, or it would match the others' previous.
-  template <class Post>
-  bool post(Post&& post, MPI_Request& request) {
-    if (!open_) return false;
-    if (post(comm_, &request) != MPI_SUCCESS) {
-      open_ = false;
-      return false;
-    }
-    ++pending_;
-    return true;
-  }
-  // Waits for a posted collective until `deadline`. False, and closed, if
-  // it did not complete (it stays pending) or the communicator was closed.
-  bool finish(MPI_Request& request, MpiDeadline deadline) {
-    open_ = open_ && pmpi_complete(request, deadline);
-    if (open_) --pending_;
-    return open_;
-  }
-
- private:
-  MPI_Comm comm_;
-  bool open_ = true;
-  int pending_ = 0;  // posted, not seen to complete
-};
-
-}  // namespace
-
-// Every buffer that finish_job's collectives and its send read or write. A
-// collective abandoned at the deadline may still complete later, inside the
-// program's MPI_Finalize, and write its result (Open MPI's does): its
-// buffers must outlive finish_job. They live here, and buffers whose
-// operations did not all complete are kept, never freed (JobProcess::kept).
-struct FinalizeBuffers {
-  struct ValueRank {  // MPI_DOUBLE_INT
-    double value;
-    int rank;
-  };
-  long shape[4] = {}, low[4] = {}, high[4] = {};
-  std::vector<ValueRank> mine, minimum;
-  std::vector<double> sum, maximum;
-  std::vector<double> waited_for_me;
-  long pid = 0;
-  std::vector<long> pids;
-  int refused = 0;          // 1 if corenoised did not take this rank's report
-  int refused_on_node = 0;  // on the node's first rank: how many of the node's it did not
-  std::string record;       // this rank's, sent to rank 0
-  std::string incoming;     // on rank 0, the record being received
-  std::vector<double> reference;
-};
-
 namespace {
 
 std::string host_name() {
@@ -429,6 +351,29 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   record.node_daemon = daemon_verdicts(p.session->options().socket_path);
 }
 
+// The node's lateness row on its first rank: each column's latest rank
+// of the node (empty elsewhere, or when the node's ranks did not meet).
+// Every rank of the node posts the same fixed buffer, whatever its steps
+// gave: the column count first, then up to kMaxLatenessColumns columns.
+std::vector<float> reduce_node_lateness(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
+                                        const StepResult& steps, MpiDeadline deadline) {
+  b.lateness_mine.assign(kMaxLatenessColumns + 1, 0.0f);
+  b.lateness_node.assign(p.node_rank == 0 ? kMaxLatenessColumns + 1 : 0, 0.0f);
+  const std::size_t columns = std::min(steps.lateness.size(), kMaxLatenessColumns);
+  b.lateness_mine[0] = static_cast<float>(columns);
+  std::copy_n(steps.lateness.begin(), columns, b.lateness_mine.begin() + 1);
+  MPI_Request request;
+  const bool posted = node.post(
+      [&](MPI_Comm c, MPI_Request* r) {
+        return PMPI_Ireduce(b.lateness_mine.data(), b.lateness_node.data(),
+                            static_cast<int>(kMaxLatenessColumns + 1), MPI_FLOAT, MPI_MAX, 0, c, r);
+      },
+      request);
+  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return {};
+  const auto count = static_cast<std::size_t>(b.lateness_node[0]);
+  return {b.lateness_node.begin() + 1, b.lateness_node.begin() + 1 + static_cast<long>(count)};
+}
+
 // Each rank hands its own loss, by cause, split over the CPUs it ran on,
 // to its node's corenoised: the daemon takes from a rank only CPUs that
 // rank may run on (docs/control.md, "Threat model"). The node's first rank
@@ -472,83 +417,6 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
       record.host.c_str(), b.refused_on_node, node_size, error.empty() ? "" : ": ", error.c_str());
 }
 
-// A rank other than 0: its record (and its lateness row) to rank 0. False
-// when it could not be sent by `deadline`; `pending` when MPI may still
-// read the buffer.
-bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
-                 MpiDeadline deadline, bool& pending) {
-  // Names come from any process on the node, cut at 15 bytes: invalid
-  // UTF-8 is replaced, not thrown on.
-  b.record = wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  MPI_Request request;
-  if (PMPI_Isend(b.record.data(), static_cast<int>(b.record.size()), MPI_CHAR, 0, kRecordTag,
-                 p.comm, &request) != MPI_SUCCESS)
-    return false;
-  pending = !pmpi_complete(request, deadline);
-  return !pending;
-}
-
-// What rank 0 holds once the others' records came or `deadline` passed.
-struct GatheredRecords {
-  std::vector<RankRecord> records;  // in rank order
-  std::vector<std::vector<float>> lateness;
-  std::vector<int> missing;  // ranks whose record did not come or did not parse
-};
-
-// Rank 0: every rank's record, its own (`wire`) first. `pending` when a
-// receive is left that MPI may still write into.
-GatheredRecords gather_records(const JobProcess& p, FinalizeBuffers& b, nlohmann::json wire,
-                               MpiDeadline deadline, bool& pending) {
-  std::vector<bool> received(static_cast<std::size_t>(p.size), false);
-  std::vector<nlohmann::json> wires(static_cast<std::size_t>(p.size));
-  wires[0] = std::move(wire);
-  received[0] = true;
-  int count = 1;
-  std::string& buffer = b.incoming;
-  while (count < p.size) {
-    int flag = 0;
-    MPI_Status status;
-    if (!poll_until(deadline, kLibraryPollPause, [&] {
-          PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.comm, &flag, &status);
-          return flag != 0;
-        }))
-      break;
-    int length = 0;
-    PMPI_Get_count(&status, MPI_CHAR, &length);
-    buffer.resize(static_cast<std::size_t>(length));
-    // Not a blocking receive: a large record needs its sender's MPI to
-    // progress, which a sender that gave up may never do.
-    MPI_Request request;
-    if (PMPI_Irecv(buffer.data(), length, MPI_CHAR, status.MPI_SOURCE, kRecordTag, p.comm,
-                   &request) != MPI_SUCCESS)
-      break;
-    if (!pmpi_complete(request, deadline)) {
-      pending = true;
-      break;
-    }
-    const auto source = static_cast<std::size_t>(status.MPI_SOURCE);
-    if (received[source]) continue;
-    wires[source] = nlohmann::json::parse(buffer, nullptr, false);
-    received[source] = !wires[source].is_discarded();
-    count += received[source] ? 1 : 0;
-  }
-  GatheredRecords gathered;
-  for (int rank = 0; rank < p.size; ++rank) {
-    const auto i = static_cast<std::size_t>(rank);
-    if (!received[i]) {
-      gathered.missing.push_back(rank);
-      continue;
-    }
-    try {
-      gathered.records.push_back(record_from_wire(wires[i]));
-      gathered.lateness.push_back(wires[i].value("lateness", std::vector<float>{}));
-    } catch (const std::exception&) {
-      gathered.missing.push_back(rank);
-    }
-  }
-  return gathered;
-}
-
 // From rank 0 to all: the reference rank and the naming threshold, so
 // that every rank attributes its own loss the way the report does, and
 // rank 0's verdict on whether every rank came: one verdict for all, so
@@ -564,7 +432,8 @@ bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b
   shared.assign(kVerdict + 1, 0.0);
   if (p.rank == 0) {
     std::vector<RankMeasures> measures;
-    for (const auto& r : gathered.records) measures.push_back(r.measures);
+    measures.reserve(gathered.summaries.size());
+    for (const RankSummary& s : gathered.summaries) measures.push_back(s.measures);
     const RankMeasures ref = reference_rank(measures);
     std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
     const CauseThresholds thresholds = cause_threshold(measures, ref);
@@ -619,6 +488,8 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
     facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
                                " (corenoise job --report " + options.spill_dir + ")";
   }
+  facts.node_lateness = std::move(gathered.node_lateness);
+  facts.node_digests = std::move(gathered.node_digests);
   auto& lateness = gathered.lateness;
   const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
     return row.size() == lateness.front().size();
@@ -626,34 +497,6 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   if (rows_agree && !lateness.empty() && !lateness.front().empty())
     facts.lateness = std::move(lateness);
   return facts;
-}
-
-// The records, moved to rank 0: what it gathered (empty elsewhere),
-// whether this rank's was sent (always true on rank 0) and whether a
-// send or receive is left that MPI may still touch.
-struct RecordsMoved {
-  GatheredRecords gathered;
-  bool sent = true;
-  bool pending = false;
-};
-
-// Point to point, each rank's record with its lateness row. When a rank is
-// missing, the collectives' deadline has passed, and the others' records
-// still get a short window of their own.
-RecordsMoved move_records(const JobProcess& p, FinalizeBuffers& b, const RankRecord& record,
-                          const StepResult& steps, MpiDeadline deadline) {
-  nlohmann::json wire = to_wire(record);
-  wire["lateness"] = steps.lateness;
-  const double timeout = p.session->options().finalize_timeout_seconds;
-  const MpiDeadline records_deadline =
-      deadline.or_later(MpiDeadline::after(std::min(timeout, 5.0)));
-  RecordsMoved moved;
-  if (p.rank != 0) {
-    moved.sent = send_record(p, b, wire, records_deadline, moved.pending);
-  } else {
-    moved.gathered = gather_records(p, b, std::move(wire), records_deadline, moved.pending);
-  }
-  return moved;
 }
 
 // Each node's loss to its daemon, attributed as the report attributes it,
@@ -697,7 +540,8 @@ bool finish_job(JobProcess& p) {
   const double exchange_caused = reduce_exchanges(p, world, b, deadline);
   RankRecord record = own_record(p, steps, exchange_caused);
   add_node_view(p, node, b, record, deadline);
-  RecordsMoved moved = move_records(p, b, record, steps, deadline);
+  const std::vector<float> node_lateness = reduce_node_lateness(p, node, b, steps, deadline);
+  RecordsMoved moved = move_records(p, world, b, record, steps.lateness, node_lateness, deadline);
   const bool reduced = hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
   // Rank 0 has every figure: the spill files are no longer needed. If it
   // has not, they stay for `corenoise job --report`.
@@ -713,7 +557,8 @@ bool finish_job(JobProcess& p) {
   if (p.rank != 0) return settled;
   JobFacts facts = job_facts(p, session, steps, record, moved.gathered, spill != nullptr);
   if (const JobPublisher publish = job_publisher()) {
-    publish(build_job_report(std::move(facts), moved.gathered.records), options);
+    publish(build_job_report(std::move(facts), moved.gathered.summaries, moved.gathered.records),
+            options);
   }
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());

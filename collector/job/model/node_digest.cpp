@@ -1,0 +1,79 @@
+#include "collector/job/model/node_digest.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace corenoise {
+
+using nlohmann::json;
+
+std::vector<RankRecord::Site> merged_sites(
+    const std::vector<const std::vector<RankRecord::Site>*>& lists) {
+  std::map<std::pair<std::string, std::string>, std::size_t> index;
+  std::vector<RankRecord::Site> merged;
+  for (const auto* list : lists) {
+    for (const RankRecord::Site& s : *list) {
+      const auto [it, added] = index.try_emplace({s.call, s.site}, merged.size());
+      if (added) {
+        merged.push_back(s);
+        continue;
+      }
+      RankRecord::Site& site = merged[it->second];
+      site.calls = std::max(site.calls, s.calls);
+      site.wait_seconds += s.wait_seconds;
+      site.wait_max_seconds = std::max(site.wait_max_seconds, s.wait_max_seconds);
+    }
+  }
+  return merged;
+}
+
+NodeDigest node_digest(const std::vector<RankRecord>& node_records) {
+  NodeDigest digest;
+  digest.findings = job_findings(node_records);
+  std::vector<const std::vector<RankRecord::Site>*> lists;
+  for (const RankRecord& r : node_records) lists.push_back(&r.sites);
+  digest.sites = merged_sites(lists);
+  return digest;
+}
+
+json to_wire(const NodeDigest& digest) {
+  json findings = json::array();
+  for (const JobFinding& f : digest.findings) {
+    findings.push_back({{"kind", f.kind},
+                        {"ranks", f.ranks},
+                        {"nodes", f.nodes},
+                        {"fix", f.fix},
+                        {"intro", f.intro},
+                        {"examples", f.examples},
+                        {"examples_total", f.examples_total}});
+  }
+  json sites = json::array();
+  for (const auto& s : digest.sites)
+    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
+  return {{"findings", findings}, {"sites", sites}};
+}
+
+NodeDigest digest_from_wire(const json& wire) {
+  NodeDigest digest;
+  for (const json& f : wire.at("findings")) {
+    JobFinding finding;
+    finding.kind = f.at("kind").get<std::string>();
+    finding.ranks = f.at("ranks").get<std::vector<int>>();
+    std::sort(finding.ranks.begin(), finding.ranks.end());
+    finding.nodes = f.at("nodes").get<std::vector<std::string>>();
+    finding.fix = f.at("fix").get<std::string>();
+    finding.intro = f.at("intro").get<std::string>();
+    finding.examples = f.at("examples").get<std::vector<std::string>>();
+    finding.examples_total = f.at("examples_total").get<std::size_t>();
+    digest.findings.push_back(std::move(finding));
+  }
+  for (const json& s : wire.at("sites")) {
+    digest.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
+                            s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
+  }
+  return digest;
+}
+
+}  // namespace corenoise

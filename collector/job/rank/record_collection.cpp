@@ -1,0 +1,334 @@
+#include "collector/job/rank/record_collection.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "collector/job/model/job_selection.h"
+#include "collector/job/model/node_digest.h"
+
+namespace corenoise {
+namespace {
+
+// The job's rank of this node's first rank: a translation between the
+// node's group and the world's, no message.
+int node_first_rank(const JobProcess& p) {
+  if (p.node == MPI_COMM_NULL) return p.rank;
+  MPI_Group node_group, world_group;
+  PMPI_Comm_group(p.node, &node_group);
+  PMPI_Comm_group(p.comm, &world_group);
+  int zero = 0, first = MPI_UNDEFINED;
+  PMPI_Group_translate_ranks(node_group, 1, &zero, world_group, &first);
+  PMPI_Group_free(&node_group);
+  PMPI_Group_free(&world_group);
+  return first == MPI_UNDEFINED ? p.rank : first;
+}
+
+nlohmann::json wire_of(const RankRecord& record, const std::vector<float>& lateness,
+                       const std::vector<float>& node_lateness,
+                       const std::optional<NodeDigest>& digest) {
+  nlohmann::json wire = to_wire(record);
+  wire["lateness"] = lateness;
+  if (!node_lateness.empty()) wire["node_lateness"] = node_lateness;
+  if (digest) wire["node_digest"] = to_wire(*digest);
+  return wire;
+}
+
+std::string text_of(const nlohmann::json& wire) {
+  // Names come from any process on the node, cut at 15 bytes: invalid
+  // UTF-8 is replaced, not thrown on.
+  return wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// On the node's first rank, the node's other ranks' records, until all
+// came or `deadline`; parsed as they come. `pending` when a receive is
+// left that MPI may still write into.
+std::vector<RankRecord> receive_node_records(const JobProcess& p, FinalizeBuffers& b,
+                                             MpiDeadline deadline, bool& pending) {
+  int node_size = 1;
+  PMPI_Comm_size(p.node, &node_size);
+  std::vector<char> seen(static_cast<std::size_t>(node_size), 0);
+  std::vector<RankRecord> records;
+  for (int left = node_size - 1; left > 0; --left) {
+    int flag = 0;
+    MPI_Status status;
+    if (!poll_until(deadline, kLibraryPollPause, [&] {
+          PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.node, &flag, &status);
+          return flag != 0;
+        }))
+      break;
+    int length = 0;
+    PMPI_Get_count(&status, MPI_BYTE, &length);
+    b.incoming.resize(static_cast<std::size_t>(length));
+    MPI_Request request;
+    if (PMPI_Irecv(b.incoming.data(), length, MPI_BYTE, status.MPI_SOURCE, kRecordTag, p.node,
+                   &request) != MPI_SUCCESS)
+      break;
+    if (!pmpi_complete(request, deadline)) {
+      pending = true;
+      break;
+    }
+    char& once = seen[static_cast<std::size_t>(status.MPI_SOURCE)];
+    if (once != 0) {
+      ++left;  // a second message from one rank is not another rank's
+      continue;
+    }
+    once = 1;
+    const nlohmann::json wire = nlohmann::json::parse(b.incoming, nullptr, false);
+    try {
+      if (!wire.is_discarded()) records.push_back(record_from_wire(wire));
+    } catch (const std::exception&) {
+      // Malformed: the node's digest goes without it.
+    }
+  }
+  return records;
+}
+
+// Above `full` ranks, every rank's record goes to its node's first rank,
+// which returns its node's digest (node_digest.h); nullopt elsewhere.
+std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b,
+                                         const RankRecord& record, MpiDeadline deadline,
+                                         bool& pending) {
+  if (p.node == MPI_COMM_NULL) return std::nullopt;
+  if (p.node_rank != 0) {
+    b.node_record = text_of(to_wire(record));
+    MPI_Request request;
+    if (PMPI_Isend(b.node_record.data(), static_cast<int>(b.node_record.size()), MPI_BYTE, 0,
+                   kRecordTag, p.node, &request) == MPI_SUCCESS)
+      pending = !pmpi_complete(request, deadline);
+    return std::nullopt;
+  }
+  std::vector<RankRecord> records = receive_node_records(p, b, deadline, pending);
+  records.push_back(record);
+  std::sort(records.begin(), records.end(),
+            [](const RankRecord& a, const RankRecord& c) { return a.rank < c.rank; });
+  return node_digest(records);
+}
+
+// A rank other than 0: `bytes` to rank 0. False when not sent by
+// `deadline`; `pending` when MPI may still read the buffer.
+bool send_to_rank0(const JobProcess& p, const void* bytes, std::size_t size, int tag,
+                   MpiDeadline deadline, bool& pending) {
+  MPI_Request request;
+  if (PMPI_Isend(bytes, static_cast<int>(size), MPI_BYTE, 0, tag, p.comm, &request) != MPI_SUCCESS)
+    return false;
+  pending = !pmpi_complete(request, deadline);
+  return !pending;
+}
+
+bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
+                 MpiDeadline deadline, bool& pending) {
+  b.record = text_of(wire);
+  return send_to_rank0(p, b.record.data(), b.record.size(), kRecordTag, deadline, pending);
+}
+
+// A rank that asks itself for its record, when rank 0 could not ask: see
+// record_collection.h.
+bool asks_itself(int rank, int node_first, int size, std::size_t full) {
+  return static_cast<std::size_t>(size) <= full || rank == node_first;
+}
+
+// Rank 0's account of what came, by rank.
+class Collection {
+ public:
+  Collection(int size, std::size_t full)
+      : size_(size), full_(full), has_summary_(static_cast<std::size_t>(size), 0) {}
+
+  // Every summary at once (the gather): those that are sound.
+  void take_summaries(std::vector<RankSummary>&& all) {
+    summaries_ = std::move(all);
+    std::erase_if(summaries_, [this](const RankSummary& s) { return !sound(s, size_); });
+    for (const RankSummary& s : summaries_) has_summary_[static_cast<std::size_t>(s.number())] = 1;
+  }
+  void add_summary(int source, const std::string& bytes) {
+    RankSummary s;
+    if (bytes.size() != sizeof(s)) return;
+    std::memcpy(&s, bytes.data(), sizeof(s));
+    const auto i = static_cast<std::size_t>(source);
+    if (!sound(s, size_) || s.number() != source || has_summary_[i] != 0) return;
+    has_summary_[i] = 1;
+    summaries_.push_back(s);
+    // Point to point, a rank's record is wanted if it asked itself.
+    if (asks_itself(source, s.node_rank(), size_, full_)) expect(source);
+  }
+  void expect(int rank) { expected_.insert(rank); }
+  // A record, parsed at once: the wire text is not kept.
+  void add_record(int source, const std::string& text) {
+    if (records_.count(source) != 0) return;
+    const nlohmann::json wire = nlohmann::json::parse(text, nullptr, false);
+    if (wire.is_discarded()) return;
+    try {
+      Arrived arrived{record_from_wire(wire), wire.value("lateness", std::vector<float>{}),
+                      wire.value("node_lateness", std::vector<float>{}), std::nullopt};
+      if (arrived.record.rank != source) return;
+      if (wire.contains("node_digest")) arrived.digest = digest_from_wire(wire.at("node_digest"));
+      records_.emplace(source, std::move(arrived));
+    } catch (const std::exception&) {
+      // Malformed: the rank counts as missing.
+    }
+  }
+  void add_own(const RankRecord& record, const std::vector<float>& lateness,
+               const std::vector<float>& node_lateness, std::optional<NodeDigest> digest) {
+    records_.emplace(record.rank, Arrived{record, lateness, node_lateness, std::move(digest)});
+  }
+  bool done() const {
+    if (summaries_.size() != static_cast<std::size_t>(size_)) return false;
+    return std::all_of(expected_.begin(), expected_.end(),
+                       [this](int rank) { return records_.count(rank) != 0; });
+  }
+  GatheredRecords result() && {
+    GatheredRecords g;
+    std::sort(summaries_.begin(), summaries_.end(),
+              [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
+    for (int rank = 0; rank < size_; ++rank) {
+      const bool asked_for = expected_.count(rank) != 0;
+      const auto it = records_.find(rank);
+      if (has_summary_[static_cast<std::size_t>(rank)] == 0 || (asked_for && it == records_.end()))
+        g.missing.push_back(rank);
+      if (it == records_.end() || has_summary_[static_cast<std::size_t>(rank)] == 0) continue;
+      if (!it->second.node_lateness.empty())
+        g.node_lateness[rank] = std::move(it->second.node_lateness);
+      if (it->second.digest) g.node_digests[rank] = std::move(*it->second.digest);
+      g.records.push_back(std::move(it->second.record));
+      g.lateness.push_back(std::move(it->second.lateness));
+    }
+    g.summaries = std::move(summaries_);
+    return g;
+  }
+
+ private:
+  struct Arrived {
+    RankRecord record;
+    std::vector<float> lateness, node_lateness;
+    std::optional<NodeDigest> digest;
+  };
+  int size_;
+  std::size_t full_;
+  std::vector<char> has_summary_;
+  std::vector<RankSummary> summaries_;
+  std::set<int> expected_;
+  std::map<int, Arrived> records_;
+};
+
+// Rank 0: summaries and records from any rank until all came or
+// `deadline`. `pending` when a receive is left that MPI may still write.
+void receive(const JobProcess& p, FinalizeBuffers& b, Collection& c, MpiDeadline deadline,
+             bool& pending) {
+  while (!c.done()) {
+    int flag = 0, tag = 0;
+    MPI_Status status;
+    const bool arrived = poll_until(deadline, kLibraryPollPause, [&] {
+      for (const int t : {kRecordTag, kSummaryTag}) {
+        PMPI_Iprobe(MPI_ANY_SOURCE, t, p.comm, &flag, &status);
+        if (flag != 0) {
+          tag = t;
+          return true;
+        }
+      }
+      return false;
+    });
+    if (!arrived) return;
+    int length = 0;
+    PMPI_Get_count(&status, MPI_BYTE, &length);
+    b.incoming.resize(static_cast<std::size_t>(length));
+    // Not a blocking receive: a large record needs its sender's MPI to
+    // progress, which a sender that gave up may never do.
+    MPI_Request request;
+    if (PMPI_Irecv(b.incoming.data(), length, MPI_BYTE, status.MPI_SOURCE, tag, p.comm, &request) !=
+        MPI_SUCCESS)
+      return;
+    if (!pmpi_complete(request, deadline)) {
+      pending = true;
+      return;
+    }
+    if (tag == kSummaryTag) {
+      c.add_summary(status.MPI_SOURCE, b.incoming);
+    } else {
+      c.add_record(status.MPI_SOURCE, b.incoming);
+    }
+  }
+}
+
+// Every rank came: the summaries gathered on rank 0, which judges the
+// ranks and scatters who is asked for a record (job_selection.h). False
+// when either collective did not complete on this rank.
+bool gather_and_ask(const JobProcess& p, Collectives& world, FinalizeBuffers& b, std::size_t full,
+                    MpiDeadline deadline) {
+  if (p.rank == 0) b.summaries.resize(static_cast<std::size_t>(p.size));
+  constexpr int kCount = static_cast<int>(kRankSummaryDoubles);
+  const auto gather = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Igather(as_array(b.summary), kCount, MPI_DOUBLE,
+                        p.rank == 0 ? as_array(b.summaries.front()) : nullptr, kCount, MPI_DOUBLE,
+                        0, c, r);
+  };
+  MPI_Request request;
+  if (!world.post(gather, request) || !world.finish(request, deadline)) return false;
+  if (p.rank == 0) {
+    std::vector<RankSummary> sound_ones;
+    for (const RankSummary& s : b.summaries) {
+      if (sound(s, p.size)) sound_ones.push_back(s);
+    }
+    b.asks.assign(static_cast<std::size_t>(p.size), 0);
+    for (int rank : ranks_in_full(sound_ones, judge_ranks(sound_ones), full))
+      b.asks[static_cast<std::size_t>(rank)] = 1;
+  }
+  const auto scatter = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Iscatter(b.asks.data(), 1, MPI_INT, &b.asked, 1, MPI_INT, 0, c, r);
+  };
+  return world.post(scatter, request) && world.finish(request, deadline);
+}
+
+}  // namespace
+
+RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                          const RankRecord& record, const std::vector<float>& lateness,
+                          const std::vector<float>& node_lateness, MpiDeadline deadline) {
+  const JobOptions& options = p.session->options();
+  const std::size_t full = options.full_ranks;
+  // When a rank is missing, the collectives' deadline has passed, and the
+  // others' records still get a short window of their own at each stage.
+  const auto late = [&] {
+    return deadline.or_later(MpiDeadline::after(std::min(options.finalize_timeout_seconds, 5.0)));
+  };
+  RecordsMoved moved;
+  std::optional<NodeDigest> digest;
+  if (static_cast<std::size_t>(p.size) > full)
+    digest = node_digest_of(p, b, record, late(), moved.pending);
+  const int node_first = node_first_rank(p);
+  b.summary = summary_of(record, node_first);
+  const bool gathered = world.open() && gather_and_ask(p, world, b, full, deadline);
+  const MpiDeadline records_deadline = late();
+  if (p.rank != 0) {
+    if (!gathered) {
+      moved.sent = send_to_rank0(p, &b.summary, sizeof(b.summary), kSummaryTag, records_deadline,
+                                 moved.pending);
+      b.asked = moved.sent && asks_itself(p.rank, node_first, p.size, full) ? 1 : 0;
+    }
+    if (moved.sent && b.asked != 0) {
+      moved.sent = send_record(p, b, wire_of(record, lateness, node_lateness, digest),
+                               records_deadline, moved.pending);
+    }
+    return moved;
+  }
+  Collection collection(p.size, full);
+  if (gathered) {
+    for (int rank = 0; rank < p.size; ++rank) {
+      if (b.asks[static_cast<std::size_t>(rank)] != 0) collection.expect(rank);
+    }
+    collection.take_summaries(std::move(b.summaries));
+  } else {
+    collection.add_summary(
+        0, std::string(reinterpret_cast<const char*>(&b.summary), sizeof(b.summary)));
+  }
+  collection.add_own(record, lateness, node_lateness, std::move(digest));
+  receive(p, b, collection, records_deadline, moved.pending);
+  moved.gathered = std::move(collection).result();
+  return moved;
+}
+
+}  // namespace corenoise
