@@ -85,7 +85,7 @@ TEST(ReferenceRankTest, OddCountsAndNone) {
   EXPECT_DOUBLE_EQ(reference_rank(ranks).clock_hz, 2e9);
   const std::vector<RankMeasures> one = {clean()};
   EXPECT_DOUBLE_EQ(reference_rank(one).compute_seconds, 8);
-  const RankMeasures none = reference_rank({});
+  const RankMeasures none = reference_rank(std::span<const RankMeasures>());
   for (std::size_t i = 0; i < kRankMeasureCount; ++i) EXPECT_EQ(as_array(none)[i], 0.0);
 }
 

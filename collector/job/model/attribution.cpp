@@ -2,16 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "probe/stats.h"
 
 namespace corenoise {
 
+namespace {
+
+// Fields in as_array's order.
+constexpr std::size_t kComputeField = offsetof(RankMeasures, compute_seconds) / sizeof(double);
+constexpr std::size_t kComputeCpuField =
+    offsetof(RankMeasures, compute_cpu_seconds) / sizeof(double);
+
+MeasureFields fields_of(std::span<const RankMeasures> ranks) {
+  return {ranks.size(),
+          [ranks](std::size_t rank, std::size_t field) { return as_array(ranks[rank])[field]; }};
+}
+
+}  // namespace
+
 RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
+  return reference_rank(fields_of(ranks));
+}
+
+RankMeasures reference_rank(const MeasureFields& ranks) {
   RankMeasures reference;
-  if (ranks.empty()) return reference;
-  std::vector<double> column(ranks.size());
+  if (ranks.count == 0) return reference;
+  std::vector<double> column(ranks.count);
   // The clean side of the middle: the lower median of every time and
   // count, the upper median of the clock (a clean core is a faster one)
   // and of the time on the CPU inside calls (a clean rank polls).
@@ -20,7 +39,7 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
   };
   const std::size_t upper[] = {index(reference.clock_hz), index(reference.wait_cpu_seconds)};
   for (std::size_t field = 0; field < kRankMeasureCount; ++field) {
-    for (std::size_t i = 0; i < ranks.size(); ++i) column[i] = as_array(ranks[i])[field];
+    for (std::size_t i = 0; i < ranks.count; ++i) column[i] = ranks.field(i, field);
     const bool clean_is_high =
         std::find(std::begin(upper), std::end(upper), field) != std::end(upper);
     const std::size_t middle = clean_is_high ? column.size() / 2 : (column.size() - 1) / 2;
@@ -29,7 +48,8 @@ RankMeasures reference_rank(std::span<const RankMeasures> ranks) {
     as_array(reference)[field] = *median;
   }
   // Of each rank's own off-CPU time, not of the medians of its parts.
-  for (std::size_t i = 0; i < ranks.size(); ++i) column[i] = off_cpu(ranks[i]);
+  for (std::size_t i = 0; i < ranks.count; ++i)
+    column[i] = ranks.field(i, kComputeField) - ranks.field(i, kComputeCpuField);
   const auto median = column.begin() + static_cast<std::ptrdiff_t>((column.size() - 1) / 2);
   std::nth_element(column.begin(), median, column.end());
   reference.off_cpu_seconds = *median;
@@ -151,18 +171,22 @@ std::optional<JobCause> main_cause_of(const RankAttribution& result,
 
 CauseThresholds cause_threshold(std::span<const RankMeasures> ranks,
                                 const RankMeasures& reference) {
+  return cause_threshold(fields_of(ranks), reference);
+}
+
+CauseThresholds cause_threshold(const MeasureFields& ranks, const RankMeasures& reference) {
   // 5 %: two clean vCPUs of a shared VM differ by a few per cent of their
   // compute time (the hypervisor's gaps, which the guest counts as run
   // time), and would otherwise be named more-work (docs/job.md).
   CauseThresholds thresholds{std::max(1e-3, 0.05 * reference.compute_seconds),
                              std::max(1e-3, 0.05 * reference.compute_cpu_seconds)};
-  if (ranks.size() >= 8) {
+  if (ranks.count >= 8) {
     // The spread of the time each rank kept the others waiting for it: its
     // compute time, on its CPU or off it; and of its CPU time in it.
-    std::vector<double> wall, cpu;
-    for (const auto& m : ranks) {
-      wall.push_back(m.compute_seconds);
-      cpu.push_back(m.compute_cpu_seconds);
+    std::vector<double> wall(ranks.count), cpu(ranks.count);
+    for (std::size_t i = 0; i < ranks.count; ++i) {
+      wall[i] = ranks.field(i, kComputeField);
+      cpu[i] = ranks.field(i, kComputeCpuField);
     }
     thresholds.seconds = std::max(thresholds.seconds, robust_spread(wall));
     thresholds.on_cpu_seconds = std::max(thresholds.on_cpu_seconds, robust_spread(cpu));

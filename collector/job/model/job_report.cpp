@@ -21,15 +21,22 @@ struct NodeViews {
   std::set<std::string> hosts;
 };
 
-NodeViews node_views(const std::vector<RankRecord>& records) {
+// From the node's first rank's record where it came in full, else from
+// the node's digest.
+NodeViews node_views(const std::vector<RankRecord>& records,
+                     const std::map<int, NodeDigest>& digests) {
   NodeViews views;
-  for (const auto& r : records) {
-    views.hosts.insert(r.host);
-    for (const auto& c : r.node_culprits) {
-      if (c.cpu >= 0) views.culprits[{r.host, static_cast<unsigned>(c.cpu)}].push_back(c);
+  const auto add = [&views](const std::string& host,
+                            const std::vector<RankRecord::Culprit>& culprits,
+                            const std::optional<std::map<unsigned, DaemonVerdict>>& daemon) {
+    views.hosts.insert(host);
+    for (const auto& c : culprits) {
+      if (c.cpu >= 0) views.culprits[{host, static_cast<unsigned>(c.cpu)}].push_back(c);
     }
-    if (r.node_daemon) views.verdicts[r.host] = *r.node_daemon;
-  }
+    if (daemon) views.verdicts[host] = *daemon;
+  };
+  for (const auto& r : records) add(r.host, r.node_culprits, r.node_daemon);
+  for (const auto& [first, d] : digests) add(d.host, d.culprits, d.daemon);
   return views;
 }
 
@@ -103,13 +110,20 @@ void findings_and_sites(const JobFacts& facts, std::size_t ranks,
   report.call_sites = merged_call_sites(lists);
 }
 
+// Each column's latest rank of `rows`.
+void latest_of(std::vector<float>& into, const std::vector<float>& row) {
+  if (into.size() < row.size()) into.resize(row.size(), 0.0f);
+  for (std::size_t c = 0; c < row.size(); ++c) into[c] = std::max(into[c], row[c]);
+}
+
 // Every node's row: its ranks' figures summed, from the summaries; its
-// host from its first rank's record.
+// host and lateness from its digest, else from its ranks' records and
+// rows (every record came: `facts.lateness` holds a row per record).
 std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgement& judged,
-                              const std::vector<RankRecord>& full,
-                              std::map<int, std::vector<float>>& lateness) {
+                              const std::vector<RankRecord>& full, const JobFacts& facts) {
   std::map<int, JobNode> nodes;
   std::map<int, double> worst_caused;
+  std::map<int, int> node_of_rank;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const RankSummary& s = all[i];
     JobNode& node = nodes[s.node_rank()];
@@ -117,7 +131,7 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
     ++node.ranks;
     node.wait_seconds += s.measures.wait_seconds;
     node.wait_caused_seconds += s.measures.wait_caused_seconds;
-    if (judged.ranks[i].main_cause) ++node.late_ranks;
+    if (judged.late[i]) ++node.late_ranks;
     const double caused = s.measures.wait_caused_seconds;
     double& worst = worst_caused[s.node_rank()];
     if (caused > worst) {
@@ -125,15 +139,26 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
       node.worst_rank = s.number();
     }
   }
-  for (const RankRecord& r : full) {
-    if (auto it = nodes.find(r.rank); it != nodes.end()) it->second.host = r.host;
+  if (facts.node_digests.empty()) {
+    for (const RankSummary& s : all) node_of_rank[s.number()] = s.node_rank();
+    const bool rows = facts.lateness.size() == full.size();
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      const auto it = node_of_rank.find(full[i].rank);
+      if (it == node_of_rank.end()) continue;
+      JobNode& node = nodes[it->second];
+      if (node.host.empty() || full[i].rank == node.first_rank) node.host = full[i].host;
+      if (rows) latest_of(node.lateness, facts.lateness[i]);
+    }
+  }
+  for (const auto& [first, digest] : facts.node_digests) {
+    if (auto it = nodes.find(first); it != nodes.end()) {
+      it->second.host = digest.host;
+      it->second.lateness = digest.lateness;
+    }
   }
   std::vector<JobNode> rows;
   rows.reserve(nodes.size());
-  for (auto& [first, node] : nodes) {
-    if (auto it = lateness.find(first); it != lateness.end()) node.lateness = std::move(it->second);
-    rows.push_back(std::move(node));
-  }
+  for (auto& [first, node] : nodes) rows.push_back(std::move(node));
   return rows;
 }
 
@@ -156,7 +181,7 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
   report.cause_threshold_on_cpu_seconds = judged.threshold.on_cpu_seconds;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const RankMeasures& m = all[i].measures;
-    const RankAttribution& a = judged.ranks[i];
+    const RankAttribution a = judged.attribution_of(m);
     // The waiting this rank caused, shared among its causes.
     const double explained = std::accumulate(a.causes.begin(), a.causes.end(), 0.0);
     if (explained > 0 && a.main_cause) {
@@ -171,19 +196,24 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
     report.exchange_uncharged_seconds += m.exchange_uncharged_seconds;
     report.elapsed_seconds = std::max(report.elapsed_seconds, m.elapsed_seconds);
   }
-  std::map<int, std::size_t> index_of_rank;
-  for (std::size_t i = 0; i < all.size(); ++i) index_of_rank[all[i].number()] = i;
-  const NodeViews views = node_views(full);
+  // Each rank's summary by its number (numbers are below the job's size).
+  std::vector<std::size_t> index_of_rank;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto number = static_cast<std::size_t>(all[i].number());
+    if (index_of_rank.size() <= number) index_of_rank.resize(number + 1, all.size());
+    index_of_rank[number] = i;
+  }
+  const NodeViews views = node_views(full, report.facts.node_digests);
   for (const auto& r : full) {
-    const auto it = index_of_rank.find(r.rank);
-    if (it == index_of_rank.end()) continue;
-    const RankAttribution& a = judged.ranks[it->second];
+    const auto number = static_cast<std::size_t>(r.rank);
+    if (r.rank < 0 || number >= index_of_rank.size() || index_of_rank[number] == all.size())
+      continue;
+    const RankAttribution a = judged.attribution_of(all[index_of_rank[number]].measures);
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
                             r.config.busy_threads_peak, verdicts_of(r, views)});
   }
   for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
-  report.by_node = nodes_of(all, judged, full, report.facts.node_lateness);
-  report.facts.node_lateness.clear();
+  report.by_node = nodes_of(all, judged, full, report.facts);
   report.nodes = report.by_node.size();
   findings_and_sites(report.facts, all.size(), full, report);
   report.phases = job_phases(all, report.facts.warmup_steps, report.facts.steps);

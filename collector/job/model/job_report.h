@@ -39,11 +39,9 @@ struct JobFacts {
   // column of steps_per_column steps: seconds after the column's first
   // arrival.
   std::vector<std::vector<float>> lateness;
-  // Per node, by its first rank: its ranks' lateness, the latest per
-  // column (reduced on the node); a node absent when not known.
-  std::map<int, std::vector<float>> node_lateness;
-  // Per node, by its first rank: its findings and call sites, where rank 0
-  // did not ask for every record (node_digest.h).
+  // Per node, by its first rank: its host, view, lateness row, findings
+  // and call sites, where rank 0 did not ask for every record
+  // (node_digest.h).
   std::map<int, NodeDigest> node_digests;
   long steps_per_column = 1;
   std::string incomplete_reason;  // empty: every rank reported
@@ -109,7 +107,7 @@ struct JobNode {
   double wait_seconds = 0, wait_caused_seconds = 0;
   int late_ranks = 0;
   int worst_rank = -1;          // the rank that caused the most waiting there; -1: none did
-  std::vector<float> lateness;  // JobFacts::node_lateness's row
+  std::vector<float> lateness;  // per column, its latest rank's lateness
 };
 
 struct JobReport {

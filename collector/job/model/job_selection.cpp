@@ -7,28 +7,29 @@
 
 namespace corenoise {
 
+RankAttribution JobJudgement::attribution_of(const RankMeasures& measures) const {
+  RankAttribution a = attribute(measures, reference, threshold);
+  if (!is_late(a, measures, threshold)) a.main_cause.reset();
+  return a;
+}
+
 JobJudgement judge_ranks(std::span<const RankSummary> all) {
   JobJudgement judged;
-  {
-    std::vector<RankMeasures> measures;
-    measures.reserve(all.size());
-    for (const RankSummary& s : all) measures.push_back(s.measures);
-    judged.reference = reference_rank(measures);
-    judged.threshold = cause_threshold(measures, judged.reference);
-  }
-  judged.ranks.reserve(all.size());
-  for (const RankSummary& s : all) {
-    RankAttribution a = attribute(s.measures, judged.reference, judged.threshold);
-    if (!is_late(a, s.measures, judged.threshold)) a.main_cause.reset();
-    judged.ranks.push_back(a);
-  }
+  const MeasureFields fields{all.size(), [all](std::size_t rank, std::size_t field) {
+                               return as_array(all[rank].measures)[field];
+                             }};
+  judged.reference = reference_rank(fields);
+  judged.threshold = cause_threshold(fields, judged.reference);
+  judged.late.reserve(all.size());
+  for (const RankSummary& s : all)
+    judged.late.push_back(judged.attribution_of(s.measures).main_cause);
   return judged;
 }
 
 std::vector<std::size_t> worst_ranks(std::span<const RankSummary> all, const JobJudgement& judged) {
   std::vector<std::size_t> late;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (judged.ranks[i].main_cause && all[i].measures.wait_caused_seconds > 0) late.push_back(i);
+    if (judged.late[i] && all[i].measures.wait_caused_seconds > 0) late.push_back(i);
   }
   const auto more_caused = [&](std::size_t a, std::size_t b) {
     const double ca = all[a].measures.wait_caused_seconds, cb = all[b].measures.wait_caused_seconds;
@@ -49,10 +50,9 @@ std::vector<int> ranks_in_full(std::span<const RankSummary> all, const JobJudgem
     return {wanted.begin(), wanted.end()};
   }
   for (std::size_t i : worst_ranks(all, judged)) wanted.insert(all[i].number());
-  // Each node's first rank, and the rank that caused the most waiting there.
+  // Each node's rank that caused the most waiting there.
   std::map<int, std::size_t> worst_of_node;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    wanted.insert(all[i].node_rank());
     const auto [it, added] = worst_of_node.emplace(all[i].node_rank(), i);
     if (all[i].measures.wait_caused_seconds > all[it->second].measures.wait_caused_seconds)
       it->second = i;
@@ -61,7 +61,7 @@ std::vector<int> ranks_in_full(std::span<const RankSummary> all, const JobJudgem
     if (all[i].measures.wait_caused_seconds > 0) wanted.insert(all[i].number());
   }
   wanted.insert(asked.begin(), asked.end());
-  // Only ranks that reported: a node's first rank may have sent nothing.
+  // Only ranks that reported.
   std::vector<int> reported;
   reported.reserve(all.size());
   for (const RankSummary& s : all) reported.push_back(s.number());

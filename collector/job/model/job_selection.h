@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,8 +19,13 @@ namespace corenoise {
 struct JobJudgement {
   RankMeasures reference;     // reference_rank() of every summary's measures
   CauseThresholds threshold;  // cause_threshold() against it
-  // In the summaries' order; main_cause set only for a late rank (is_late).
-  std::vector<RankAttribution> ranks;
+  // In the summaries' order: each rank's main cause, where it is late
+  // (is_late). A byte or so a rank: its attribution is made again where
+  // wanted (attribution_of), not kept for 100,000 ranks.
+  std::vector<std::optional<JobCause>> late;
+
+  // A rank's attribution; main_cause set only for a late rank.
+  RankAttribution attribution_of(const RankMeasures& measures) const;
 };
 
 JobJudgement judge_ranks(std::span<const RankSummary> all);
@@ -33,10 +39,9 @@ std::vector<std::size_t> worst_ranks(std::span<const RankSummary> all, const Job
 inline constexpr std::size_t kDefaultFullRanks = 64;
 
 // The ranks (ascending) whose records a report holds: all of them when
-// the job reported at most `full`; else the worst ranks, and on each node
-// its first rank (whose record carries the node's other processes and its
-// daemon's verdicts) and the rank that caused the most waiting there, and
-// any rank in `asked`.
+// the job reported at most `full`; else the worst ranks, on each node the
+// rank that caused the most waiting there, and any rank in `asked` (each
+// node's first rank then sends its node's digest, node_digest.h).
 std::vector<int> ranks_in_full(std::span<const RankSummary> all, const JobJudgement& judged,
                                std::size_t full, std::span<const int> asked = {});
 

@@ -29,8 +29,13 @@ std::vector<RankRecord::Site> merged_sites(
   return merged;
 }
 
-NodeDigest node_digest(const std::vector<RankRecord>& node_records) {
+NodeDigest node_digest(const RankRecord& first, const std::vector<RankRecord>& node_records,
+                       std::vector<float> lateness) {
   NodeDigest digest;
+  digest.host = first.host;
+  digest.culprits = first.node_culprits;
+  digest.daemon = first.node_daemon;
+  digest.lateness = std::move(lateness);
   digest.findings = job_findings(node_records);
   std::vector<const std::vector<RankRecord::Site>*> lists;
   for (const RankRecord& r : node_records) lists.push_back(&r.sites);
@@ -52,11 +57,27 @@ json to_wire(const NodeDigest& digest) {
   json sites = json::array();
   for (const auto& s : digest.sites)
     sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
-  return {{"findings", findings}, {"sites", sites}};
+  json culprits = json::array();
+  for (const auto& c : digest.culprits) culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
+  json wire = {{"host", digest.host},
+               {"culprits", culprits},
+               {"lateness", digest.lateness},
+               {"findings", findings},
+               {"sites", sites}};
+  if (digest.daemon) wire["daemon"] = verdicts_to_json(*digest.daemon);
+  return wire;
 }
 
 NodeDigest digest_from_wire(const json& wire) {
   NodeDigest digest;
+  digest.host = wire.at("host").get<std::string>();
+  for (const json& c : wire.at("culprits")) {
+    digest.culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(), c.at(2).get<std::string>(),
+                               c.at(3).get<double>()});
+  }
+  if (wire.contains("daemon") && wire.at("daemon").is_object())
+    digest.daemon = verdicts_from_json(wire.at("daemon"));
+  digest.lateness = wire.at("lateness").get<std::vector<float>>();
   for (const json& f : wire.at("findings")) {
     JobFinding finding;
     finding.kind = f.at("kind").get<std::string>();

@@ -20,6 +20,7 @@ namespace corenoise {
 inline constexpr int kRecordTag = 7411;
 inline constexpr int kChargeTag = 7412;   // the exchange of charges (sparse_charges.h)
 inline constexpr int kSummaryTag = 7413;  // a summary sent point to point (record_collection.h)
+inline constexpr int kNodeTag = 7414;     // a node's digest, to rank 0 (record_collection.h)
 
 // One communicator's collectives at MPI_Finalize. MPI matches collectives by
 // their order alone, so every rank must post the same sequence. A rank whose
@@ -99,6 +100,7 @@ struct FinalizeBuffers {
   std::vector<int> asks;               // on rank 0, each rank's
   std::string record;                  // this rank's, sent to rank 0
   std::string node_record;             // this rank's, sent to its node's first
+  std::string digest;                  // on a node's first, its node's digest to rank 0
   std::string incoming;                // on rank 0, the record being received
   std::vector<double> reference;
 };

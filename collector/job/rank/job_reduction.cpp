@@ -351,12 +351,15 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   record.node_daemon = daemon_verdicts(p.session->options().socket_path);
 }
 
-// The node's lateness row on its first rank: each column's latest rank
-// of the node (empty elsewhere, or when the node's ranks did not meet).
+// Above --full ranks, the node's lateness row on its first rank: each
+// column's latest rank of the node (empty elsewhere, or when the node's
+// ranks did not meet).
 // Every rank of the node posts the same fixed buffer, whatever its steps
 // gave: the column count first, then up to kMaxLatenessColumns columns.
 std::vector<float> reduce_node_lateness(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
                                         const StepResult& steps, MpiDeadline deadline) {
+  // Wanted in a node's digest only (record_collection.h).
+  if (static_cast<std::size_t>(p.size) <= p.session->options().full_ranks) return {};
   b.lateness_mine.assign(kMaxLatenessColumns + 1, 0.0f);
   b.lateness_node.assign(p.node_rank == 0 ? kMaxLatenessColumns + 1 : 0, 0.0f);
   const std::size_t columns = std::min(steps.lateness.size(), kMaxLatenessColumns);
@@ -488,7 +491,6 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
     facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
                                " (corenoise job --report " + options.spill_dir + ")";
   }
-  facts.node_lateness = std::move(gathered.node_lateness);
   facts.node_digests = std::move(gathered.node_digests);
   auto& lateness = gathered.lateness;
   const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {

@@ -29,13 +29,9 @@ int node_first_rank(const JobProcess& p) {
   return first == MPI_UNDEFINED ? p.rank : first;
 }
 
-nlohmann::json wire_of(const RankRecord& record, const std::vector<float>& lateness,
-                       const std::vector<float>& node_lateness,
-                       const std::optional<NodeDigest>& digest) {
+nlohmann::json wire_of(const RankRecord& record, const std::vector<float>& lateness) {
   nlohmann::json wire = to_wire(record);
   wire["lateness"] = lateness;
-  if (!node_lateness.empty()) wire["node_lateness"] = node_lateness;
-  if (digest) wire["node_digest"] = to_wire(*digest);
   return wire;
 }
 
@@ -89,11 +85,12 @@ std::vector<RankRecord> receive_node_records(const JobProcess& p, FinalizeBuffer
   return records;
 }
 
-// Above `full` ranks, every rank's record goes to its node's first rank,
-// which returns its node's digest (node_digest.h); nullopt elsewhere.
+// Every rank's record to its node's first rank, which returns its node's
+// digest (node_digest.h); nullopt elsewhere.
 std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b,
-                                         const RankRecord& record, MpiDeadline deadline,
-                                         bool& pending) {
+                                         const RankRecord& record,
+                                         const std::vector<float>& node_lateness,
+                                         MpiDeadline deadline, bool& pending) {
   if (p.node == MPI_COMM_NULL) return std::nullopt;
   if (p.node_rank != 0) {
     b.node_record = text_of(to_wire(record));
@@ -107,7 +104,7 @@ std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b
   records.push_back(record);
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& c) { return a.rank < c.rank; });
-  return node_digest(records);
+  return node_digest(record, records, node_lateness);
 }
 
 // A rank other than 0: `bytes` to rank 0. False when not sent by
@@ -127,34 +124,34 @@ bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& 
   return send_to_rank0(p, b.record.data(), b.record.size(), kRecordTag, deadline, pending);
 }
 
-// A rank that asks itself for its record, when rank 0 could not ask: see
-// record_collection.h.
-bool asks_itself(int rank, int node_first, int size, std::size_t full) {
-  return static_cast<std::size_t>(size) <= full || rank == node_first;
-}
+// Whether rank 0 asks for every record; above `full` ranks it asks for
+// those it names, and each node's first rank sends its node's digest.
+bool every_record(int size, std::size_t full) { return static_cast<std::size_t>(size) <= full; }
 
 // Rank 0's account of what came, by rank.
 class Collection {
  public:
   Collection(int size, std::size_t full)
-      : size_(size), full_(full), has_summary_(static_cast<std::size_t>(size), 0) {}
+      : size_(size),
+        every_record_(every_record(size, full)),
+        has_summary_(static_cast<std::size_t>(size), 0) {}
 
   // Every summary at once (the gather): those that are sound.
   void take_summaries(std::vector<RankSummary>&& all) {
     summaries_ = std::move(all);
     std::erase_if(summaries_, [this](const RankSummary& s) { return !sound(s, size_); });
-    for (const RankSummary& s : summaries_) has_summary_[static_cast<std::size_t>(s.number())] = 1;
+    for (const RankSummary& s : summaries_) took(s);
   }
+  // One summary, point to point: its record is wanted if every record is.
   void add_summary(int source, const std::string& bytes) {
     RankSummary s;
     if (bytes.size() != sizeof(s)) return;
     std::memcpy(&s, bytes.data(), sizeof(s));
-    const auto i = static_cast<std::size_t>(source);
-    if (!sound(s, size_) || s.number() != source || has_summary_[i] != 0) return;
-    has_summary_[i] = 1;
+    if (!sound(s, size_) || s.number() != source) return;
+    if (has_summary_[static_cast<std::size_t>(source)] != 0) return;
     summaries_.push_back(s);
-    // Point to point, a rank's record is wanted if it asked itself.
-    if (asks_itself(source, s.node_rank(), size_, full_)) expect(source);
+    took(s);
+    if (every_record_) expect(source);
   }
   void expect(int rank) { expected_.insert(rank); }
   // A record, parsed at once: the wire text is not kept.
@@ -163,40 +160,51 @@ class Collection {
     const nlohmann::json wire = nlohmann::json::parse(text, nullptr, false);
     if (wire.is_discarded()) return;
     try {
-      Arrived arrived{record_from_wire(wire), wire.value("lateness", std::vector<float>{}),
-                      wire.value("node_lateness", std::vector<float>{}), std::nullopt};
-      if (arrived.record.rank != source) return;
-      if (wire.contains("node_digest")) arrived.digest = digest_from_wire(wire.at("node_digest"));
-      records_.emplace(source, std::move(arrived));
+      Arrived arrived{record_from_wire(wire), wire.value("lateness", std::vector<float>{})};
+      if (arrived.record.rank == source) records_.emplace(source, std::move(arrived));
     } catch (const std::exception&) {
       // Malformed: the rank counts as missing.
     }
   }
+  // A node's digest, from its first rank.
+  void add_digest(int source, const std::string& text) {
+    if (digests_.count(source) != 0) return;
+    const nlohmann::json wire = nlohmann::json::parse(text, nullptr, false);
+    if (wire.is_discarded()) return;
+    try {
+      digests_.emplace(source, digest_from_wire(wire));
+    } catch (const std::exception&) {
+      // Malformed: the node's findings and view go without it.
+    }
+  }
   void add_own(const RankRecord& record, const std::vector<float>& lateness,
-               const std::vector<float>& node_lateness, std::optional<NodeDigest> digest) {
-    records_.emplace(record.rank, Arrived{record, lateness, node_lateness, std::move(digest)});
+               std::optional<NodeDigest> digest) {
+    if (every_record_ || expected_.count(record.rank) != 0)
+      records_.emplace(record.rank, Arrived{record, lateness});
+    if (digest) digests_.emplace(record.rank, std::move(*digest));
   }
   bool done() const {
     if (summaries_.size() != static_cast<std::size_t>(size_)) return false;
-    return std::all_of(expected_.begin(), expected_.end(),
-                       [this](int rank) { return records_.count(rank) != 0; });
+    const auto came = [](const auto& map) {
+      return [&map](int rank) { return map.count(rank) != 0; };
+    };
+    return std::all_of(expected_.begin(), expected_.end(), came(records_)) &&
+           (every_record_ || std::all_of(nodes_.begin(), nodes_.end(), came(digests_)));
   }
   GatheredRecords result() && {
     GatheredRecords g;
     std::sort(summaries_.begin(), summaries_.end(),
               [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
     for (int rank = 0; rank < size_; ++rank) {
-      const bool asked_for = expected_.count(rank) != 0;
+      const bool reported = has_summary_[static_cast<std::size_t>(rank)] != 0;
       const auto it = records_.find(rank);
-      if (has_summary_[static_cast<std::size_t>(rank)] == 0 || (asked_for && it == records_.end()))
+      if (!reported || (expected_.count(rank) != 0 && it == records_.end()))
         g.missing.push_back(rank);
-      if (it == records_.end() || has_summary_[static_cast<std::size_t>(rank)] == 0) continue;
-      if (!it->second.node_lateness.empty())
-        g.node_lateness[rank] = std::move(it->second.node_lateness);
-      if (it->second.digest) g.node_digests[rank] = std::move(*it->second.digest);
+      if (it == records_.end() || !reported) continue;
       g.records.push_back(std::move(it->second.record));
       g.lateness.push_back(std::move(it->second.lateness));
     }
+    g.node_digests = std::move(digests_);
     g.summaries = std::move(summaries_);
     return g;
   }
@@ -204,15 +212,19 @@ class Collection {
  private:
   struct Arrived {
     RankRecord record;
-    std::vector<float> lateness, node_lateness;
-    std::optional<NodeDigest> digest;
+    std::vector<float> lateness;
   };
+  void took(const RankSummary& s) {
+    has_summary_[static_cast<std::size_t>(s.number())] = 1;
+    nodes_.insert(s.node_rank());
+  }
   int size_;
-  std::size_t full_;
+  bool every_record_;
   std::vector<char> has_summary_;
   std::vector<RankSummary> summaries_;
-  std::set<int> expected_;
+  std::set<int> expected_, nodes_;
   std::map<int, Arrived> records_;
+  std::map<int, NodeDigest> digests_;
 };
 
 // Rank 0: summaries and records from any rank until all came or
@@ -223,7 +235,7 @@ void receive(const JobProcess& p, FinalizeBuffers& b, Collection& c, MpiDeadline
     int flag = 0, tag = 0;
     MPI_Status status;
     const bool arrived = poll_until(deadline, kLibraryPollPause, [&] {
-      for (const int t : {kRecordTag, kSummaryTag}) {
+      for (const int t : {kRecordTag, kSummaryTag, kNodeTag}) {
         PMPI_Iprobe(MPI_ANY_SOURCE, t, p.comm, &flag, &status);
         if (flag != 0) {
           tag = t;
@@ -248,6 +260,8 @@ void receive(const JobProcess& p, FinalizeBuffers& b, Collection& c, MpiDeadline
     }
     if (tag == kSummaryTag) {
       c.add_summary(status.MPI_SOURCE, b.incoming);
+    } else if (tag == kNodeTag) {
+      c.add_digest(status.MPI_SOURCE, b.incoming);
     } else {
       c.add_record(status.MPI_SOURCE, b.incoming);
     }
@@ -297,21 +311,25 @@ RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffe
   };
   RecordsMoved moved;
   std::optional<NodeDigest> digest;
-  if (static_cast<std::size_t>(p.size) > full)
-    digest = node_digest_of(p, b, record, late(), moved.pending);
-  const int node_first = node_first_rank(p);
-  b.summary = summary_of(record, node_first);
+  if (!every_record(p.size, full))
+    digest = node_digest_of(p, b, record, node_lateness, late(), moved.pending);
+  b.summary = summary_of(record, node_first_rank(p));
   const bool gathered = world.open() && gather_and_ask(p, world, b, full, deadline);
   const MpiDeadline records_deadline = late();
   if (p.rank != 0) {
+    if (digest) {
+      b.digest = text_of(to_wire(*digest));
+      moved.sent = send_to_rank0(p, b.digest.data(), b.digest.size(), kNodeTag, records_deadline,
+                                 moved.pending);
+    }
     if (!gathered) {
       moved.sent = send_to_rank0(p, &b.summary, sizeof(b.summary), kSummaryTag, records_deadline,
-                                 moved.pending);
-      b.asked = moved.sent && asks_itself(p.rank, node_first, p.size, full) ? 1 : 0;
+                                 moved.pending) &&
+                   moved.sent;
+      b.asked = every_record(p.size, full) ? 1 : 0;
     }
     if (moved.sent && b.asked != 0) {
-      moved.sent = send_record(p, b, wire_of(record, lateness, node_lateness, digest),
-                               records_deadline, moved.pending);
+      moved.sent = send_record(p, b, wire_of(record, lateness), records_deadline, moved.pending);
     }
     return moved;
   }
@@ -325,7 +343,7 @@ RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffe
     collection.add_summary(
         0, std::string(reinterpret_cast<const char*>(&b.summary), sizeof(b.summary)));
   }
-  collection.add_own(record, lateness, node_lateness, std::move(digest));
+  collection.add_own(record, lateness, std::move(digest));
   receive(p, b, collection, records_deadline, moved.pending);
   moved.gathered = std::move(collection).result();
   return moved;

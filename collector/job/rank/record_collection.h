@@ -2,16 +2,16 @@
 // block, rank_summary.h), then the records of the ranks its report shows
 // in full (job_selection.h). Above `full` ranks, each node's first rank
 // first receives its node's records and sends rank 0 their digest
-// (node_digest.h) inside its own. Rank 0 thus holds a block per rank and a
-// record per rank it names, not a record per rank (docs/scaling.md).
+// (node_digest.h). Rank 0 thus holds a block per rank, a digest per node
+// and a record per rank it names, not a record per rank (docs/scaling.md).
 //
 // Once every rank came (the job's steps were reduced), the summaries are
 // gathered and who is asked for a record is scattered, as collectives of
 // the world, and the asked ranks send their records point to point. When a
 // rank is missing no collective can complete: each rank sends its summary
-// point to point, and its record if it asks itself (every rank in a job of
-// at most `full` ranks, else each node's first), since rank 0 cannot judge
-// ranks whose lateness was not reduced. Rank 0 takes what comes by the
+// point to point, and its record in a job of at most `full` ranks (above,
+// only the nodes' digests come), since rank 0 cannot judge ranks whose
+// lateness was not reduced. Rank 0 takes what comes by the
 // deadline, and lists the ranks that did not come. Compiled per family.
 #pragma once
 
@@ -29,11 +29,10 @@ namespace corenoise {
 // What rank 0 holds once the others' summaries and records came or the
 // deadline passed; empty on the other ranks.
 struct GatheredRecords {
-  std::vector<RankSummary> summaries;               // every rank's that came, in rank order
-  std::vector<RankRecord> records;                  // the ranks in full, in rank order
-  std::vector<std::vector<float>> lateness;         // their lateness rows, in the same order
-  std::map<int, std::vector<float>> node_lateness;  // by the node's first rank
-  std::map<int, NodeDigest> node_digests;           // likewise, above `full` ranks
+  std::vector<RankSummary> summaries;        // every rank's that came, in rank order
+  std::vector<RankRecord> records;           // the ranks in full, in rank order
+  std::vector<std::vector<float>> lateness;  // their lateness rows, in the same order
+  std::map<int, NodeDigest> node_digests;    // by the node's first rank, above `full` ranks
   // Ranks whose summary did not come (or did not parse), and ranks asked
   // for a record that did not come.
   std::vector<int> missing;
@@ -49,7 +48,7 @@ struct RecordsMoved {
 };
 
 // `lateness`: this rank's row; `node_lateness`: its node's, on the node's
-// first rank (empty elsewhere).
+// first rank above `full` ranks (empty elsewhere).
 RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
                           const RankRecord& record, const std::vector<float>& lateness,
                           const std::vector<float>& node_lateness, MpiDeadline deadline);
