@@ -500,8 +500,10 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
 // halo exchanges with their neighbours and join a collective only every
 // 50 steps, so the waiting that matters is in exchanges; `job` is the
 // launcher's whole prefix (binding and rank count).
+// `options`: more of the job command's own options.
 JobRun run_halo(const std::string& job, const std::string& halo_app, const std::string& args,
-                const std::string& name, double fair_ratio = testing::kFairMatmulRatio) {
+                const std::string& name, double fair_ratio = testing::kFairMatmulRatio,
+                const std::string& options = "") {
   const std::string path = temp_path(name + ".json");
   const auto larger = rank_option(args, "--larger");
   const auto work = [&](int rank) {
@@ -512,8 +514,8 @@ JobRun run_halo(const std::string& job, const std::string& halo_app, const std::
       [&] {
         JobRun run;
         run.result =
-            run_command("timeout -k 5 120 " + job + kCorenoise + " job --no-daemon --json " + path +
-                        " -- " + halo_app + " --steps 300 " + args);
+            run_command("timeout -k 5 120 " + job + kCorenoise + " job --no-daemon " + options +
+                        " --json " + path + " -- " + halo_app + " --steps 300 " + args);
         EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
         EXPECT_NE(run.result.out.find("halo_app: "), std::string::npos) << run.result.out;
         run.report = read_json(path);
@@ -651,6 +653,61 @@ TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
     EXPECT_GT(rank_entry(report, late)["wait_caused_seconds"].get<double>(),
               0.5 * report["collective_wait_caused_seconds"].get<double>())
         << report.dump(1);
+  }
+}
+
+// Issue 35: above --full ranks, rank 0 judges every rank from its summary
+// and holds the records of the ranks it names only (job_selection.h),
+// with each node's digest for the findings and the call sites
+// (node_digest.h). 16 and 64 ranks on 2 CPUs, each family yielding at
+// every poll (Open MPI's default when oversubscribed; MPICH's
+// MPIR_CVAR_POLLS_BEFORE_YIELD=1), the last rank with more work: named
+// first, its record in full, every rank counted and in the findings, the
+// node's lateness row drawn. The 64-rank MPICH job takes 30 s here.
+TEST(JobScale, AboveFullTheLateRankIsNamedFirstFromTheSummaries) {
+  struct Case {
+    std::string name, job, app;
+    int ranks, full;
+    std::string larger;
+  } cases[] = {
+      {"openmpi-16", kOpenMpi.job(16, {"OMPI_MCA_mpi_yield_when_idle=1"}), kHaloOpenMpi, 16, 4,
+       "15:3"},
+      {"mpich-16", kMpich.job(16, {"MPIR_CVAR_POLLS_BEFORE_YIELD=1"}), kHaloMpich, 16, 4, "15:3"},
+      {"openmpi-64", kOpenMpi.job(64, {"OMPI_MCA_mpi_yield_when_idle=1"}), kHaloOpenMpi, 64, 16,
+       "63:9"},
+      {"mpich-64", kMpich.job(64, {"MPIR_CVAR_POLLS_BEFORE_YIELD=1"}), kHaloMpich, 64, 16, "63:30"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int late = c.ranks - 1;
+    const std::string step_ms = c.ranks == 64 ? "10" : "40";
+    const JobRun run =
+        run_halo(c.job, c.app,
+                 "--exchange none --allreduce-every 1 --steps 30 --step-ms " + step_ms +
+                     " --larger " + c.larger,
+                 "scale-" + c.name, testing::kFairMatmulRatio, "--full " + std::to_string(c.full));
+    const json& report = run.report;
+    ASSERT_EQ(report["ranks_reported"], c.ranks) << run.result.err;
+    EXPECT_TRUE(report["complete"].get<bool>()) << report["incomplete_reason"];
+    const json& worst = report["worst_ranks"];
+    ASSERT_FALSE(worst.empty()) << report.dump(1);
+    EXPECT_EQ(worst[0], late) << report.dump(1);
+    EXPECT_EQ(rank_entry(report, late)["cause"], "more-work") << rank_entry(report, late).dump(1);
+    // Only the named ranks in full: the worst, and the node's worst.
+    EXPECT_LT(report["ranks_in_full"].get<int>(), c.ranks);
+    EXPECT_EQ(report["ranks"].size(), report["ranks_in_full"].get<std::size_t>());
+    EXPECT_EQ(report["lateness"]["rows"].size(), report["ranks"].size());
+    // The node's digest: every rank's call sites and findings.
+    ASSERT_EQ(report["by_node"].size(), 1u);
+    EXPECT_EQ(report["by_node"][0]["ranks"], c.ranks);
+    EXPECT_EQ(report["by_node"][0]["worst_rank"], late);
+    EXPECT_FALSE(report["by_node"][0]["lateness"].empty());
+    ASSERT_FALSE(report["findings"].empty()) << report.dump(1);
+    EXPECT_EQ(report["findings"][0]["kind"], "unbound-ranks");
+    EXPECT_EQ(report["findings"][0]["ranks"].size(), static_cast<std::size_t>(c.ranks));
+    ASSERT_FALSE(report["call_sites"].empty());
+    EXPECT_EQ(report["call_sites"][0]["call"], "MPI_Allreduce");
+    EXPECT_EQ(report["call_sites"][0]["calls"], 30);
   }
 }
 
