@@ -3,6 +3,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "collector/report/json_stream.h"
 #include "collector/report/report_page.h"
 
 namespace corenoise {
@@ -20,18 +21,18 @@ std::ostream& ReportOutputs::write(const nlohmann::json& document, int indent,
                                    const std::string& command) {
   std::ostream& text = json_path_ && *json_path_ == "-" ? std::cerr : std::cout;
   if (json_path_) {
-    const std::string json =
-        document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     if (json_file_) {
-      json_file_->stream() << json;
+      write_json(json_file_->stream(), document, indent);
+      json_file_->stream() << '\n';
       json_file_->commit();
     } else {
-      std::cout << json << std::flush;
+      write_json(std::cout, document, indent);
+      std::cout << '\n' << std::flush;
       if (!std::cout) throw std::runtime_error("--json: error writing to stdout");
     }
   }
   if (html_file_) {
-    html_file_->stream() << render_report_page(document);
+    write_report_page(html_file_->stream(), document);
     html_file_->commit();
     if (!command.empty())
       text << "corenoise " << command << ": report written to " << *html_path_ << '\n';

@@ -15,12 +15,16 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 namespace corenoise {
 
 // The whole document, UTF-8.
 std::string render_report_page(const nlohmann::json& report);
+// The same page written to `out` as it is made, its JSON never whole in
+// memory as text (json_stream.h): what the report files are written with.
+void write_report_page(std::ostream& out, const nlohmann::json& report);
 
 // `report` as JSON text that is safe inside <script type="application/json">:
 // every '<' is written \u003c, so no string in it (a hostname

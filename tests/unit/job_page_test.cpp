@@ -253,6 +253,46 @@ TEST(JobPage, LatenessHeatmapHoldsEveryCell) {
   EXPECT_NE(legend.find("0 ms  ≥250.000 ms"), std::string::npos) << legend;
 }
 
+// Above --full ranks (issue 35) the report holds the named ranks' records
+// and every node's row: the page says so and draws the nodes × steps map
+// beside the ranks' (here 400 ranks on 2 nodes, 4 in full).
+TEST(JobPage, ABigJobShowsEveryNodeAndTheRanksNamed) {
+  json job = make_job();
+  job["ranks_total"] = 400;
+  job["ranks_reported"] = 400;
+  job["ranks_in_full"] = 4;
+  job["by_node"] = json::array({{{"host", "n01"},
+                                 {"first_rank", 0},
+                                 {"ranks", 200},
+                                 {"wait_seconds", 0.6},
+                                 {"wait_caused_seconds", 0.11},
+                                 {"late_ranks", 1},
+                                 {"worst_rank", 1},
+                                 {"lateness", json::array({0.01, 0.02, 0, 0.005, 0, 0})}},
+                                {{"host", nullptr},
+                                 {"first_rank", 200},
+                                 {"ranks", 200},
+                                 {"wait_seconds", 0.6},
+                                 {"wait_caused_seconds", 0.75},
+                                 {"late_ranks", 1},
+                                 {"worst_rank", 2},
+                                 {"lateness", json::array({0, 0, 0, 0.25, 0, 0.125})}}});
+  const std::string dom = render_in_chromium(render_report_page(job), "#cell=2,3");
+  ASSERT_EQ(rendered(dom), "ok") << dom.substr(0, 3000);
+  const std::string note = text_of(element(dom, "<p class=\"meta\" id=\"in-full\"", "p"));
+  EXPECT_NE(note.find("show the 4 ranks named"), std::string::npos) << note;
+  const std::string nodes = text_of(section(dom, "node-lateness"));
+  EXPECT_NE(nodes.find("Lateness: nodes × steps"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("each node's latest rank reached the collectives"), std::string::npos)
+      << nodes;
+  // The nodes' map first, then the ranks'.
+  const std::string map = "<canvas class=\"map\"";
+  EXPECT_EQ(attribute(dom, map, "data-rows"), "2");
+  EXPECT_EQ(attribute(dom, map, "data-scale-ms"), "250.000");
+  EXPECT_NE(text_of(section(dom, "lateness")).find("Lateness: ranks × steps"), std::string::npos);
+  EXPECT_EQ(probed_cells(dom).at("2,3").text, "rank 2 (n02, cpu 0) column 3: 250.000 ms late");
+}
+
 // One rank 100 ms late once among 200 cells 1 ms late: the 99th percentile
 // is the 1 ms, which turns the on-time cells dark red; the maximum (the
 // legend's other choice, or #scale=max) shows the one late cell alone.

@@ -119,8 +119,9 @@ void latest_of(std::vector<float>& into, const std::vector<float>& row) {
 // Every node's row: its ranks' figures summed, from the summaries; its
 // host and lateness from its digest, else from its ranks' records and
 // rows (every record came: `facts.lateness` holds a row per record).
+// The digests' rows are moved out of `facts`.
 std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgement& judged,
-                              const std::vector<RankRecord>& full, const JobFacts& facts) {
+                              const std::vector<RankRecord>& full, JobFacts& facts) {
   std::map<int, JobNode> nodes;
   std::map<int, double> worst_caused;
   std::map<int, int> node_of_rank;
@@ -150,10 +151,10 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
       if (rows) latest_of(node.lateness, facts.lateness[i]);
     }
   }
-  for (const auto& [first, digest] : facts.node_digests) {
+  for (auto& [first, digest] : facts.node_digests) {
     if (auto it = nodes.find(first); it != nodes.end()) {
       it->second.host = digest.host;
-      it->second.lateness = digest.lateness;
+      it->second.lateness = std::move(digest.lateness);
     }
   }
   std::vector<JobNode> rows;
@@ -213,9 +214,11 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
                             r.config.busy_threads_peak, verdicts_of(r, views)});
   }
   for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
+  findings_and_sites(report.facts, all.size(), full, report);
   report.by_node = nodes_of(all, judged, full, report.facts);
   report.nodes = report.by_node.size();
-  findings_and_sites(report.facts, all.size(), full, report);
+  // All read: 7 MB at 100,000 ranks that the outputs need not hold.
+  report.facts.node_digests.clear();
   report.phases = job_phases(all, report.facts.warmup_steps, report.facts.steps);
   for (const JobFacts::Step& s : report.facts.worst_steps) {
     report.worst_steps.push_back(step_in_phases(s.first_step, s.steps, s.wait_caused_seconds,

@@ -12,6 +12,7 @@
 
 #include "collector/job/model/rank_summary.h"
 #include "collector/job/rank/pmpi_completion.h"
+#include "collector/job/rank/tree_gather.h"
 #include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
@@ -21,6 +22,11 @@ inline constexpr int kRecordTag = 7411;
 inline constexpr int kChargeTag = 7412;   // the exchange of charges (sparse_charges.h)
 inline constexpr int kSummaryTag = 7413;  // a summary sent point to point (record_collection.h)
 inline constexpr int kNodeTag = 7414;     // a node's digest, to rank 0 (record_collection.h)
+// The trees (tree_gather.h), one tag each: a child already in the next
+// tree must not be taken for one of this tree's.
+inline constexpr int kSummaryTreeTag = 7415;  // the summaries, on the world
+inline constexpr int kPidTreeTag = 7416;      // the node's pids, on the node
+inline constexpr int kRecordTreeTag = 7417;   // the node's records, on the node
 
 // One communicator's collectives at MPI_Finalize. MPI matches collectives by
 // their order alone, so every rank must post the same sequence. A rank whose
@@ -43,6 +49,13 @@ class Collectives {
   void abandon() {
     open_ = false;
     ++pending_;
+  }
+  // A tree gather on this communicator (tree_gather.h), run when open:
+  // one left pending leaves it unsettled, one not complete closes it.
+  bool account(const TreeGathered& gathered) {
+    if (gathered.pending) abandon();
+    if (!gathered.complete) open_ = false;
+    return open_;
   }
   // Posts one collective, `post(comm, &request)` returning the MPI call's
   // code, unless closed. False, and closed, if the call failed: the next
@@ -95,13 +108,13 @@ struct FinalizeBuffers {
   int refused = 0;          // 1 if corenoised did not take this rank's report
   int refused_on_node = 0;  // on the node's first rank: how many of the node's it did not
   RankSummary summary;      // this rank's, to rank 0
-  std::vector<RankSummary> summaries;  // on rank 0, every rank's
-  int asked = 0;                       // from rank 0: 1 if this rank's record is wanted
-  std::vector<int> asks;               // on rank 0, each rank's
-  std::string record;                  // this rank's, sent to rank 0
-  std::string node_record;             // this rank's, sent to its node's first
-  std::string digest;                  // on a node's first, its node's digest to rank 0
-  std::string incoming;                // on rank 0, the record being received
+  std::vector<RankSummary> summaries;             // on rank 0, every rank's
+  TreeBuffers pid_tree, summary_tree, node_tree;  // the gathers' (tree_gather.h)
+  int asked_count = 0;                            // from rank 0: how many ranks it asks for records
+  std::vector<int> asked;                         // and which, ascending
+  std::string record;                             // this rank's, sent to rank 0
+  std::string digest;                             // on a node's first, its node's digest to rank 0
+  std::string incoming;                           // on rank 0, the record being received
   std::vector<double> reference;
 };
 

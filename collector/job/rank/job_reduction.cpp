@@ -337,13 +337,13 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
   PMPI_Comm_size(node.comm(), &node_size);
   std::vector<long>& pids = b.pids;
   pids.resize(p.node_rank == 0 ? static_cast<std::size_t>(node_size) : 0);
-  MPI_Request request;
-  const bool posted = node.post(
-      [&](MPI_Comm c, MPI_Request* r) {
-        return PMPI_Igather(&b.pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, c, r);
-      },
-      request);
-  if (!posted || !node.finish(request, deadline) || p.node_rank != 0) return;
+  // Along a tree, not MPI_Igather: the node's first rank hears from a few
+  // of its ranks, not all (tree_gather.h).
+  if (!node.open() ||
+      !node.account(tree_gather_blocks(node.comm(), kPidTreeTag, &b.pid, sizeof(long), pids.data(),
+                                       b.pid_tree, deadline)) ||
+      p.node_rank != 0)
+    return;
   const auto now = scan_tasks(p.session->options().proc_root);
   for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});

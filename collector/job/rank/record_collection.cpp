@@ -11,6 +11,7 @@
 
 #include "collector/job/model/job_selection.h"
 #include "collector/job/model/node_digest.h"
+#include "collector/job/rank/tree_gather.h"
 
 namespace corenoise {
 namespace {
@@ -41,67 +42,31 @@ std::string text_of(const nlohmann::json& wire) {
   return wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// On the node's first rank, the node's other ranks' records, until all
-// came or `deadline`; parsed as they come. `pending` when a receive is
-// left that MPI may still write into.
-std::vector<RankRecord> receive_node_records(const JobProcess& p, FinalizeBuffers& b,
-                                             MpiDeadline deadline, bool& pending) {
-  int node_size = 1;
-  PMPI_Comm_size(p.node, &node_size);
-  std::vector<char> seen(static_cast<std::size_t>(node_size), 0);
+// Every rank's record to its node's first rank along a tree
+// (tree_gather.h), which returns its node's digest (node_digest.h);
+// nullopt elsewhere. A record that does not parse is left out of the
+// digest.
+std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b,
+                                         const RankRecord& record,
+                                         const std::vector<float>& node_lateness,
+                                         MpiDeadline deadline, bool& pending) {
+  if (p.node == MPI_COMM_NULL) return std::nullopt;
+  std::vector<std::string> texts;
+  std::vector<int> from;
+  const TreeGathered gathered = tree_gather_texts(p.node, kRecordTreeTag, text_of(to_wire(record)),
+                                                  texts, from, b.node_tree, deadline);
+  pending = pending || gathered.pending;
+  if (p.node_rank != 0) return std::nullopt;
   std::vector<RankRecord> records;
-  for (int left = node_size - 1; left > 0; --left) {
-    int flag = 0;
-    MPI_Status status;
-    if (!poll_until(deadline, kLibraryPollPause, [&] {
-          PMPI_Iprobe(MPI_ANY_SOURCE, kRecordTag, p.node, &flag, &status);
-          return flag != 0;
-        }))
-      break;
-    int length = 0;
-    PMPI_Get_count(&status, MPI_BYTE, &length);
-    b.incoming.resize(static_cast<std::size_t>(length));
-    MPI_Request request;
-    if (PMPI_Irecv(b.incoming.data(), length, MPI_BYTE, status.MPI_SOURCE, kRecordTag, p.node,
-                   &request) != MPI_SUCCESS)
-      break;
-    if (!pmpi_complete(request, deadline)) {
-      pending = true;
-      break;
-    }
-    char& once = seen[static_cast<std::size_t>(status.MPI_SOURCE)];
-    if (once != 0) {
-      ++left;  // a second message from one rank is not another rank's
-      continue;
-    }
-    once = 1;
-    const nlohmann::json wire = nlohmann::json::parse(b.incoming, nullptr, false);
+  for (std::string& text : texts) {
+    const nlohmann::json wire = nlohmann::json::parse(text, nullptr, false);
+    std::string().swap(text);
     try {
       if (!wire.is_discarded()) records.push_back(record_from_wire(wire));
     } catch (const std::exception&) {
       // Malformed: the node's digest goes without it.
     }
   }
-  return records;
-}
-
-// Every rank's record to its node's first rank, which returns its node's
-// digest (node_digest.h); nullopt elsewhere.
-std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b,
-                                         const RankRecord& record,
-                                         const std::vector<float>& node_lateness,
-                                         MpiDeadline deadline, bool& pending) {
-  if (p.node == MPI_COMM_NULL) return std::nullopt;
-  if (p.node_rank != 0) {
-    b.node_record = text_of(to_wire(record));
-    MPI_Request request;
-    if (PMPI_Isend(b.node_record.data(), static_cast<int>(b.node_record.size()), MPI_BYTE, 0,
-                   kRecordTag, p.node, &request) == MPI_SUCCESS)
-      pending = !pmpi_complete(request, deadline);
-    return std::nullopt;
-  }
-  std::vector<RankRecord> records = receive_node_records(p, b, deadline, pending);
-  records.push_back(record);
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& c) { return a.rank < c.rank; });
   return node_digest(record, records, node_lateness);
@@ -136,10 +101,9 @@ class Collection {
         every_record_(every_record(size, full)),
         has_summary_(static_cast<std::size_t>(size), 0) {}
 
-  // Every summary at once (the gather): those that are sound.
+  // Every summary at once (the gather), each sound (keep_sound).
   void take_summaries(std::vector<RankSummary>&& all) {
     summaries_ = std::move(all);
-    std::erase_if(summaries_, [this](const RankSummary& s) { return !sound(s, size_); });
     for (const RankSummary& s : summaries_) took(s);
   }
   // One summary, point to point: its record is wanted if every record is.
@@ -268,33 +232,47 @@ void receive(const JobProcess& p, FinalizeBuffers& b, Collection& c, MpiDeadline
   }
 }
 
-// Every rank came: the summaries gathered on rank 0, which judges the
-// ranks and scatters who is asked for a record (job_selection.h). False
-// when either collective did not complete on this rank.
+// The gathered summaries that can be judged, in place: each sound, and in
+// its rank's place (a subtree that did not come left its places empty).
+void keep_sound(std::vector<RankSummary>& summaries, int size) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    if (sound(summaries[i], size) && summaries[i].number() == static_cast<int>(i))
+      summaries[kept++] = summaries[i];
+  }
+  summaries.resize(kept);
+}
+
+// Every rank came: the summaries gathered on rank 0 along a tree
+// (tree_gather.h), which judges the ranks and broadcasts whom it asks for
+// a record (job_selection.h): the count, then the ranks. False when this
+// rank's part did not complete; the world then takes no more collectives.
 bool gather_and_ask(const JobProcess& p, Collectives& world, FinalizeBuffers& b, std::size_t full,
                     MpiDeadline deadline) {
-  if (p.rank == 0) b.summaries.resize(static_cast<std::size_t>(p.size));
-  constexpr int kCount = static_cast<int>(kRankSummaryDoubles);
-  const auto gather = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Igather(as_array(b.summary), kCount, MPI_DOUBLE,
-                        p.rank == 0 ? as_array(b.summaries.front()) : nullptr, kCount, MPI_DOUBLE,
-                        0, c, r);
-  };
-  MPI_Request request;
-  if (!world.post(gather, request) || !world.finish(request, deadline)) return false;
+  if (p.rank == 0) b.summaries.assign(static_cast<std::size_t>(p.size), RankSummary{});
+  if (!world.account(tree_gather_blocks(p.comm, kSummaryTreeTag, &b.summary, sizeof(RankSummary),
+                                        p.rank == 0 ? b.summaries.data() : nullptr, b.summary_tree,
+                                        deadline)))
+    return false;
   if (p.rank == 0) {
-    std::vector<RankSummary> sound_ones;
-    for (const RankSummary& s : b.summaries) {
-      if (sound(s, p.size)) sound_ones.push_back(s);
-    }
-    b.asks.assign(static_cast<std::size_t>(p.size), 0);
-    for (int rank : ranks_in_full(sound_ones, judge_ranks(sound_ones), full))
-      b.asks[static_cast<std::size_t>(rank)] = 1;
+    keep_sound(b.summaries, p.size);
+    b.asked = ranks_in_full(b.summaries, judge_ranks(b.summaries), full);
+    b.asked_count = static_cast<int>(b.asked.size());
   }
-  const auto scatter = [&](MPI_Comm c, MPI_Request* r) {
-    return PMPI_Iscatter(b.asks.data(), 1, MPI_INT, &b.asked, 1, MPI_INT, 0, c, r);
+  MPI_Request request;
+  const auto count = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Ibcast(&b.asked_count, 1, MPI_INT, 0, c, r);
   };
-  return world.post(scatter, request) && world.finish(request, deadline);
+  if (!world.post(count, request) || !world.finish(request, deadline)) return false;
+  b.asked.resize(static_cast<std::size_t>(b.asked_count));
+  const auto ranks = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Ibcast(b.asked.data(), b.asked_count, MPI_INT, 0, c, r);
+  };
+  return world.post(ranks, request) && world.finish(request, deadline);
+}
+
+bool is_asked(const FinalizeBuffers& b, int rank) {
+  return std::binary_search(b.asked.begin(), b.asked.end(), rank);
 }
 
 }  // namespace
@@ -322,22 +300,21 @@ RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffe
       moved.sent = send_to_rank0(p, b.digest.data(), b.digest.size(), kNodeTag, records_deadline,
                                  moved.pending);
     }
+    bool asked = gathered && is_asked(b, p.rank);
     if (!gathered) {
       moved.sent = send_to_rank0(p, &b.summary, sizeof(b.summary), kSummaryTag, records_deadline,
                                  moved.pending) &&
                    moved.sent;
-      b.asked = every_record(p.size, full) ? 1 : 0;
+      asked = every_record(p.size, full);
     }
-    if (moved.sent && b.asked != 0) {
+    if (moved.sent && asked) {
       moved.sent = send_record(p, b, wire_of(record, lateness), records_deadline, moved.pending);
     }
     return moved;
   }
   Collection collection(p.size, full);
   if (gathered) {
-    for (int rank = 0; rank < p.size; ++rank) {
-      if (b.asks[static_cast<std::size_t>(rank)] != 0) collection.expect(rank);
-    }
+    for (int rank : b.asked) collection.expect(rank);
     collection.take_summaries(std::move(b.summaries));
   } else {
     collection.add_summary(

@@ -671,6 +671,10 @@
     const ranks = report.ranks || [];
     const indexOf = new Map(ranks.map((rank, i) => [rank.rank, i]));
     const map = guarded("lateness", "Lateness: ranks × steps", () => jobLateness(report, ranks, indexOf));
+    // Every node's row where the ranks are not all shown, or on several nodes.
+    const nodes = report.by_node || [];
+    const byNode = nodes.length > 1 || ranks.length < (report.ranks_reported || 0);
+    const nodeMap = byNode ? guarded("node-lateness", "Lateness: nodes × steps", () => jobNodeLateness(report)) : null;
     append(root, [
       jobHeader(report),
       jobWaiting(report),
@@ -678,9 +682,11 @@
       jobPhases(report.phases || [], report.worst_steps || []),
       jobFindings(report.findings || []),
       jobCallSites(report.call_sites || []),
+      nodeMap ? nodeMap.section : null,
       map.section,
     ]);
     if (map.attached) map.attached();
+    if (nodeMap && nodeMap.attached) nodeMap.attached();
     return map.probe;
   }
 
@@ -715,6 +721,11 @@
         el("b", null, String(report.nodes)), " nodes; ", el("b", null, String(report.steps)), " steps; elapsed ",
         fixed(report.elapsed_seconds, 1), " s; started ", utcTime(report.started_unix_seconds), "; corenoise ", String(report.version),
       ),
+      typeof report.ranks_in_full === "number" && report.ranks_in_full < report.ranks_reported
+        ? el("p", { className: "meta", id: "in-full" },
+            "Every rank is judged and counted in the figures, the findings and the nodes' heatmap; the rank tables and the ranks' heatmap show the ",
+            el("b", null, String(report.ranks_in_full)), " ranks named (the worst, and each node's worst; corenoise job --full N shows every rank of a job of up to N).")
+        : null,
       report.complete
         ? null
         : el("p", { className: "warning", id: "incomplete" },
@@ -903,11 +914,44 @@
     return values[k];
   }
 
+  // The ranks' lateness (report.lateness, a row per rank in full) or the
+  // nodes' (report.by_node, a row per node: its latest rank per column).
   function jobLateness(report, ranks, indexOf) {
-    const title = "Lateness: ranks × steps";
-    const lateness = report.lateness;
-    if (!lateness || !Array.isArray(lateness.rows) || lateness.rows.length === 0)
-      return { section: section("lateness", title, note("No lateness figures in this report.")), probe: null };
+    const rankOf = (r) => (ranks[r] ? ranks[r] : { rank: r, host: "?", cpus: "?" });
+    return latenessMap(report.lateness, {
+      id: "lateness",
+      title: "Lateness: ranks × steps",
+      what: "rank",
+      rowLabel: (r) => String(rankOf(r).rank),
+      where: (r) => "rank " + rankOf(r).rank + " (" + rankOf(r).host + ", " + cpuText(rankOf(r).cpus) + ")",
+      rowOf: (rank) => indexOf.get(rank),
+    });
+  }
+
+  function jobNodeLateness(report) {
+    const nodes = report.by_node || [];
+    const name = (n) => (n.host ? n.host : "node of rank " + n.first_rank);
+    const lateness = {
+      unit: report.lateness && report.lateness.unit ? report.lateness.unit : "seconds",
+      steps_per_column: report.lateness ? report.lateness.steps_per_column : 1,
+      rows: nodes.map((n) => (Array.isArray(n.lateness) ? n.lateness : [])),
+    };
+    return latenessMap(lateness, {
+      id: "node-lateness",
+      title: "Lateness: nodes × steps",
+      what: "node",
+      rowLabel: (r) => name(nodes[r]),
+      where: (r) =>
+        "node " + name(nodes[r]) + " (" + plural(nodes[r].ranks, "rank") +
+        (nodes[r].worst_rank === null || nodes[r].worst_rank === undefined ? "" : ", worst rank " + nodes[r].worst_rank) + ")",
+      rowOf: (r) => (r >= 0 && r < nodes.length ? r : undefined),
+    });
+  }
+
+  function latenessMap(lateness, view) {
+    const title = view.title;
+    if (!lateness || !Array.isArray(lateness.rows) || lateness.rows.length === 0 || lateness.rows.every((row) => row.length === 0))
+      return { section: section(view.id, title, note("No lateness figures in this report.")), probe: null };
     const toMs = { seconds: 1e3, milliseconds: 1, ms: 1 }[lateness.unit];
     if (toMs === undefined) throw new Error("lateness.unit " + JSON.stringify(lateness.unit) + " is not seconds or milliseconds");
     const rows = lateness.rows.length;
@@ -954,7 +998,6 @@
     const scaleX = Math.max(1, Math.min(16, Math.floor(960 / cols)));
     const scaleY = Math.max(1, Math.min(16, Math.floor(600 / rows)));
     const columnStep = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].find((s) => s * scaleX >= 40) || 10000;
-    const rankOf = (r) => (ranks[r] ? ranks[r] : { rank: r, host: "?", cpus: "?" });
     const map = heatmap({
       rows,
       cols,
@@ -969,14 +1012,12 @@
       },
       hover: (r, c) => {
         const v = values[r * cols + c];
-        const rank = rankOf(r);
-        const where = "rank " + rank.rank + " (" + rank.host + ", " + cpuText(rank.cpus) + ") column " + c + ": ";
-        return where + (v === v ? fixed(v, 3) + " ms late" : "no figure");
+        return view.where(r) + " column " + c + ": " + (v === v ? fixed(v, 3) + " ms late" : "no figure");
       },
-      rowLabel: (r) => String(rankOf(r).rank),
+      rowLabel: view.rowLabel,
       colLabel: (c) => (c % columnStep === 0 ? String(c) : null),
-      corner: "rank \\ column",
-      label: "ranks × steps heatmap of lateness at the collectives",
+      corner: view.what + " \\ column",
+      label: view.what + "s × steps heatmap of lateness at the collectives",
     });
     map.map.dataset.cells = String(finite);
     const topName = el("span");
@@ -988,7 +1029,7 @@
     }
     showScale();
     const choice = (key, text) => {
-      const input = el("input", { type: "radio", name: "lateness-scale", value: key, defaultChecked: scales[key] === scale });
+      const input = el("input", { type: "radio", name: view.id + "-scale", value: key, defaultChecked: scales[key] === scale });
       input.addEventListener("change", () => {
         scale = scales[key];
         step = 255 / scale.top;
@@ -1002,22 +1043,23 @@
     const legend = el(
       "div",
       { className: "legend" },
-      el("span", null, "Colour: how much later than the first rank each rank reached the collectives of a column (" +
+      el("span", null, "Colour: how much later than the first rank each " + view.what +
+        (view.what === "node" ? "'s latest rank" : "") + " reached the collectives of a column (" +
         plural(perColumn, "step") + " per column), from white (on time) to dark red (", topName, ")"),
       el("span", null, "0 ms ", el("i", { className: "gradient", style: { background: cssGradient(REDS) } }), topValue),
       el("span", null, "dark red at: ", p99Choice, " ", maxChoice),
       el("span", null, el("i", { className: "swatch", style: { background: cssRgb(GREY_NO_FIGURE) } }), "no figure"),
     );
     return {
-      section: section("lateness", title, legend, map.element),
+      section: section(view.id, title, legend, map.element),
       // #scale=max in the URL picks the maximum, as a click would (a link to
       // the page that shows what its sender saw). Once in the document: a
       // detached radio button fires no change.
       attached() {
         if (/(?:^#|&)scale=max(?:&|$)/.test(location.hash)) maxInput.click();
       },
-      probe: (rank, column) => {
-        const r = indexOf.get(rank);
+      probe: (row, column) => {
+        const r = view.rowOf(row);
         if (r === undefined || column < 0 || column >= cols) return { text: "no such cell", colour: "" };
         return { text: map.hoverAt(r, column), colour: map.colourAt(r, column) };
       },
