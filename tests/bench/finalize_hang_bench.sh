@@ -116,7 +116,7 @@ finish() {
   if [[ -n $CLUSTER_DIR && -d $CLUSTER_DIR ]]; then
     local dir=$CLUSTER_DIR port=${CLUSTER_PROMETHEUS##*:} left
     cluster_stop
-    left=$(cluster_leftovers "$dir" "$port" | paste -sd';')
+    left=$(cluster_leftovers "$dir" "$port" 2>/dev/null | paste -sd";")
     echo "cluster stopped; left behind: ${left:-nothing}" >&2
   fi
 }
