@@ -52,7 +52,8 @@ void set_unflushed_ucx_disconnect(bool armed) {
 }  // namespace corenoise
 
 // Defined in the MPICH plugin, which comes before libucp in the search order
-// of the libraries loaded with it, so libmpich binds to this one.
+// of the libraries loaded with it, and in the MPICH in-job library, which is
+// preloaded: libmpich binds to this one.
 extern "C" [[gnu::visibility("default")]] void* ucp_disconnect_nb(void* ep) {
   if (corenoise::g_unflushed_disconnect.load(std::memory_order_acquire)) {
     return nullptr;  // UCS_OK: done; ucp_worker_destroy releases the endpoint

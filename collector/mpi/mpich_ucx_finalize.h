@@ -13,15 +13,19 @@
 // other processes to complete the previous ucp_disconnect_nb"); Debian 12's
 // MPICH does not have the change.
 //
-// The way round: this file, linked into the MPICH plugin only
-// (libcorenoise-mpi-mpich.so), defines ucp_disconnect_nb. libmpich binds to
-// it before libucp's, since the plugin comes first in the search order of
-// the libraries loaded with it (its one call site is that finalize). While armed (from just before
+// The way round: this file, linked into the MPICH plugin
+// (libcorenoise-mpi-mpich.so) and the MPICH in-job library
+// (libcorenoise-job-mpich.so, collector/job/rank/family_finalize.h), defines
+// ucp_disconnect_nb. libmpich binds to it before libucp's, since the plugin
+// comes first in the search order of the libraries loaded with it, and the
+// in-job library, preloaded, before every library (its one call site is
+// that finalize). While armed (from just before
 // MPI_Finalize, on the affected MPICH only) it leaves the endpoint open and reports the close done;
 // MPICH then destroys the UCX worker, which releases every endpoint without a flush. What the
 // skipped flush would still have pushed out is a message handed to UCX but not yet to the kernel (a
-// full socket buffer); MpiEnvironment::finalize barriers first, so that every rank has received
-// every other rank's last messages before any endpoint is left unflushed,
+// full socket buffer); MpiEnvironment::finalize (and the in-job library, after its reduction)
+// barriers first, so that every rank has received every other rank's last messages before any
+// endpoint is left unflushed,
 // and the PMI barrier keeps every worker alive until all ranks reach it. At
 // any other time, and with any other MPI, the call goes to UCX's own
 // ucp_disconnect_nb.

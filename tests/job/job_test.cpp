@@ -744,6 +744,30 @@ TEST(JobHalo, CleanRunsNameNobodyAndKeepTheOutput) {
   }
 }
 
+// MPICH 4.0's deadlock in its own MPI_Finalize on UCX (collector/mpi/
+// mpich_ucx_finalize.h) is worked round for the program's finalize only if
+// libmpich binds ucp_disconnect_nb to the in-job library's, not libucp's:
+// the dynamic linker says which it chose, at the one call, in the finalize.
+// (Whether the job then hangs across hosts is measured by
+// tests/bench/finalize_hang_bench.sh, docs/reliability.md.)
+TEST(JobMpich, LibmpichBindsTheLibrarysUcxDisconnect) {
+  const auto r =
+      run_command("timeout -k 5 60 env LD_DEBUG=bindings " + kMpich.bound_job(2) + kCorenoise +
+                  " job --no-daemon --quiet -- " + kHaloMpich + " --steps 20 --passes 100");
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  int bound_to_library = 0;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("`ucp_disconnect_nb'") == std::string::npos) continue;
+    if (line.find("binding file") == std::string::npos) continue;
+    if (line.find("libmpich.so") == std::string::npos) continue;
+    EXPECT_NE(line.find("libcorenoise-job-mpich.so"), std::string::npos) << line;
+    if (line.find("libcorenoise-job-mpich.so") != std::string::npos) ++bound_to_library;
+  }
+  EXPECT_EQ(bound_to_library, 2) << "libmpich bound ucp_disconnect_nb to the library in "
+                                 << bound_to_library << " of 2 ranks";
+}
+
 // A Fortran halo built by `launcher`'s mpif90 (tests/job/CMakeLists.txt),
 // run with the library, 200 steps: the same output as without, and its
 // report's calls per MPI call. Then the same with rank 1 given 1.5 times

@@ -16,7 +16,9 @@
 #                     the model, not each other, no view, no command; the
 #                     runtime also the MPI layer's header-only deadline
 #                     (collector/mpi/mpi_deadline.h), the one way corenoise
-#                     waits for MPI with a timeout
+#                     waits for MPI with a timeout, and MPICH's finalize way
+#                     round (collector/mpi/mpich_ucx_finalize.h), which the
+#                     MPICH plugin and the MPICH in-job library both link
 #   collector/job/    (its own files: job_wiring.cpp) the one place of the job
 #                     that reaches a view; no command
 #   collector/mpi/    the MPI layer: nothing that uses it
@@ -50,7 +52,7 @@ forbid daemon/control/ 'daemon/|collector/' 'daemon/control/'
 forbid daemon/ 'collector/'
 forbid collector/cluster/ 'collector/report/|collector/cli/'
 forbid collector/job/model/ 'collector/' 'collector/job/model/'
-forbid collector/job/rank/ 'collector/' 'collector/job/model/|collector/job/rank/|collector/mpi/mpi_deadline\.h'
+forbid collector/job/rank/ 'collector/' 'collector/job/model/|collector/job/rank/|collector/mpi/mpi_deadline\.h|collector/mpi/mpich_ucx_finalize\.h'
 forbid collector/job/rebuild/ 'collector/' 'collector/job/model/|collector/job/rebuild/'
 forbid collector/job/ 'collector/cli/'
 forbid collector/mpi/ 'collector/cluster/|collector/report/|collector/job/|collector/cli/'

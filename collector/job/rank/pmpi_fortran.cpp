@@ -28,6 +28,7 @@ extern "C" {
     CORENOISE_FORTRAN_NEXT(#prefix "finalize" #suffix, (MPI_Fint*));                          \
     corenoise::before_finalize();                                                             \
     next(ierr);                                                                               \
+    corenoise::after_finalize();                                                              \
   }
 
 CORENOISE_FORTRAN_LIFECYCLE(mpi_, _)

@@ -32,10 +32,13 @@ extern thread_local int depth __attribute__((tls_model("initial-exec")));
 // session's start once MPI is up (once, whichever entry point comes
 // first); and the reduction before MPI's own finalize, which the wrapper
 // then calls whatever the reduction found: a rank that is gone or late
-// makes MPI's finalize do what it does without the library.
+// makes MPI's finalize do what it does without the library. The family's
+// way round a hang of that finalize (family_finalize.h) is armed at the end
+// of before_finalize and disarmed by after_finalize, once it returned.
 bool measure_this_program();
 void mpi_started();
 void before_finalize();
+void after_finalize();
 
 inline JobSession* recording() { return is_main && depth == 0 ? process.session : nullptr; }
 

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "collector/job/rank/family_finalize.h"
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/pmpi_state.h"
 #include "collector/job/rank/program_mpi.h"
@@ -150,6 +151,7 @@ void mpi_started() {
 void before_finalize() {
   if (process.session == nullptr || !is_main) return;
   bool settled = false;
+  const double timeout = process.session->options().finalize_timeout_seconds;
   // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
   // from an exit handler): a failure costs the report, never the job.
   try {
@@ -159,6 +161,10 @@ void before_finalize() {
   }
   process.retired = process.session;
   process.session = nullptr;
+  // The family's way round its MPI library's own finalize (MPICH's on UCX),
+  // over the library's communicator, once every rank got this far; where
+  // one did not, the finalize is the MPI library's own, as without corenoise.
+  if (settled) settled = before_family_finalize(process.comm, MpiDeadline::after(timeout));
   // Freed before MPI's finalize, as a program's own should be, unless a
   // collective abandoned at the timeout is pending on them: Open MPI's
   // MPI_Finalize then progresses it on the freed communicator and crashes.
@@ -167,6 +173,8 @@ void before_finalize() {
     PMPI_Comm_free(&process.comm);
   }
 }
+
+void after_finalize() { after_family_finalize(); }
 
 }  // namespace corenoise
 
@@ -188,7 +196,9 @@ CORENOISE_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int*
 
 CORENOISE_EXPORT int MPI_Finalize() {
   corenoise::before_finalize();
-  return PMPI_Finalize();
+  const int result = PMPI_Finalize();
+  corenoise::after_finalize();
+  return result;
 }
 
 }  // extern "C"
