@@ -92,8 +92,8 @@ Options:
                             before MPI_Finalize, from its spill files
   --full N                  every rank's record in the report up to N ranks
                             (default: 64); above, every rank's figures are
-                            summed and judged, and the records kept are the
-                            worst ranks', each node's first and worst rank's
+                            judged and counted, and the records kept are
+                            the worst ranks' and each node's worst rank's
   --quiet                   no summary on stderr (the files are written)
   --help                    this text
 )";

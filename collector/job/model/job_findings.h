@@ -33,10 +33,13 @@ struct JobFinding {
 std::vector<JobFinding> job_findings(const std::vector<RankRecord>& records);
 
 // One finding per kind from the findings of several nodes' records (each
-// node's first rank's job_findings, node_digest.h): their ranks and nodes
-// together, the first few examples, all counted. Equal to job_findings()
-// over every record, but that an example that spans nodes (XLA_FLAGS's
-// words, the same on every rank) is given per node.
+// node's first rank's job_findings, node_digest.h): their ranks together
+// (ascending), their nodes and the first few examples in the order of the
+// nodes given, all examples counted. The same ranks and counts as
+// job_findings() over every record; the nodes and examples differ in
+// order where ranks are placed round-robin over nodes, and an example
+// that spans nodes (XLA_FLAGS's words, the same on every rank) is given
+// per node.
 std::vector<JobFinding> merge_findings(const std::vector<std::vector<JobFinding>>& per_node);
 
 }  // namespace corenoise

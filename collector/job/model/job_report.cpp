@@ -140,16 +140,17 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
       node.worst_rank = s.number();
     }
   }
-  if (facts.node_digests.empty()) {
-    for (const RankSummary& s : all) node_of_rank[s.number()] = s.node_rank();
-    const bool rows = facts.lateness.size() == full.size();
-    for (std::size_t i = 0; i < full.size(); ++i) {
-      const auto it = node_of_rank.find(full[i].rank);
-      if (it == node_of_rank.end()) continue;
-      JobNode& node = nodes[it->second];
-      if (node.host.empty() || full[i].rank == node.first_rank) node.host = full[i].host;
-      if (rows) latest_of(node.lateness, facts.lateness[i]);
-    }
+  // From the records: the host of every node one came from; the lateness
+  // where every record came (a node's row from some of its ranks would
+  // understate it).
+  for (const RankSummary& s : all) node_of_rank[s.number()] = s.node_rank();
+  const bool every_row = facts.node_digests.empty() && facts.lateness.size() == full.size();
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    const auto it = node_of_rank.find(full[i].rank);
+    if (it == node_of_rank.end()) continue;
+    JobNode& node = nodes[it->second];
+    if (node.host.empty() || full[i].rank == node.first_rank) node.host = full[i].host;
+    if (every_row) latest_of(node.lateness, facts.lateness[i]);
   }
   for (auto& [first, digest] : facts.node_digests) {
     if (auto it = nodes.find(first); it != nodes.end()) {

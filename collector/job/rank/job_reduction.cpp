@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "collector/job/model/job_report.h"
+#include "collector/job/model/job_selection.h"
 #include "collector/job/model/rank_config.h"
 #include "collector/job/model/step_math.h"
 #include "collector/job/rank/finalize_state.h"
@@ -434,12 +435,11 @@ bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b
   constexpr std::size_t kVerdict = kRankMeasureCount + 2;
   shared.assign(kVerdict + 1, 0.0);
   if (p.rank == 0) {
-    std::vector<RankMeasures> measures;
-    measures.reserve(gathered.summaries.size());
-    for (const RankSummary& s : gathered.summaries) measures.push_back(s.measures);
-    const RankMeasures ref = reference_rank(measures);
+    // The report's own judgement (job_selection.h), read in place.
+    const JobJudgement judged = judge_ranks(gathered.summaries);
+    const RankMeasures& ref = judged.reference;
+    const CauseThresholds& thresholds = judged.threshold;
     std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
-    const CauseThresholds thresholds = cause_threshold(measures, ref);
     shared[kRankMeasureCount] = thresholds.seconds;
     shared[kRankMeasureCount + 1] = thresholds.on_cpu_seconds;
     shared[kVerdict] = every_rank_came ? 1.0 : 0.0;
@@ -559,8 +559,13 @@ bool finish_job(JobProcess& p) {
   if (p.rank != 0) return settled;
   JobFacts facts = job_facts(p, session, steps, record, moved.gathered, spill != nullptr);
   if (const JobPublisher publish = job_publisher()) {
-    publish(build_job_report(std::move(facts), moved.gathered.summaries, moved.gathered.records),
-            options);
+    JobReport report =
+        build_job_report(std::move(facts), moved.gathered.summaries, moved.gathered.records);
+    // What the outputs need not hold while they are written: 40 MB of
+    // summaries at 100,000 ranks.
+    std::vector<RankSummary>().swap(moved.gathered.summaries);
+    std::vector<RankRecord>().swap(moved.gathered.records);
+    publish(report, options);
   }
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());

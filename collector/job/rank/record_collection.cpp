@@ -79,8 +79,11 @@ bool send_to_rank0(const JobProcess& p, const void* bytes, std::size_t size, int
   MPI_Request request;
   if (PMPI_Isend(bytes, static_cast<int>(size), MPI_BYTE, 0, tag, p.comm, &request) != MPI_SUCCESS)
     return false;
-  pending = !pmpi_complete(request, deadline);
-  return !pending;
+  // `pending` gathers every operation of the stages before: one left
+  // pending is never cleared by a later one that completed.
+  const bool left = !pmpi_complete(request, deadline);
+  pending = pending || left;
+  return !left;
 }
 
 bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
@@ -101,10 +104,15 @@ class Collection {
         every_record_(every_record(size, full)),
         has_summary_(static_cast<std::size_t>(size), 0) {}
 
-  // Every summary at once (the gather), each sound (keep_sound).
-  void take_summaries(std::vector<RankSummary>&& all) {
+  // The summaries the tree brought, each sound (keep_sound): all of them
+  // once the ranks were asked; else those that came, the rest to follow
+  // point to point, every record wanted if every record is.
+  void take_summaries(std::vector<RankSummary>&& all, bool asked) {
     summaries_ = std::move(all);
-    for (const RankSummary& s : summaries_) took(s);
+    for (const RankSummary& s : summaries_) {
+      took(s);
+      if (!asked && every_record_) expect(s.number());
+    }
   }
   // One summary, point to point: its record is wanted if every record is.
   void add_summary(int source, const std::string& bytes) {
@@ -256,14 +264,22 @@ bool gather_and_ask(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
     return false;
   if (p.rank == 0) {
     keep_sound(b.summaries, p.size);
-    b.asked = ranks_in_full(b.summaries, judge_ranks(b.summaries), full);
-    b.asked_count = static_cast<int>(b.asked.size());
+    // A subtree that did not come (a rank under it gave up) is not seen
+    // by the ranks in it: -1 tells every rank to send its summary point to
+    // point, as when a rank is missing.
+    b.asked.clear();
+    if (b.summaries.size() == static_cast<std::size_t>(p.size))
+      b.asked = ranks_in_full(b.summaries, judge_ranks(b.summaries), full);
+    b.asked_count = b.summaries.size() == static_cast<std::size_t>(p.size)
+                        ? static_cast<int>(b.asked.size())
+                        : -1;
   }
   MPI_Request request;
   const auto count = [&](MPI_Comm c, MPI_Request* r) {
     return PMPI_Ibcast(&b.asked_count, 1, MPI_INT, 0, c, r);
   };
-  if (!world.post(count, request) || !world.finish(request, deadline)) return false;
+  if (!world.post(count, request) || !world.finish(request, deadline) || b.asked_count < 0)
+    return false;
   b.asked.resize(static_cast<std::size_t>(b.asked_count));
   const auto ranks = [&](MPI_Comm c, MPI_Request* r) {
     return PMPI_Ibcast(b.asked.data(), b.asked_count, MPI_INT, 0, c, r);
@@ -315,8 +331,10 @@ RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffe
   Collection collection(p.size, full);
   if (gathered) {
     for (int rank : b.asked) collection.expect(rank);
-    collection.take_summaries(std::move(b.summaries));
+    collection.take_summaries(std::move(b.summaries), true);
   } else {
+    keep_sound(b.summaries, p.size);
+    collection.take_summaries(std::move(b.summaries), false);
     collection.add_summary(
         0, std::string(reinterpret_cast<const char*>(&b.summary), sizeof(b.summary)));
   }

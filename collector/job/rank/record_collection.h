@@ -5,9 +5,10 @@
 // (node_digest.h). Rank 0 thus holds a block per rank, a digest per node
 // and a record per rank it names, not a record per rank (docs/scaling.md).
 //
-// Once every rank came (the job's steps were reduced), the summaries are
-// gathered and who is asked for a record is scattered, as collectives of
-// the world, and the asked ranks send their records point to point. When a
+// Once every rank came (the job's steps were reduced), the summaries go up
+// a binomial tree (tree_gather.h) and who is asked for a record is
+// broadcast, and the asked ranks send their records point to point; a
+// subtree that did not come sends every rank down the point-to-point path. When a
 // rank is missing no collective can complete: each rank sends its summary
 // point to point, and its record in a job of at most `full` ranks (above,
 // only the nodes' digests come), since rank 0 cannot judge ranks whose
