@@ -54,16 +54,11 @@ json to_wire(const NodeDigest& digest) {
                         {"examples", f.examples},
                         {"examples_total", f.examples_total}});
   }
-  json sites = json::array();
-  for (const auto& s : digest.sites)
-    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
-  json culprits = json::array();
-  for (const auto& c : digest.culprits) culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   json wire = {{"host", digest.host},
-               {"culprits", culprits},
+               {"culprits", culprits_to_wire(digest.culprits)},
                {"lateness", digest.lateness},
                {"findings", findings},
-               {"sites", sites}};
+               {"sites", sites_to_wire(digest.sites)}};
   if (digest.daemon) wire["daemon"] = verdicts_to_json(*digest.daemon);
   return wire;
 }
@@ -71,10 +66,7 @@ json to_wire(const NodeDigest& digest) {
 NodeDigest digest_from_wire(const json& wire) {
   NodeDigest digest;
   digest.host = wire.at("host").get<std::string>();
-  for (const json& c : wire.at("culprits")) {
-    digest.culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(), c.at(2).get<std::string>(),
-                               c.at(3).get<double>()});
-  }
+  digest.culprits = culprits_from_wire(wire.at("culprits"));
   if (wire.contains("daemon") && wire.at("daemon").is_object())
     digest.daemon = verdicts_from_json(wire.at("daemon"));
   digest.lateness = wire.at("lateness").get<std::vector<float>>();
@@ -90,10 +82,7 @@ NodeDigest digest_from_wire(const json& wire) {
     finding.examples_total = f.at("examples_total").get<std::size_t>();
     digest.findings.push_back(std::move(finding));
   }
-  for (const json& s : wire.at("sites")) {
-    digest.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
-                            s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
-  }
+  digest.sites = sites_from_wire(wire.at("sites"));
   return digest;
 }
 

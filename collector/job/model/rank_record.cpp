@@ -40,6 +40,37 @@ std::map<unsigned, DaemonVerdict> verdicts_from_json(const json& verdicts) {
   return out;
 }
 
+json sites_to_wire(const std::vector<RankRecord::Site>& sites) {
+  json out = json::array();
+  for (const auto& s : sites)
+    out.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
+  return out;
+}
+
+std::vector<RankRecord::Site> sites_from_wire(const json& wire) {
+  std::vector<RankRecord::Site> sites;
+  for (const auto& s : wire) {
+    sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(), s.at(2).get<double>(),
+                     s.at(3).get<double>(), s.at(4).get<double>()});
+  }
+  return sites;
+}
+
+json culprits_to_wire(const std::vector<RankRecord::Culprit>& culprits) {
+  json out = json::array();
+  for (const auto& c : culprits) out.push_back({c.cpu, c.pid, c.command, c.seconds});
+  return out;
+}
+
+std::vector<RankRecord::Culprit> culprits_from_wire(const json& wire) {
+  std::vector<RankRecord::Culprit> culprits;
+  for (const auto& c : wire) {
+    culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(), c.at(2).get<std::string>(),
+                        c.at(3).get<double>()});
+  }
+  return culprits;
+}
+
 json to_wire(const RankRecord& r) {
   json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
   wire["measures"] =
@@ -47,15 +78,8 @@ json to_wire(const RankRecord& r) {
   json threads = json::array();
   for (const auto& t : r.threads) threads.push_back({t.name, t.seconds});
   wire["threads"] = threads;
-  json sites = json::array();
-  for (const auto& s : r.sites)
-    sites.push_back({s.call, s.site, s.calls, s.wait_seconds, s.wait_max_seconds});
-  wire["sites"] = sites;
-  if (!r.node_culprits.empty()) {
-    json culprits = json::array();
-    for (const auto& c : r.node_culprits) culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
-    wire["culprits"] = culprits;
-  }
+  wire["sites"] = sites_to_wire(r.sites);
+  if (!r.node_culprits.empty()) wire["culprits"] = culprits_to_wire(r.node_culprits);
   if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
   json pools = json::array();
   for (const auto& pool : r.config.unset_pools) pools.push_back({pool.variable, pool.library});
@@ -80,16 +104,8 @@ RankRecord record_from_wire(const json& wire) {
   std::copy_n(measures.begin(), std::min(measures.size(), kRankMeasureCount), as_array(r.measures));
   for (const auto& t : wire.at("threads"))
     r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
-  for (const auto& s : wire.at("sites")) {
-    r.sites.push_back({s.at(0).get<std::string>(), s.at(1).get<std::string>(),
-                       s.at(2).get<double>(), s.at(3).get<double>(), s.at(4).get<double>()});
-  }
-  if (wire.contains("culprits")) {
-    for (const auto& c : wire.at("culprits")) {
-      r.node_culprits.push_back({c.at(0).get<int>(), c.at(1).get<long>(),
-                                 c.at(2).get<std::string>(), c.at(3).get<double>()});
-    }
-  }
+  r.sites = sites_from_wire(wire.at("sites"));
+  if (wire.contains("culprits")) r.node_culprits = culprits_from_wire(wire.at("culprits"));
   if (wire.contains("daemon") && !wire.at("daemon").is_null())
     r.node_daemon = verdicts_from_json(wire.at("daemon"));
   if (wire.contains("config")) {

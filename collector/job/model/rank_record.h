@@ -60,6 +60,14 @@ struct RankRecord {
 };
 
 nlohmann::json to_wire(const RankRecord& record);
+
+// A record's call sites and its node's other processes as the wire carries
+// them (a node's digest too, node_digest.h); the readers throw nlohmann's
+// errors.
+nlohmann::json sites_to_wire(const std::vector<RankRecord::Site>& sites);
+std::vector<RankRecord::Site> sites_from_wire(const nlohmann::json& wire);
+nlohmann::json culprits_to_wire(const std::vector<RankRecord::Culprit>& culprits);
+std::vector<RankRecord::Culprit> culprits_from_wire(const nlohmann::json& wire);
 RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
 
 // The verdicts as the wire carries them:
