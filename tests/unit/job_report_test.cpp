@@ -206,6 +206,22 @@ TEST(JobReportTest, RanksCausesAndWorst) {
   EXPECT_EQ(report["worst_ranks"], json::array({2, 3}));
 }
 
+// The ranks that reported of a job of 2^31 - 1 (a spill file can claim
+// one): the report is sized by them, not by their numbers, which once cost
+// a 16 GB index and the fuzzer's out-of-memory.
+TEST(JobReportTest, RanksNumberedNearTheLargestIntAreReportedByTheirNumbers) {
+  std::vector<RankRecord> records = four_ranks();
+  const int numbers[] = {5, 2'000'000'000, 7, 2'147'483'646};
+  for (std::size_t i = 0; i < records.size(); ++i) records[i].rank = numbers[i];
+  JobFacts f = facts();
+  f.ranks_total = 2'147'483'647;
+  const json report = job_report(f, records);
+  ASSERT_EQ(report["ranks"].size(), 4u);
+  EXPECT_EQ(rank_of(report, 7)["cause"], "own-threads");
+  EXPECT_EQ(rank_of(report, 2'147'483'646)["cause"], "other-processes");
+  EXPECT_EQ(report["worst_ranks"], json::array({7, 2'147'483'646}));
+}
+
 TEST(JobReportTest, CulpritsOfTheCausesFound) {
   const json report = job_report(facts(), four_ranks());
   // Rank 2: own-threads, so its busy threads (not the idle one); no

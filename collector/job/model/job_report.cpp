@@ -198,19 +198,19 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
     report.exchange_uncharged_seconds += m.exchange_uncharged_seconds;
     report.elapsed_seconds = std::max(report.elapsed_seconds, m.elapsed_seconds);
   }
-  // Each rank's summary by its number (numbers are below the job's size).
-  std::vector<std::size_t> index_of_rank;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const auto number = static_cast<std::size_t>(all[i].number());
-    if (index_of_rank.size() <= number) index_of_rank.resize(number + 1, all.size());
-    index_of_rank[number] = i;
-  }
+  // Each rank's summary by its number, sorted: sized by the ranks that
+  // reported, never by the largest number (a spill file may claim rank
+  // 2,000,000,000 of a job that size).
+  std::vector<std::pair<int, std::size_t>> index_of_rank;
+  index_of_rank.reserve(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) index_of_rank.emplace_back(all[i].number(), i);
+  std::sort(index_of_rank.begin(), index_of_rank.end());
   const NodeViews views = node_views(full, report.facts.node_digests);
   for (const auto& r : full) {
-    const auto number = static_cast<std::size_t>(r.rank);
-    if (r.rank < 0 || number >= index_of_rank.size() || index_of_rank[number] == all.size())
-      continue;
-    const RankAttribution a = judged.attribution_of(all[index_of_rank[number]].measures);
+    const auto it = std::lower_bound(index_of_rank.begin(), index_of_rank.end(),
+                                     std::pair{r.rank, std::size_t{0}});
+    if (it == index_of_rank.end() || it->first != r.rank) continue;
+    const RankAttribution a = judged.attribution_of(all[it->second].measures);
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
                             r.config.busy_threads_peak, verdicts_of(r, views)});
   }
