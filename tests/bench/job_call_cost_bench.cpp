@@ -1,6 +1,6 @@
 // What `corenoise job` costs a rank, measured on the library's own code
 // without MPI: the bookkeeping of one blocking call (JobSession::enter and
-// exit: two monotonic clock reads and the interval sums; the thread's CPU
+// exit: two readings of the call clock, call_clock.h, and the interval sums; the thread's CPU
 // clock only after intervals of 50 us or more, timed apart) and one sample (the /proc
 // re-reads and the clock chain), each the median of many. With a job's
 // calls per step and the sampling cadence this gives the overhead at any
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "collector/job/rank/job_session.h"
@@ -20,13 +21,20 @@ using corenoise::JobSession;
 using corenoise::monotonic_seconds;
 using corenoise::MpiCall;
 
-int main(int argc, char** argv) {
-  const long calls = argc > 1 ? std::atol(argv[1]) : 200000;
-  JobOptions options;
-  options.max_interval_seconds = 1e6;  // no sampling inside the call loop
-  options.min_interval_seconds = 1e6;
-  JobSession session(options);
+namespace {
 
+// The median cost of one blocking call's bookkeeping, after 0.3 s of
+// calls: long enough for the session's samples (every 15 ms here, 10 µs
+// each: 0.07 % of the figure) to give its call clock a rate.
+double per_call_seconds(const std::string& sys_root, long calls, bool& tsc) {
+  JobOptions options;
+  options.sys_root = sys_root;
+  options.min_interval_seconds = options.max_interval_seconds = 0.015;
+  JobSession session(options);
+  for (const double until = monotonic_seconds() + 0.3; monotonic_seconds() < until;) {
+    session.enter();
+    session.exit(MpiCall::Allreduce, 0x1234, true);
+  }
   std::vector<double> per_call;
   for (int batch = 0; batch < 21; ++batch) {
     const double t0 = monotonic_seconds();
@@ -37,7 +45,33 @@ int main(int argc, char** argv) {
     per_call.push_back((monotonic_seconds() - t0) / static_cast<double>(calls / 21));
   }
   std::nth_element(per_call.begin(), per_call.begin() + 10, per_call.end());
-  const double call = per_call[10];
+  tsc = session.uses_tsc();
+  return per_call[10];
+}
+
+}  // namespace
+
+// One reading of a clock, the median of 21 batches of 100,000.
+template <typename Read>
+double per_reading_seconds(Read&& read) {
+  std::vector<double> per;
+  for (int batch = 0; batch < 21; ++batch) {
+    const double t0 = monotonic_seconds();
+    double sink = 0;
+    for (int i = 0; i < 100000; ++i) sink += static_cast<double>(read());
+    per.push_back((monotonic_seconds() - t0) / 100000 + (sink < 0 ? 1 : 0));
+  }
+  std::nth_element(per.begin(), per.begin() + 10, per.end());
+  return per[10];
+}
+
+int main(int argc, char** argv) {
+  const long calls = argc > 1 ? std::atol(argv[1]) : 200000;
+  // The call clock by clock_gettime (a /sys without a clocksource), then
+  // as the library reads it here (call_clock.h).
+  bool tsc = false;
+  const double call_gettime = per_call_seconds("/nonexistent", calls, tsc);
+  const double call = per_call_seconds("/sys", calls, tsc);
 
   // The thread's CPU clock, read at the ends of intervals of at least
   // IntervalRecorder::kUnreadInterval only (a system call).
@@ -70,7 +104,14 @@ int main(int argc, char** argv) {
   const double cadence = std::clamp(sample / budget, JobOptions{}.min_interval_seconds,
                                     JobOptions{}.max_interval_seconds);
 
-  std::printf("per blocking call (enter+exit): median %.0f ns over %ld calls\n", call * 1e9, calls);
+  std::printf("per blocking call (enter+exit): median %.0f ns over %ld calls, the call clock %s\n",
+              call * 1e9, calls,
+              tsc ? "by the TSC" : "by clock_gettime (the kernel's clocksource is not tsc)");
+  std::printf("per blocking call, the call clock by clock_gettime: median %.0f ns\n",
+              call_gettime * 1e9);
+  std::printf("one reading: clock_gettime(CLOCK_MONOTONIC) %.1f ns, the TSC (rdtsc) %.1f ns\n",
+              per_reading_seconds(monotonic_seconds) * 1e9,
+              per_reading_seconds(corenoise::read_tsc) * 1e9);
   std::printf(
       "the thread's CPU clock: %.0f ns a reading, taken at the end of intervals of %.0f us or "
       "more only: at most %.2f %% of them\n",

@@ -439,6 +439,11 @@ metric() {
 # have it), node 2's rank is named first
 # with other-processes and node 1's has no cause; node 2's daemon exports
 # the loss, node 1's takes its rank's report and exports none.
+# `by_node` names both nodes, in rank order, each with its lateness row.
+# job_full=N: `--full N`; below the job's 2 ranks, the records come as
+# above --full at any size: each node's first rank gathers its node's and
+# sends rank 0 the node's digest (host, daemon verdicts, culprits, lateness
+# row), from which by_node's rows are made.
 job_case() {
   local launcher=$1 json=$tmp/job.json rc=0 lost1 lost2 reports1 lost_metric draw unequal
   shift
@@ -457,7 +462,7 @@ job_case() {
     report_only yes
     noise_on_node2 0.3
     # 30 s: the job takes 3-4 s; past that it is MPICH's finalize hang (below).
-    launch_timeout=30 "$launcher" "$corenoise" job --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
+    launch_timeout=30 "$launcher" "$corenoise" job ${job_full:+--full "$job_full"} --json "$json" -- "$@" </dev/null >"$tmp/launcher.out" 2>&1 || rc=$?
     stop_background
     report_only no
     [[ -s $json ]] || break
@@ -487,6 +492,9 @@ job_case() {
   done
   jq -e '.worst_ranks[0] == 1 and .ranks[1].cause == "other-processes" and .ranks[0].cause == "none"' "$json" >/dev/null ||
     fail "node 2's rank not named first with other-processes: $(jq -c '[.worst_ranks, [.ranks[] | .cause]]' "$json")"
+  jq -e --arg a "${CLUSTER_NODES[1]}" --arg b "${CLUSTER_NODES[2]}" \
+    '[.by_node[] | .host] == [$a, $b] and ([.by_node[] | .lateness | length > 0] | all)' "$json" >/dev/null ||
+    fail "by_node does not name both nodes with their lateness rows: $(jq -c '[.by_node[] | {host, n: (.lateness | length)}]' "$json")"
   # A daemon's /metrics follows a report within a second (its view is
   # rebuilt at most that often).
   local _
@@ -502,11 +510,12 @@ job_case() {
   (($(metric 1 corenoise_job_reports_total) == reports1 + draw)) || fail "node 1's daemon did not take its rank's report"
 }
 
-# The story's script (mpi4py over Open MPI) under srun's PMIx, and a Fortran
-# halo exchange (point to point) of MPICH under hydra.
+# The story's script (mpi4py over Open MPI) under srun's PMIx, its 2 ranks
+# above --full 1 (each node's digest), and a Fortran halo exchange (point to
+# point) of MPICH under hydra, every record in full.
 case_job_story_srun_pmix() {
   load_cluster
-  job_case srun_pmix /usr/bin/python3 "$here/../job/story_numpy.py" --steps 60
+  job_full=1 job_case srun_pmix /usr/bin/python3 "$here/../job/story_numpy.py" --steps 60
 }
 srun_pmix() { srun_ranks --mpi=pmix "$@"; }
 case_job_fortran_halo_mpich_hosts() {

@@ -45,7 +45,6 @@ int current_tid() { return static_cast<int>(::gettid()); }
 
 }  // namespace
 
-double monotonic_seconds() { return clock_seconds(CLOCK_MONOTONIC); }
 double thread_cpu_seconds() { return clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 std::vector<unsigned> affinity_cpus() {
@@ -67,26 +66,26 @@ JobSession::JobSession(JobOptions options, int ranks)
       recorder_(started_, thread_cpu_seconds()),
       peers_(ranks),
       sampler_(options_.proc_root, cpus_, current_tid()),
+      call_clock_(kernel_keeps_time_by_tsc(options_.sys_root)),
       fault_cost_seconds_(measure_fault_cost()) {
   // Set-up time is not the job's: the first compute interval starts now.
   const double now = monotonic_seconds();
   recorder_ = IntervalRecorder(now, thread_cpu_seconds());
   recorder_.sample_callers(python_callers_available());
   sampler_.sample();
-  last_sample_ = now;
   next_sample_ = now + options_.min_interval_seconds;
   started_ = now;
 }
 
 void JobSession::enter() {
-  const double now = monotonic_seconds();
+  const double now = call_clock_.now();
   recorder_.enter(now, cpu_if_wanted(now));
   if (now >= next_sample_) sample(now);
 }
 
 void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
                       std::span<const int> peers) {
-  const double now = monotonic_seconds();
+  const double now = call_clock_.now();
   const double wait = recorder_.exit(now, cpu_if_wanted(now), call, return_address, step);
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
   if (CallSite* site = recorder_.wants_caller()) name_caller(*site);
@@ -126,6 +125,8 @@ void JobSession::sample(double now, bool in_call) {
   const double cpu_before = thread_cpu_seconds();
   const ProcWindow window = sampler_.sample();
   clock_.sample();
+  // The call clock's anchor rides on the sample: one every 10 ms to 2 s.
+  call_clock_.anchor();
   windows_.own_threads_seconds += window.own_threads_seconds;
   // Busy ticks and run times come from different clocks; the difference of
   // one window may dip below zero, and is summed as is so that the tick
@@ -138,11 +139,13 @@ void JobSession::sample(double now, bool in_call) {
   windows_.major_faults += static_cast<double>(window.major_faults);
   windows_.involuntary_switches += static_cast<double>(window.involuntary_switches);
   windows_.samples += 1;
-  last_sample_ = now;
   if (spill_)
     spill_->update(measures_with_clock(clock_.recent_median_hz()),
                    started_unix_ + (now - started_));
 
+  // `now` may be the call clock's (from enter) and `after` is
+  // clock_gettime's: they differ by at most an anchor's error (call_clock.h),
+  // tens of ns, which is all the cost's error.
   const double after = monotonic_seconds();
   const double cost = after - now;
   const double cpu_cost = thread_cpu_seconds() - cpu_before;

@@ -22,6 +22,7 @@
 
 #include "collector/job/model/job_options.h"
 #include "collector/job/model/rank_measures.h"
+#include "collector/job/rank/call_clock.h"
 #include "collector/job/rank/clock_sampler.h"
 #include "collector/job/rank/interval_recorder.h"
 #include "collector/job/rank/peer_waits.h"
@@ -30,7 +31,6 @@
 
 namespace corenoise {
 
-double monotonic_seconds();
 double thread_cpu_seconds();
 
 // The calling thread's CPUs (its affinity).
@@ -64,6 +64,8 @@ class JobSession {
   const std::vector<unsigned>& cpus() const { return cpus_; }
   double started_unix_seconds() const { return started_unix_; }
   std::string_view clock_source() const { return clock_.source(); }
+  // Whether enter and exit read the TSC (call_clock.h) by now.
+  bool uses_tsc() const { return call_clock_.uses_tsc(); }
 
  private:
   // `in_call`: between enter and exit, whose wait then excludes the
@@ -87,9 +89,9 @@ class JobSession {
   RequestPeers requests_;
   ProcSampler sampler_;
   ClockSampler clock_;
+  CallClock call_clock_;           // what enter and exit read
   double fault_cost_seconds_ = 0;  // of one minor fault, measured at start
   double next_sample_ = 0;
-  double last_sample_ = 0;
   RankMeasures windows_;  // the OS-level sums over the windows so far
   // measures_at_step's, at steps 2^i; how many are kept.
   std::array<RankMeasures, 11> step_snapshots_{};
