@@ -36,14 +36,8 @@ app=$build/tests/job/halo_app_$family
 work=$(mktemp -d /tmp/corenoise-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# Rank 0 under GNU time (its peak RSS into $work/rss), the others as they are.
-cat >"$work/rank0_rss.sh" <<EOF
-#!/bin/sh
-rank=\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-x}}
-if [ "\$rank" = 0 ]; then exec /usr/bin/time -f %M -o "\$RSS_FILE" "\$@"; fi
-exec "\$@"
-EOF
-chmod +x "$work/rank0_rss.sh"
+# Rank 0 under GNU time (its peak RSS into $RSS_FILE), the others as they are.
+rank0_rss=$PWD/tests/bench/rank0_rss.sh
 
 launch() {
   local n=$1
@@ -74,13 +68,13 @@ for n in "${sizes[@]}"; do
   export RSS_FILE=$work/rss-plain-$n
   start=$(date +%s.%N)
   plain_rc=0
-  launch "$n" "$work/rank0_rss.sh" "$app" "${args[@]}" >"$work/plain-$n.log" 2>&1 || plain_rc=$?
+  launch "$n" "$rank0_rss" "$app" "${args[@]}" >"$work/plain-$n.log" 2>&1 || plain_rc=$?
   plain_wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
   export RSS_FILE=$work/rss-job-$n
   start=$(date +%s.%N)
   job_rc=0
   launch "$n" "$corenoise" job --no-daemon --quiet --json "$work/job-$n.json" -- \
-    "$work/rank0_rss.sh" "$app" "${args[@]}" >"$work/job-$n.log" 2>&1 || job_rc=$?
+    "$rank0_rss" "$app" "${args[@]}" >"$work/job-$n.log" 2>&1 || job_rc=$?
   job_wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
   named=$(python3 - "$work/job-$n.json" "$late" <<'EOF' 2>/dev/null || echo "no report"
 import json, sys

@@ -35,12 +35,9 @@ done
 work=$(mktemp -d /tmp/corenoise-sweep-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-cat >"$work/rank0_rss.sh" <<SH
-#!/bin/sh
-if [ "\${PMI_RANK:-x}" = 0 ]; then exec /usr/bin/time -f %M -o "$work/rss" "\$@"; fi
-exec "\$@"
-SH
-chmod +x "$work/rank0_rss.sh"
+# Rank 0 under GNU time (its peak RSS into $work/rss), the others as they are.
+rank0_rss=$PWD/tests/bench/rank0_rss.sh
+export RSS_FILE=$work/rss
 
 # run NODES RANKS OUT COMMAND...: the job, its wall time in $work/wall.
 run() {
@@ -48,8 +45,8 @@ run() {
   shift 3
   start=$EPOCHREALTIME
   timeout -k 10 1800 mpiexec.mpich -n "$ranks" -genv MPIR_CVAR_NUM_CLIQUES "$nodes" \
-    -genv MPIR_CVAR_POLLS_BEFORE_YIELD 1 -genv MPIR_CVAR_CH4_NUM_VCIS 1 \
-    "$work/rank0_rss.sh" "$@" >"$out" 2>&1 || echo "exit $?" >>"$out"
+    -genv MPIR_CVAR_POLLS_BEFORE_YIELD 1 -genv MPIR_CVAR_CH4_NUM_VCIS 1 -genv RSS_FILE "$RSS_FILE" \
+    "$rank0_rss" "$@" >"$out" 2>&1 || echo "exit $?" >>"$out"
   awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.0f s", b - a}' >"$work/wall"
 }
 

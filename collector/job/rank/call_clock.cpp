@@ -1,16 +1,17 @@
 #include "collector/job/rank/call_clock.h"
 
 #include <cmath>
-#include <ctime>
 #include <fstream>
 
 namespace corenoise {
 
-double monotonic_seconds() {
+double clock_seconds(clockid_t clock) {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+double monotonic_seconds() { return clock_seconds(CLOCK_MONOTONIC); }
 
 void TscSeconds::start(std::uint64_t ticks, double seconds) {
   anchored_ = true;

@@ -16,6 +16,8 @@
 // it has measured a new rate. Elsewhere it is clock_gettime throughout.
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,8 @@
 
 namespace corenoise {
 
+// `clock` in seconds (clock_gettime); the session's other clocks use it too.
+double clock_seconds(clockid_t clock);
 double monotonic_seconds();
 
 // TSC ticks to seconds from anchors (pure: tests give the readings).

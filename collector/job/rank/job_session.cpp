@@ -15,12 +15,6 @@
 namespace corenoise {
 namespace {
 
-double clock_seconds(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 // The cost of one minor fault on this node, to price the faults counted:
 // first touches of fresh anonymous pages, the median of a few batches.
 double measure_fault_cost() {
