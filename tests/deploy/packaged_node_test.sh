@@ -185,7 +185,7 @@ metrics_when() {
 
 # ---- the base root, cached ----------------------------------------------------------
 mirror=$(debian_mirror)
-key="$(printf '%s\n' "recipe 1" bookworm minbase "$mirror" "${base_packages[@]}" "${masked_units[@]}" |
+key="$(printf '%s\n' "recipe 2" "$(hostname)" bookworm minbase "$mirror" "${base_packages[@]}" "${masked_units[@]}" |
   sha256sum | cut -c1-16)"
 tarball="$cache_dir/packaged-node-bookworm-$key.tar.zst"
 mkdir -p "$cache_dir"

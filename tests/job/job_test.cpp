@@ -670,9 +670,9 @@ TEST(JobWaitModes, TheLateRankIsNamedFirstWhetherTheOthersPollOrYield) {
 // work: with 9 times, a clean Open MPI rank the scheduler ran last caused
 // more waiting in 1 run of 6. The 64-rank MPICH job takes 30 s here; each
 // size and family is a test of its own, with the suite's timeout to
-// itself: in a fresh Debian root (tests/tools/fresh_machine_check.sh)
-// oversubscribed jobs ran 10-25 times slower, and the four as one test
-// passed 180 s.
+// itself: on a machine whose /etc/hosts does not name it, every MPI
+// start-up waits on DNS, and the four as one test passed 180 s (the
+// fresh-machine check's root had none until debian_root.sh wrote one).
 struct ScaleCase {
   std::string name;
   bool openmpi;
