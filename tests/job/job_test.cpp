@@ -125,7 +125,7 @@ const std::string kStoryLaunch =
 // kept (host_draw.h). Every caller asserts that the clean rank 0 is named
 // for nothing, so the default is the job's floor: at kFairMatmulRatio a
 // draw whose vCPU 0 ran the same work 5.9 % slower than vCPU 1 was kept and
-// named rank 0 more-work (1 run in 16 of the other-process story here).
+// named rank 0 more-work (1 of 8 runs of the other-process story here).
 JobRun run_story(const std::string& story_args, const std::string& name,
                  const std::string& daemon = "--no-daemon",
                  double fair_ratio = testing::kJobFloorRatio) {
