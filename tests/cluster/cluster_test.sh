@@ -174,9 +174,9 @@ case_stop() {
   # Node 1 was never given noise: over every health check it had while the
   # cluster ran (about one every 3 s), none may have drained it.
   checks=$(grep -c 'corenoise-healthcheck' "$dir/cn-node1/syslog" || true)
-  drains=$(grep -c -- '-- drained node cn-node1' "$dir/cn-node1/syslog" || true)
-  would=$(grep -c 'would drain node cn-node1' "$dir/cn-node1/syslog" || true)
   reasons=$(grep -- '-- drained node cn-node1' "$dir/cn-node1/syslog" || true)
+  drains=$(grep -c . <<<"$reasons" || true)
+  would=$(grep -c 'would drain node cn-node1' "$dir/cn-node1/syslog" || true)
   echo "node 1 (never given noise): $checks health checks, $drains drains ($would in report-only cases, beside MPI ranks on its one CPU)"
   cluster_stop
   rm -f -- "$state"

@@ -30,9 +30,14 @@ debian_sources() {
   done
   ((copied)) || echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"
   cp /etc/resolv.conf "$root/etc/resolv.conf"
-  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n\n%s\n%s\n%s\n' "$(hostname)" \
-    '::1     localhost ip6-localhost ip6-loopback' 'ff02::1 ip6-allnodes' \
-    'ff02::2 ip6-allrouters' >"$root/etc/hosts"
+  cat >"$root/etc/hosts" <<EOF
+127.0.0.1	localhost
+127.0.1.1	$(hostname)
+
+::1     localhost ip6-localhost ip6-loopback
+ff02::1 ip6-allnodes
+ff02::2 ip6-allrouters
+EOF
 }
 
 # build_deb CPACK CPACK_CONFIG OUT VERSION: the package from a finished build
