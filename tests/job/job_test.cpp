@@ -97,6 +97,7 @@ std::optional<std::pair<int, double>> rank_option(const std::string& args,
 struct JobRun {
   testing::CommandResult result;
   json report;
+  int draws = 1;  // runs of the job, the last kept (host_draw.h)
 };
 
 // One run of the story's script under `corenoise job`: `launch` is the
@@ -147,9 +148,16 @@ JobRun run_story(const std::string& story_args, const std::string& name,
     if (first_step && first_step->first == rank) return 1.0 + (first_step->second - 1) / steps;
     return 1.0;
   };
-  return testing::draw_on_a_fair_host(
-      "story", [&] { return run_story_once(kStoryLaunch, daemon, story_args, name); },
+  int draws = 0;
+  JobRun kept = testing::draw_on_a_fair_host(
+      "story",
+      [&] {
+        ++draws;
+        return run_story_once(kStoryLaunch, daemon, story_args, name);
+      },
       [&](const JobRun& run) { return testing::unfair_host_in_job(run.report, work, fair_ratio); });
+  kept.draws = draws;
+  return kept;
 }
 
 // "story_numpy.py:N in main": the script's first line that begins with
@@ -356,13 +364,18 @@ TEST(JobDaemon, TheNodesDaemonGetsTheLossAndGivesItsVerdicts) {
   }
   // One report per rank and draw: where the host was unfair, the story ran
   // again (host_draw.h) and the daemon took every run's loss, the last's
-  // among them. The exporter's view follows within a second.
+  // among them; so wait for all of them (waiting for 2 read the first
+  // draw's loss alone, less than the kept draw's). The exporter's view
+  // follows within a second.
+  const double reports = 2.0 * run.draws;
   std::string metrics;
   for (int i = 0; i < 50; ++i, usleep(100000)) {
     metrics = testing::http_get(port, "/metrics").second;
-    if (testing::metric_value(metrics, "corenoise_job_reports_total").value_or(0) >= 2) break;
+    if (testing::metric_value(metrics, "corenoise_job_reports_total").value_or(0) >= reports) {
+      break;
+    }
   }
-  EXPECT_GE(testing::metric_value(metrics, "corenoise_job_reports_total").value_or(0), 2.0)
+  EXPECT_GE(testing::metric_value(metrics, "corenoise_job_reports_total").value_or(0), reports)
       << metrics;
   EXPECT_EQ(testing::metric_value(metrics,
                                   "corenoise_job_reports_refused_total{reason=\"unregistered\"}"),
