@@ -68,6 +68,40 @@ void print_causes(std::ostringstream& out, const JobReport& report) {
   out << "\n";
 }
 
+std::string steps_text(long first, long last) {
+  return first == last ? "step " + std::to_string(first)
+                       : "steps " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+// When a late rank was late: "chronic since step 1201 (180.0 s in), late
+// in 70% of the job's steps" or "late in 1 burst: steps 1201-2400
+// (180.0 s-360.0 s in), late in 30% of the job's steps".
+std::string pattern_text(const LatenessPattern& p) {
+  std::ostringstream out;
+  const std::string share = ", late in " + percent_text(p.late_share, 0) + " of the job's steps";
+  const auto stretch = [](const LateStretch& s) {
+    return steps_text(s.first_step, s.last_step) + " (" + seconds_text(s.start_seconds) + "-" +
+           seconds_text(s.end_seconds) + " in)";
+  };
+  if (p.kind == LatenessPattern::Kind::chronic) {
+    if (p.onset_step <= 1) {
+      out << "chronic from the start" << share;
+    } else {
+      out << "chronic since step " << p.onset_step << " (" << seconds_text(p.onset_seconds)
+          << " in)" << share;
+    }
+    const std::size_t total = p.stretches.size() + p.stretches_unlisted;
+    if (total > 1) out << "; " << plural(total - 1, "burst", "bursts") << " before";
+    return out.str();
+  }
+  const std::size_t count = p.stretches.size() + p.stretches_unlisted;
+  out << "late in " << plural(count, "burst", "bursts");
+  if (!p.stretches.empty()) out << ": " << stretch(p.stretches.back());
+  if (count > 1) out << " (the latest)";
+  out << share;
+  return out.str();
+}
+
 // A rank's line, its daemon's verdicts and the fix, each fix once (the
 // same cause may read differently where a rank names a process).
 void print_rank(std::ostringstream& out, const JobRank& r, std::set<std::string>& advised) {
@@ -81,6 +115,7 @@ void print_rank(std::ostringstream& out, const JobRank& r, std::set<std::string>
         << " " << seconds_text(c.seconds);
   }
   out << ")\n";
+  if (r.pattern) out << "      " << pattern_text(*r.pattern) << "\n";
   if (r.daemon) {
     for (const auto& [cpu, verdict] : *r.daemon) {
       out << "      corenoised on cpu " << cpu << ": " << verdict.state;
@@ -112,11 +147,6 @@ void print_findings(std::ostringstream& out, const JobReport& report) {
     out << "    " << f.kind << ": " << f.evidence << "\n";
     out << "      fix: " << f.fix << "\n";
   }
-}
-
-std::string steps_text(long first, long last) {
-  return first == last ? "step " + std::to_string(first)
-                       : "steps " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 // Each phase in a line: its waiting, and its late ranks or none.

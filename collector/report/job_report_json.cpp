@@ -58,6 +58,24 @@ json daemon_json(const std::map<unsigned, DaemonVerdict>& verdicts) {
   return out;
 }
 
+json pattern_json(const LatenessPattern& p) {
+  json stretches = json::array();
+  for (const LateStretch& s : p.stretches) {
+    stretches.push_back({{"first_step", s.first_step},
+                         {"last_step", s.last_step},
+                         {"start_seconds", s.start_seconds},
+                         {"end_seconds", s.end_seconds}});
+  }
+  const bool chronic = p.kind == LatenessPattern::Kind::chronic;
+  return {{"kind", chronic ? "chronic" : "bursts"},
+          {"late_share", p.late_share},
+          {"late_share_interval", {p.late_share_low, p.late_share_high}},
+          {"onset_step", chronic ? json(p.onset_step) : json(nullptr)},
+          {"onset_seconds", chronic ? json(p.onset_seconds) : json(nullptr)},
+          {"stretches", stretches},
+          {"stretches_unlisted", p.stretches_unlisted}};
+}
+
 json rank_json(const JobRank& r) {
   const RankMeasures& m = r.measures;
   const RankAttribution& a = r.attribution;
@@ -84,6 +102,7 @@ json rank_json(const JobRank& r) {
       {"busy_threads", r.busy_threads_peak > 0 ? json(r.busy_threads_peak) : json(nullptr)},
       {"counters", counters_json(m)},
       {"daemon", r.daemon ? daemon_json(*r.daemon) : json(nullptr)},
+      {"lateness_pattern", r.pattern ? pattern_json(*r.pattern) : json(nullptr)},
   };
 }
 

@@ -56,6 +56,7 @@ using testing::run_command;
 const std::string kCorenoise = testing::shell_word(CORENOISE_BIN);
 const std::string kPython = testing::shell_word(PYTHON_BIN);
 const std::string kBsp = testing::shell_word(BSP_STEP_APP_BIN);
+const std::string kBspOpenMpi = testing::shell_word(BSP_STEP_APP_OPENMPI_BIN);
 const std::string kLargeCount = testing::shell_word(LARGE_COUNT_APP_BIN);
 const std::string kHaloMpich = testing::shell_word(HALO_APP_MPICH_BIN);
 const std::string kHaloOpenMpi = testing::shell_word(HALO_APP_OPENMPI_BIN);
@@ -510,6 +511,64 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
   std::remove(path.c_str());
   EXPECT_EQ(run.report["mpi_family"], "mpich");
   expect_rank_one(run, "other-processes");
+}
+
+// Chronic or one-off on a real job (lateness_pattern.h): rank 1 of
+// bsp_step_app runs its step's products three times over in steps
+// [200, 400) of 600, then in [200, 600). The library counts each barrier
+// and allreduce a step, after 5 warm-up steps of two and one barrier, so
+// the app's step s ends at the library's barrier 12 + 2s. The report must
+// place the late stretch there, within a column or 1 % of the row (the
+// segmentation's shortest piece): a burst with both ends, then chronic
+// since its start. Both MPI families.
+void expect_late_stretch(const MpiLauncher& mpi, int late_to, bool chronic) {
+  const std::string path = temp_path("pattern-" + mpi.family + ".json");
+  const auto result =
+      run_command("timeout -k 5 120 " + mpi.bound_job(2) + kCorenoise + " job --no-daemon --json " +
+                  path + " -- " + (mpi.family == "openmpi" ? kBspOpenMpi : kBsp) +
+                  " --steps 600 --step-products 64 --late-rank 1 --late-factor 3" +
+                  " --late-steps 200:" + std::to_string(late_to));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json report = read_json(path);
+  std::remove(path.c_str());
+  SCOPED_TRACE(mpi.family + ", late to step " + std::to_string(late_to) + "\n" + result.err);
+  ASSERT_EQ(report["worst_ranks"].size(), 1u) << report["worst_ranks"];
+  ASSERT_EQ(report["worst_ranks"][0], 1);
+  const json& p = rank_entry(report, 1)["lateness_pattern"];
+  ASSERT_TRUE(p.is_object()) << rank_entry(report, 1).dump(1);
+  const long per_column = report["lateness"]["steps_per_column"].get<long>();
+  const long columns = report["lateness"]["columns"].get<long>();
+  const long slack = per_column * std::max(2L, (columns + 99) / 100);
+  const long first = 12 + 2 * 200, last = 12 + 2 * (late_to - 1);
+  // The known stretch among the stretches (the host may add a stall of its
+  // own as a short burst): the one that holds the known stretch's middle.
+  const json* stretch = nullptr;
+  for (const json& s : p["stretches"]) {
+    if (s["first_step"].get<long>() <= (first + last) / 2 &&
+        s["last_step"].get<long>() >= (first + last) / 2) {
+      stretch = &s;
+    }
+  }
+  ASSERT_NE(stretch, nullptr) << p.dump(1);
+  EXPECT_NEAR((*stretch)["first_step"].get<long>(), first, slack) << p.dump(1);
+  EXPECT_EQ(p["kind"], chronic ? "chronic" : "bursts") << p.dump(1);
+  if (chronic) {
+    EXPECT_NEAR(p["onset_step"].get<long>(), first, slack) << p.dump(1);
+  } else {
+    EXPECT_NEAR((*stretch)["last_step"].get<long>(), last, slack) << p.dump(1);
+  }
+  // The late barriers' columns, of all the job's steps: a column of two
+  // or more steps holds each late barrier with its allreduce.
+  const double share = (late_to - 200.0) * static_cast<double>(std::min(per_column, 2L)) /
+                       report["steps"].get<double>();
+  EXPECT_NEAR(p["late_share"].get<double>(), share, 0.05) << p.dump(1);
+}
+
+TEST(JobPattern, AKnownExtraInTheMiddleIsABurstAndToTheEndIsChronic) {
+  for (const MpiLauncher* mpi : {&kOpenMpi, &kMpich}) {
+    expect_late_stretch(*mpi, 400, false);
+    expect_late_stretch(*mpi, 600, true);
+  }
 }
 
 // The stencil skeleton (tests/job/halo_app.cpp): ranks synchronise by

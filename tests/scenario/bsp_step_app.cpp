@@ -10,6 +10,7 @@
 //
 //   mpiexec.mpich -n 2 -bind-to core bsp_step_app [--steps N] [--step-products K]
 //       [--matmul-size n] [--warmup-steps W] [--json FILE [--per-step]]
+//       [--late-rank R --late-steps A:B [--late-factor F]]
 //
 // Unlike the story's one-shot script it repeats the step, because one step
 // is one draw of the noise: per rank it keeps every step's times and reports
@@ -60,6 +61,12 @@ struct Options {
   int kill_rank = -1;
   int kill_at_step = 0;
   int skip_finalize_rank = -1;
+  // A rank with a known extra over a known stretch of steps (chronic or
+  // in bursts, lateness_pattern.h): late_rank runs the step's products
+  // late_factor times in steps [late_from, late_to).
+  int late_rank = -1;
+  int late_from = 0, late_to = 0;
+  int late_factor = 2;
 };
 
 [[noreturn]] void usage(int rank, const std::string& why) {
@@ -67,7 +74,8 @@ struct Options {
     std::fprintf(stderr,
                  "bsp_step_app: %s\nusage: bsp_step_app [--steps N] [--step-products K] "
                  "[--matmul-size n] [--warmup-steps W] [--json FILE [--per-step]]\n"
-                 "       [--kill-rank R --kill-at-step S] [--skip-finalize-rank R]\n",
+                 "       [--kill-rank R --kill-at-step S] [--skip-finalize-rank R]\n"
+                 "       [--late-rank R --late-steps A:B [--late-factor F]]\n",
                  why.c_str());
   }
   MPI_Finalize();
@@ -108,6 +116,15 @@ Options parse(int argc, char** argv, int rank) {
       o.kill_at_step = positive(0);
     } else if (arg == "--skip-finalize-rank") {
       o.skip_finalize_rank = positive(0);
+    } else if (arg == "--late-rank") {
+      o.late_rank = positive(0);
+    } else if (arg == "--late-steps") {
+      if (std::sscanf(value.c_str(), "%d:%d", &o.late_from, &o.late_to) != 2 || o.late_from < 0 ||
+          o.late_to < o.late_from) {
+        usage(rank, arg + " " + value + ": expected A:B, 0 <= A <= B (steps A to B-1)");
+      }
+    } else if (arg == "--late-factor") {
+      o.late_factor = positive(1);
     } else {
       usage(rank, "unknown option " + arg);
     }
@@ -289,7 +306,8 @@ int run(int argc, char** argv) {
   for (int step = 0; step < o.steps; ++step) {
     if (rank == o.kill_rank && step == o.kill_at_step) ::raise(SIGKILL);
     const auto t0 = std::chrono::steady_clock::now();
-    kernel.run();
+    const bool late = rank == o.late_rank && step >= o.late_from && step < o.late_to;
+    for (int k = 0; k < (late ? o.late_factor : 1); ++k) kernel.run();
     const auto t1 = std::chrono::steady_clock::now();
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t2 = std::chrono::steady_clock::now();

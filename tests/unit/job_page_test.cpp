@@ -66,6 +66,21 @@ json make_job() {
   });
   ranks[1]["unexplained_seconds"] = 0.002;
   ranks[2]["advice"] = nullptr;  // as corenoise job writes a rank without a cause
+  // When each late rank was late (lateness_pattern.h): rank 2 in one burst
+  // at column 3, rank 1 throughout.
+  ranks[2]["lateness_pattern"] = {
+      {"kind", "bursts"},
+      {"late_share", 1.0 / 6},
+      {"late_share_interval", {0.03, 0.56}},
+      {"onset_step", nullptr},
+      {"onset_seconds", nullptr},
+      {"stretches",
+       {{{"first_step", 31}, {"last_step", 40}, {"start_seconds", 6.15}, {"end_seconds", 8.2}}}},
+      {"stretches_unlisted", 0}};
+  ranks[1]["lateness_pattern"] = {
+      {"kind", "chronic"},      {"late_share", 0.6},    {"late_share_interval", {0.23, 0.88}},
+      {"onset_step", 1},        {"onset_seconds", 0.0}, {"stretches", json::array()},
+      {"stretches_unlisted", 0}};
   return {{"schema", "corenoise-job/1"},
           {"version", "9.9.9-test"},
           {"program", "python3 jax_mpi.py"},
@@ -156,10 +171,13 @@ TEST(JobPage, ChromiumDrawsHeaderWaitingAndTables) {
   ASSERT_EQ(worst.size(), 2u);
   EXPECT_EQ(worst[0],
             (std::vector<std::string>{"1", "2", "n02", "0", "0.750 s", "0.375 s", "interrupts",
+                                      "bursts, late in 17 % of the steps\n"
+                                      "steps 31-40 (6.150 s-8.200 s)",
                                       "interrupts 0.250 s",
                                       "process irq/45-mlx5 (pid 812, cpu 0) 0.200 s", "–", "–"}));
   EXPECT_EQ(worst[1],
             (std::vector<std::string>{"2", "1", "n01", "1", "0.100 s", "0.035 s", "own-threads",
+                                      "chronic from the start, late in 60 % of the steps",
                                       "own-threads 0.050 s\npage-faults 0.010 s\n"
                                       "unexplained 0.002 s",
                                       "thread python3 0.040 s", "Pin the helper threads off cpu 1.",
@@ -347,7 +365,7 @@ TEST(JobPage, IncompleteJobSaysWhyAndRanksWithoutAnOrder) {
   EXPECT_EQ(worst[1][1], "1");
   EXPECT_EQ(worst[2][1], "0");
   EXPECT_EQ(worst[3][1], "3");
-  EXPECT_EQ(worst[3][10], "cpu 1 noisy: irq 45 (30 s old)\ncpu 3 ok");
+  EXPECT_EQ(worst[3][11], "cpu 1 noisy: irq 45 (30 s old)\ncpu 3 ok");
   EXPECT_NE(section(dom, "lateness").find("No lateness figures"), std::string::npos);
 }
 
@@ -381,7 +399,7 @@ TEST(JobPage, HostileHostAndProgramStayText) {
   const auto worst = table_rows(section(dom, "worst-ranks"));
   ASSERT_EQ(worst.size(), 2u);
   EXPECT_EQ(worst[0][2], mark);
-  EXPECT_EQ(worst[1][8], "thread <img src=x onerror=\"document.title=3\"> 0.040 s");
+  EXPECT_EQ(worst[1][9], "thread <img src=x onerror=\"document.title=3\"> 0.040 s");
   EXPECT_EQ(text_of(element(dom, "<code id=\"program\"", "code")),
             "<!--<script>document.documentElement.dataset.pwned=2</script>");
   EXPECT_EQ(probed_cells(dom).at("2,3").text,

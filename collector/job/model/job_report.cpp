@@ -164,6 +164,18 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
   return rows;
 }
 
+// A late rank's pattern over the job, from its row of the lateness matrix
+// (rows in the order of the records in full); a step counts as late past
+// the job's naming threshold shared over its steps.
+std::optional<LatenessPattern> pattern_of(const JobReport& report, const RankAttribution& a,
+                                          std::size_t row) {
+  const JobFacts& facts = report.facts;
+  if (!a.main_cause || row >= facts.lateness.size() || facts.steps < 1) return std::nullopt;
+  const double per_step = report.cause_threshold_seconds / static_cast<double>(facts.steps);
+  return lateness_pattern(facts.lateness[row], facts.steps_per_column, facts.steps,
+                          report.elapsed_seconds, per_step);
+}
+
 }  // namespace
 
 const JobRank* JobReport::rank(int number) const {
@@ -206,13 +218,15 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
   for (std::size_t i = 0; i < all.size(); ++i) index_of_rank.emplace_back(all[i].number(), i);
   std::sort(index_of_rank.begin(), index_of_rank.end());
   const NodeViews views = node_views(full, report.facts.node_digests);
-  for (const auto& r : full) {
+  for (std::size_t row = 0; row < full.size(); ++row) {
+    const RankRecord& r = full[row];
     const auto it = std::lower_bound(index_of_rank.begin(), index_of_rank.end(),
                                      std::pair{r.rank, std::size_t{0}});
     if (it == index_of_rank.end() || it->first != r.rank) continue;
     const RankAttribution a = judged.attribution_of(all[it->second].measures);
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
-                            r.config.busy_threads_peak, verdicts_of(r, views)});
+                            r.config.busy_threads_peak, verdicts_of(r, views),
+                            pattern_of(report, a, row)});
   }
   for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
   findings_and_sites(report.facts, all.size(), full, report);

@@ -21,6 +21,7 @@
 #include "collector/job/model/attribution.h"
 #include "collector/job/model/job_findings.h"
 #include "collector/job/model/job_phases.h"
+#include "collector/job/model/lateness_pattern.h"
 #include "collector/job/model/node_digest.h"
 #include "collector/job/model/rank_record.h"
 #include "collector/job/model/rank_summary.h"
@@ -90,6 +91,8 @@ struct JobRank {
   // The node's corenoised verdicts on this rank's CPUs; nullopt when the
   // node's daemon gave none for them.
   std::optional<std::map<unsigned, DaemonVerdict>> daemon;
+  // A late rank's: chronic or in bursts, and since when (lateness_pattern.h).
+  std::optional<LatenessPattern> pattern;
 };
 
 // One call site over all ranks: its calls per rank (the most any rank

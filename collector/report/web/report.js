@@ -782,7 +782,7 @@
       title,
       el("p", { className: "meta" }, "By the wait each rank caused the others (worst first): its cause, the figures behind it, what ran on its CPU instead, and the fix that fits."),
       table(
-        ["#", "rank", "host", "cpus", "wait caused", "excess", "cause", "causes", "culprits", "advice", "daemon"],
+        ["#", "rank", "host", "cpus", "wait caused", "excess", "cause", "when", "causes", "culprits", "advice", "daemon"],
         rows.map((rank, i) => {
           const causes = Object.entries(rank.causes || {}).filter(([, s]) => isNum(s) && s > 0).sort((a, b) => b[1] - a[1]);
           // Excess that no counter explains, after the causes.
@@ -790,6 +790,7 @@
           return el("tr", { dataset: { rank: String(rank.rank) } }, num(String(i + 1)), num(String(rank.rank)), el("td", null, String(rank.host)),
             el("td", null, String(rank.cpus)), num(seconds(rank.wait_caused_seconds)), num(seconds(rank.excess_seconds)),
             el("td", null, el("b", null, String(rank.cause))),
+            el("td", { className: "list" }, patternText(rank.lateness_pattern)),
             el("td", { className: "list" }, causes.length ? causes.map(([cause, s]) => el("div", null, cause + " " + seconds(s))) : DASH),
             el("td", { className: "list" }, (rank.culprits || []).length ? rank.culprits.map((c) => el("div", null, culpritText(c))) : DASH),
             el("td", { className: "advice" }, rank.advice || DASH),
@@ -845,6 +846,19 @@
           el("td", { className: "advice" }, String(f.evidence)), el("td", { className: "advice" }, String(f.fix)))),
       ),
     );
+  }
+
+  // When a late rank was late (lateness_pattern): chronic since a step, or
+  // in bursts, each with its steps and its seconds into the job.
+  function patternText(p) {
+    if (!p || typeof p !== "object") return DASH;
+    const share = isNum(p.late_share) ? ", late in " + fixed(100 * p.late_share, 0) + " % of the steps" : "";
+    const stretch = (s) => "steps " + s.first_step + "-" + s.last_step + " (" + seconds(s.start_seconds) + "-" + seconds(s.end_seconds) + ")";
+    const stretches = Array.isArray(p.stretches) ? p.stretches : [];
+    if (p.kind === "chronic")
+      return (p.onset_step > 1 ? "chronic since step " + p.onset_step + " (" + seconds(p.onset_seconds) + ")" : "chronic from the start") + share;
+    return [el("div", null, "bursts" + share)].concat(stretches.map((s) => el("div", null, stretch(s))),
+      isNum(p.stretches_unlisted) && p.stretches_unlisted > 0 ? [el("div", null, "and " + p.stretches_unlisted + " earlier")] : []);
   }
 
   function culpritText(c) {
