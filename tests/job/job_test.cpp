@@ -556,6 +556,16 @@ void expect_late_stretch(const MpiLauncher& mpi, int late_to, bool chronic) {
     EXPECT_NEAR(p["onset_step"].get<long>(), first, slack) << p.dump(1);
   } else {
     EXPECT_NEAR((*stretch)["last_step"].get<long>(), last, slack) << p.dump(1);
+    // In time, by rank 0's clock at each column: the late steps, of three
+    // times the work, took a larger share of the job's time than of its
+    // steps (steps spread evenly would make the two equal).
+    const double time_share =
+        ((*stretch)["end_seconds"].get<double>() - (*stretch)["start_seconds"].get<double>()) /
+        report["elapsed_seconds"].get<double>();
+    const double step_share = static_cast<double>((*stretch)["last_step"].get<long>() -
+                                                  (*stretch)["first_step"].get<long>() + 1) /
+                              report["steps"].get<double>();
+    EXPECT_GT(time_share, 1.3 * step_share) << p.dump(1);
   }
   // The late barriers' columns, of all the job's steps: a column of two
   // or more steps holds each late barrier with its allreduce.

@@ -319,6 +319,19 @@ TEST(StepWaitsTest, BinsMergeInPairsWhenFull) {
   EXPECT_DOUBLE_EQ(sum(waits.bins()), 45.0);
 }
 
+// Each bin ends when its last step did, through every merge: step k ends
+// at 10·k seconds.
+TEST(StepWaitsTest, EachBinEndsWithItsLastStep) {
+  StepWaits waits(4);
+  for (int k = 1; k <= 3; ++k) waits.add(k, 0, 10.0 * k);
+  EXPECT_EQ(waits.ends(), (std::vector<double>{10, 20, 30}));
+  for (int k = 4; k <= 5; ++k) waits.add(k, 0, 10.0 * k);
+  EXPECT_EQ(waits.ends(), (std::vector<double>{20, 40, 50}));  // pairs, then the fifth alone
+  for (int k = 6; k <= 9; ++k) waits.add(k, 0, 10.0 * k);
+  EXPECT_EQ(waits.ends(), (std::vector<double>{40, 80, 90}));
+  EXPECT_EQ(waits.ends().size(), waits.bins().size());
+}
+
 TEST(StepWaitsTest, BinsAlwaysSumToTheStepsAndStayBounded) {
   StepWaits waits(8);
   double total = 0;

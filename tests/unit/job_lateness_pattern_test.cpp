@@ -131,6 +131,20 @@ TEST(LatenessPattern, ManyBurstsListTheLatestAndCountTheRest) {
   }
 }
 
+// With the reporting rank's clock at each column's end, the seconds are
+// that clock's: here the late columns took three times as long.
+TEST(LatenessPattern, TheSecondsAreTheColumnsClockWhereTheReportHasIt) {
+  std::vector<double> ends;
+  double now = 0;
+  for (std::size_t c = 0; c < kColumns; ++c)
+    ends.push_back(now += (c >= 300 && c < 600 ? 1.8 : 0.6));
+  const LatenessPattern p =
+      lateness_pattern(row(300, 600), kStepsPerColumn, kSteps, now, kThreshold, ends);
+  ASSERT_EQ(p.stretches.size(), 1u);
+  EXPECT_NEAR(p.stretches[0].start_seconds, 180, 0.6 + 1e-9);
+  EXPECT_NEAR(p.stretches[0].end_seconds, 180 + 540, 1.8 + 1e-9);
+}
+
 // A row the job's reduction cut short (fewer steps in the last column):
 // the share and the seconds count steps, not columns.
 TEST(LatenessPattern, AShortLastColumnCountsItsOwnSteps) {

@@ -173,7 +173,7 @@ std::optional<LatenessPattern> pattern_of(const JobReport& report, const RankAtt
   if (!a.main_cause || row >= facts.lateness.size() || facts.steps < 1) return std::nullopt;
   const double per_step = report.cause_threshold_seconds / static_cast<double>(facts.steps);
   return lateness_pattern(facts.lateness[row], facts.steps_per_column, facts.steps,
-                          report.elapsed_seconds, per_step);
+                          report.elapsed_seconds, per_step, facts.column_end_seconds);
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ struct JobFacts {
   // (node_digest.h).
   std::map<int, NodeDigest> node_digests;
   long steps_per_column = 1;
+  // Where each column ends, in seconds since the reporting rank's start
+  // (its clock at the column's last step); empty from spill files.
+  std::vector<double> column_end_seconds;
   std::string incomplete_reason;  // empty: every rank reported
   std::string clock_source;
   // The MPI library measured (the reporting rank's): its file and

@@ -80,7 +80,8 @@ std::vector<std::pair<std::size_t, std::size_t>> late_pieces(
 }  // namespace
 
 LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_column, long steps,
-                                 double elapsed_seconds, double late_per_step_seconds) {
+                                 double elapsed_seconds, double late_per_step_seconds,
+                                 std::span<const double> column_end_seconds) {
   LatenessPattern pattern;
   const long per_column = std::max(1L, steps_per_column);
   const std::size_t n = row.size();
@@ -102,7 +103,11 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
       wilson(static_cast<double>(late_before[n]), static_cast<double>(n));
 
   const auto late = late_pieces(late_before);
-  const auto at_step = [&](long step) {
+  // The job's time where column c begins (c = n: where the row ends).
+  const bool clocked = column_end_seconds.size() == n;
+  const auto at_column = [&](std::size_t c) {
+    if (clocked) return c == 0 ? 0.0 : std::max(0.0, column_end_seconds[c - 1]);
+    const long step = std::min(steps, static_cast<long>(c) * per_column);
     return elapsed_seconds * static_cast<double>(step) / static_cast<double>(steps);
   };
   // The latest kMaxListedStretches: a live report's reader wants the now.
@@ -112,7 +117,7 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
   for (std::size_t i = unlisted; i < late.size(); ++i) {
     const long first = static_cast<long>(late[i].first) * per_column + 1;
     const long last = std::min(steps, static_cast<long>(late[i].second) * per_column);
-    pattern.stretches.push_back({first, last, at_step(first - 1), at_step(last)});
+    pattern.stretches.push_back({first, last, at_column(late[i].first), at_column(late[i].second)});
   }
   // Late by a little at every step, no piece standing out: chronic from
   // the start. Else chronic when the last late piece runs to the end and
@@ -122,7 +127,7 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
   if (late.empty() || lasting) {
     pattern.kind = LatenessPattern::Kind::chronic;
     pattern.onset_step = late.empty() ? 1 : static_cast<long>(late.back().first) * per_column + 1;
-    pattern.onset_seconds = at_step(pattern.onset_step - 1);
+    pattern.onset_seconds = at_column(late.empty() ? 0 : late.back().first);
   } else {
     pattern.kind = LatenessPattern::Kind::bursts;
   }

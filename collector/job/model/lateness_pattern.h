@@ -22,8 +22,9 @@
 // cadence), so a live report calls a rank chronic from the step its
 // lateness began until the lateness ends, and a burst after.
 //
-// Steps are exact; the seconds assume steps spread evenly over the job's
-// time (the row holds no clock).
+// Steps are exact; the seconds are the reporting rank's clock at each
+// column's end where the report has it (at MPI_Finalize), else (from spill
+// files) assume steps spread evenly over the job's time.
 //
 // Pure.
 #pragma once
@@ -62,9 +63,11 @@ inline constexpr std::size_t kMaxListedStretches = 8;
 // `row`: the rank's lateness per column of `steps_per_column` steps (the
 // last column may hold fewer: `steps` in all); `elapsed_seconds`: the job's;
 // `late_per_step_seconds`: a step's lateness that counts as late (the job's
-// naming threshold over its steps). An empty row gives chronic from step 1
-// with a share of 0.
+// naming threshold over its steps); `column_end_seconds`: where each column
+// ends since the job's start, used when it has a value per column. An empty
+// row gives chronic from step 1 with a share of 0.
 LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_column, long steps,
-                                 double elapsed_seconds, double late_per_step_seconds);
+                                 double elapsed_seconds, double late_per_step_seconds,
+                                 std::span<const double> column_end_seconds = {});
 
 }  // namespace corenoise

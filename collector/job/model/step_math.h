@@ -49,6 +49,18 @@ inline std::vector<float> lateness_columns(std::span<const double> mine,
   return lateness;
 }
 
+// Where each column of lateness_columns ends in time: the end of its last
+// bin (`bin_ends`, a rank's clock at each bin's last step), less `since`.
+inline std::vector<double> column_ends(std::span<const double> bin_ends, double since) {
+  const std::size_t n = bin_ends.size();
+  const std::size_t columns = n < kMaxLatenessColumns ? n : kMaxLatenessColumns;
+  const std::size_t per_column = columns == 0 ? 1 : (n + columns - 1) / columns;
+  std::vector<double> ends;
+  for (std::size_t start = 0; start < n; start += per_column)
+    ends.push_back(bin_ends[std::min(n, start + per_column) - 1] - since);
+  return ends;
+}
+
 // The waiting caused at each bin: every rank's wait there beyond the
 // least, summed (sum - n·w_min).
 inline std::vector<double> caused_per_bin(int ranks, std::span<const double> minimum,

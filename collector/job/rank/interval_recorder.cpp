@@ -9,27 +9,32 @@ StepWaits::StepWaits(std::size_t max_bins)
     : max_bins_(std::max<std::size_t>(2, max_bins & ~std::size_t{1})) {
   bins_.reserve(max_bins_);
   sites_.reserve(max_bins_);
+  ends_.reserve(max_bins_);
 }
 
-void StepWaits::add(double wait_seconds, std::uint16_t site) {
+void StepWaits::add(double wait_seconds, std::uint16_t site, double now) {
   if (steps_ % steps_per_bin_ == 0) {
     if (bins_.size() == max_bins_) {
       // Full: merge neighbours, halving the resolution of the whole record.
       for (std::size_t i = 0; i < max_bins_ / 2; ++i) {
         bins_[i] = bins_[2 * i] + bins_[2 * i + 1];
         sites_[i] = sites_[2 * i];
+        ends_[i] = ends_[2 * i + 1];
       }
       bins_.resize(max_bins_ / 2);
       sites_.resize(max_bins_ / 2);
+      ends_.resize(max_bins_ / 2);
       steps_per_bin_ *= 2;
       if (mirror_ != nullptr) std::copy(bins_.begin(), bins_.end(), mirror_);
     }
     if (steps_ % steps_per_bin_ == 0) {
       bins_.push_back(0.0);
       sites_.push_back(site);
+      ends_.push_back(now);
     }
   }
   bins_.back() += wait_seconds;
+  ends_.back() = now;
   ++steps_;
   if (mirror_ != nullptr) {
     mirror_[bins_.size() - 1] = bins_.back();
@@ -118,7 +123,7 @@ double IntervalRecorder::exit(double now, double thread_cpu, MpiCall call,
     const bool in_table = &s >= sites_.data() && &s < sites_.data() + kTableSlots;
     const auto tag = static_cast<std::uint16_t>(in_table ? &s - sites_.data()
                                                          : kTableSlots + (&s - overflow_.data()));
-    steps_.add(wait, tag);
+    steps_.add(wait, tag, now);
   }
   interval_start_ = now;
   in_call_ = false;

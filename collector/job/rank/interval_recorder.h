@@ -47,14 +47,18 @@ struct CallSite {
 class StepWaits {
  public:
   explicit StepWaits(std::size_t max_bins);
-  // `site`: the call site's tag (IntervalRecorder::site_at).
-  void add(double wait_seconds, std::uint16_t site = 0);
+  // `site`: the call site's tag (IntervalRecorder::site_at); `now`: the
+  // call clock when the step ended.
+  void add(double wait_seconds, std::uint16_t site = 0, double now = 0);
   std::uint64_t steps() const { return steps_; }
   std::uint64_t steps_per_bin() const { return steps_per_bin_; }
   // Bins of steps_per_bin() steps each (the last may hold fewer), summed.
   const std::vector<double>& bins() const { return bins_; }
   // The call site of each bin's first step (a tag of site_at).
   const std::vector<std::uint16_t>& sites() const { return sites_; }
+  // The call clock when each bin's last step ended: where a report puts
+  // its steps in time (lateness_pattern.h).
+  const std::vector<double>& ends() const { return ends_; }
   // Also keeps every bin in `bins` (room for max_bins) and {steps,
   // steps_per_bin, bins used} in `counts` as they change: a spill file's
   // mapping (spill_writer.h), which outlives a killed process.
@@ -69,6 +73,7 @@ class StepWaits {
   std::uint64_t steps_per_bin_ = 1;
   std::vector<double> bins_;
   std::vector<std::uint16_t> sites_;
+  std::vector<double> ends_;
 };
 
 struct IntervalTotals {

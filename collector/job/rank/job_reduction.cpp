@@ -95,6 +95,7 @@ struct StepResult {
   std::vector<JobFacts::Step> worst_steps;  // rank 0's
   std::vector<float> lateness;
   long steps_per_column = 1;
+  std::vector<double> column_ends;  // rank 0's: seconds since its start
   std::string problem;
 };
 
@@ -239,7 +240,10 @@ void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult
   result.warmup_wait_caused =
       wait_caused(p.rank, p.size, std::span(low_values).first(warmup_bins),
                   std::span(low_ranks).first(warmup_bins), std::span(b.sum).first(warmup_bins));
-  if (p.rank == 0) result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
+  if (p.rank == 0) {
+    result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
+    result.column_ends = column_ends(waits.ends(), p.session->started_seconds());
+  }
 }
 
 // The step waits of every rank, reduced (step_math.h).
@@ -469,6 +473,7 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   facts.ranks_total = p.size;
   facts.steps = static_cast<long>(own.measures.steps);
   facts.steps_per_column = steps.steps_per_column;
+  facts.column_end_seconds = std::move(steps.column_ends);
   facts.clock_source = std::string(session.clock_source());
   facts.mpi_library = p.mpi_library;
   facts.mpi_library_version = p.mpi_library_version;

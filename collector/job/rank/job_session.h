@@ -63,6 +63,9 @@ class JobSession {
   const JobOptions& options() const { return options_; }
   const std::vector<unsigned>& cpus() const { return cpus_; }
   double started_unix_seconds() const { return started_unix_; }
+  // The call clock (CLOCK_MONOTONIC seconds) at the start: the origin of
+  // the step bins' ends (StepWaits::ends).
+  double started_seconds() const { return started_; }
   std::string_view clock_source() const { return clock_.source(); }
   // Whether enter and exit read the TSC (call_clock.h) by now.
   bool uses_tsc() const { return call_clock_.uses_tsc(); }
