@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "collector/job/model/step_math.h"
@@ -139,6 +140,28 @@ TEST(JobPhases, NoPhasesWhenARecordLacksItsWarmUpOrKeptItElsewhere) {
   records[1].warmup.reset();  // a record from a spill file
   EXPECT_TRUE(job_phases(summaries_of(records), 2, 100).empty());
   EXPECT_TRUE(job_phases(summaries_of({record(0, 1, 0.1, 0, 0)}), 0, 100).empty());
+}
+
+}  // namespace
+}  // namespace corenoise
+
+namespace corenoise {
+namespace {
+
+// What-if (step_math.h's savings_by_rank): at each bin, the last to arrive
+// (least wait) would have let the others go when the next-to-last arrived.
+TEST(SavingsByRank, EachLastArriverSavesTheNextToLastsWaitLessItsOwn) {
+  const std::vector<double> minimum = {0.0, 0.1, 0.0, 0.2, 0.0};
+  const std::vector<int> last = {1, 3, 1, 0, 2};
+  const std::vector<double> second = {0.5, 0.4, 0.25, 0.2, std::numeric_limits<double>::infinity()};
+  const auto saving = savings_by_rank(minimum, last, second);
+  // Rank 1: 0.5 + 0.25; rank 3: 0.3; rank 0 tied with the next (0);
+  // rank 2 alone at its bin (no other rank: nothing).
+  ASSERT_EQ(saving.size(), 2u);
+  EXPECT_EQ(saving[0].first, 1);
+  EXPECT_DOUBLE_EQ(saving[0].second, 0.75);
+  EXPECT_EQ(saving[1].first, 3);
+  EXPECT_NEAR(saving[1].second, 0.3, 1e-12);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "collector/job/model/job_report.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -164,6 +165,13 @@ std::vector<JobNode> nodes_of(std::span<const RankSummary> all, const JobJudgeme
   return rows;
 }
 
+// The job's time `rank`'s lateness cost (JobFacts::savings, by rank).
+double saving_of(const JobFacts& facts, int rank) {
+  const auto it = std::lower_bound(facts.savings.begin(), facts.savings.end(),
+                                   std::pair{rank, -std::numeric_limits<double>::infinity()});
+  return it != facts.savings.end() && it->first == rank ? it->second : 0.0;
+}
+
 // A late rank's pattern over the job, from its row of the lateness matrix
 // (rows in the order of the records in full); a step counts as late past
 // the job's naming threshold shared over its steps.
@@ -199,8 +207,11 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
     // The waiting this rank caused, shared among its causes.
     const double explained = std::accumulate(a.causes.begin(), a.causes.end(), 0.0);
     if (explained > 0 && a.main_cause) {
-      for (std::size_t k = 0; k < kJobCauseCount; ++k)
+      const double saving = saving_of(report.facts, all[i].number());
+      for (std::size_t k = 0; k < kJobCauseCount; ++k) {
         report.causes[k] += m.wait_caused_seconds * a.causes[k] / explained;
+        report.savings[k] += saving * a.causes[k] / explained;
+      }
     }
     report.wait_seconds += m.wait_seconds;
     report.compute_seconds += m.compute_seconds;
@@ -226,7 +237,7 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
     const RankAttribution a = judged.attribution_of(all[it->second].measures);
     report.ranks.push_back({r.rank, r.host, r.cpus, r.pid, r.measures, a, culprits_of(r, a, views),
                             r.config.busy_threads_peak, verdicts_of(r, views),
-                            pattern_of(report, a, row)});
+                            pattern_of(report, a, row), saving_of(report.facts, r.rank)});
   }
   for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
   findings_and_sites(report.facts, all.size(), full, report);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collector/job/model/attribution.h"
@@ -48,6 +49,9 @@ struct JobFacts {
   // Where each column ends, in seconds since the reporting rank's start
   // (its clock at the column's last step); empty from spill files.
   std::vector<double> column_end_seconds;
+  // What-if: the job's time each rank's lateness cost (step_math.h's
+  // savings_by_rank), by rank; ranks never last are not listed.
+  std::vector<std::pair<int, double>> savings;
   std::string incomplete_reason;  // empty: every rank reported
   std::string clock_source;
   // The MPI library measured (the reporting rank's): its file and
@@ -96,6 +100,9 @@ struct JobRank {
   std::optional<std::map<unsigned, DaemonVerdict>> daemon;
   // A late rank's: chronic or in bursts, and since when (lateness_pattern.h).
   std::optional<LatenessPattern> pattern;
+  // The job's time its lateness cost: the steps replayed with it at the
+  // others' pace (step_math.h's savings_by_rank).
+  double saving_seconds = 0;
 };
 
 // One call site over all ranks: its calls per rank (the most any rank
@@ -131,6 +138,9 @@ struct JobReport {
   double cause_threshold_seconds = 0, cause_threshold_on_cpu_seconds = 0;
   // The waiting the late ranks caused, shared among each one's causes.
   std::array<double, kJobCauseCount> causes{};
+  // The job's time fixing each cause would save: each late rank's saving,
+  // shared among its causes as its waiting caused is.
+  std::array<double, kJobCauseCount> savings{};
   std::vector<JobCallSite> call_sites;  // most waiting first
   std::vector<JobRank> ranks;           // the ranks in full (job_selection.h), in record order
   std::vector<JobNode> by_node;         // every node, by first rank

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "probe/stats.h"
@@ -59,6 +61,34 @@ inline std::vector<double> column_ends(std::span<const double> bin_ends, double 
   for (std::size_t start = 0; start < n; start += per_column)
     ends.push_back(bin_ends[std::min(n, start + per_column) - 1] - since);
   return ends;
+}
+
+// What-if: the job's time each rank's lateness cost, by replaying the
+// steps without it. At a bin where a rank arrived last (waited least,
+// `minimum`), the step would have ended when the next-to-last arrived: its
+// wait (`second`, the least of the others') less the last's is how much
+// sooner every rank would have left. Summed over the bins where that rank
+// was last, as (rank, seconds), by rank; exact with one step a bin, and
+// with more a bin's last arriver stands for its steps. A bin with no other
+// rank (`second` infinite) costs nothing.
+inline std::vector<std::pair<int, double>> savings_by_rank(std::span<const double> minimum,
+                                                           std::span<const int> last_rank,
+                                                           std::span<const double> second) {
+  std::vector<std::pair<int, double>> saving;
+  for (std::size_t i = 0; i < minimum.size() && i < second.size(); ++i) {
+    if (!std::isfinite(second[i]) || second[i] <= minimum[i]) continue;
+    saving.emplace_back(last_rank[i], second[i] - minimum[i]);
+  }
+  std::sort(saving.begin(), saving.end());
+  std::vector<std::pair<int, double>> summed;
+  for (const auto& [rank, seconds] : saving) {
+    if (!summed.empty() && summed.back().first == rank) {
+      summed.back().second += seconds;
+    } else {
+      summed.emplace_back(rank, seconds);
+    }
+  }
+  return summed;
 }
 
 // The waiting caused at each bin: every rank's wait there beyond the

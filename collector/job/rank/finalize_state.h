@@ -98,6 +98,9 @@ struct FinalizeBuffers {
   long shape[4] = {}, low[4] = {}, high[4] = {};
   std::vector<ValueRank> mine, minimum;
   std::vector<double> sum, maximum;
+  // Each bin's wait but its last arriver's (infinite for that rank), and on
+  // rank 0 the least of them: the next-to-last's (step_math.h's savings).
+  std::vector<double> others, second;
   std::vector<double> waited_for_me;
   long pid = 0;
   std::vector<long> pids;

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <numeric>
 #include <span>
 #include <string>
@@ -95,7 +96,8 @@ struct StepResult {
   std::vector<JobFacts::Step> worst_steps;  // rank 0's
   std::vector<float> lateness;
   long steps_per_column = 1;
-  std::vector<double> column_ends;  // rank 0's: seconds since its start
+  std::vector<double> column_ends;              // rank 0's: seconds since its start
+  std::vector<std::pair<int, double>> savings;  // rank 0's (step_math.h)
   std::string problem;
 };
 
@@ -182,6 +184,26 @@ bool reduce_shape(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
   return true;
 }
 
+// Every step bin's next-to-last arrival, to rank 0: the least wait of
+// the ranks but the bin's last (b.minimum's rank), into b.second.
+bool reduce_second_waits(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+                         MpiDeadline deadline) {
+  const StepWaits& waits = p.session->recorder().step_waits();
+  const std::size_t n = b.minimum.size();
+  b.others.resize(n);
+  b.second.assign(p.rank == 0 ? n : 0, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    b.others[i] =
+        b.minimum[i].rank == p.rank ? std::numeric_limits<double>::infinity() : waits.bins()[i];
+  }
+  const auto least_other = [&](MPI_Comm c, MPI_Request* r) {
+    return PMPI_Ireduce(b.others.data(), b.second.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MIN,
+                        0, c, r);
+  };
+  MPI_Request request;
+  return world.post(least_other, request) && world.finish(request, deadline);
+}
+
 // Every step bin's least wait (with its rank), summed wait and most wait,
 // into b.minimum, b.sum and b.maximum. False when not every rank came.
 bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
@@ -211,7 +233,7 @@ bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
   for (MPI_Request& request : reductions) {
     if (!all_posted || !world.finish(request, deadline)) return false;
   }
-  return true;
+  return reduce_second_waits(p, world, b, deadline);
 }
 
 // From the reduced bins: what this rank's lateness caused, its lateness
@@ -243,6 +265,7 @@ void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult
   if (p.rank == 0) {
     result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
     result.column_ends = column_ends(waits.ends(), p.session->started_seconds());
+    result.savings = savings_by_rank(low_values, low_ranks, b.second);
   }
 }
 
@@ -473,7 +496,8 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   facts.ranks_total = p.size;
   facts.steps = static_cast<long>(own.measures.steps);
   facts.steps_per_column = steps.steps_per_column;
-  facts.column_end_seconds = std::move(steps.column_ends);
+  facts.column_end_seconds = steps.column_ends;
+  facts.savings = steps.savings;
   facts.clock_source = std::string(session.clock_source());
   facts.mpi_library = p.mpi_library;
   facts.mpi_library_version = p.mpi_library_version;

@@ -189,14 +189,15 @@ std::vector<const SpilledRank*> checked_by_rank(const std::vector<SpilledRank>& 
 }
 
 // The steps every rank finished, at the coarsest rank's bin width: each
-// rank's bins, and per bin the least wait (with its rank), the most and
-// the sum, as the reduction at MPI_Finalize has them.
+// rank's bins, and per bin the least wait (with its rank), the next to
+// least, the most and the sum, as the reduction at MPI_Finalize has them.
 struct CommonSteps {
   std::uint64_t width = 1;
   std::size_t bins_per_rank = 0;
   std::vector<std::vector<double>> bins;  // per rank, in rank order
   std::vector<double> minimum, maximum, sum;
-  std::vector<int> last;  // the rank of each bin's least wait: the last to arrive
+  std::vector<int> last;       // the rank of each bin's least wait: the last to arrive
+  std::vector<double> second;  // each bin's next-to-least wait: the next-to-last's
 };
 CommonSteps common_steps(const std::vector<const SpilledRank*>& ranks) {
   CommonSteps c;
@@ -210,6 +211,7 @@ CommonSteps common_steps(const std::vector<const SpilledRank*>& ranks) {
   c.bins_per_rank = n;
   for (const SpilledRank* r : ranks) c.bins.push_back(merged_bins(*r, c.width, n));
   c.minimum.assign(n, std::numeric_limits<double>::infinity());
+  c.second.assign(n, std::numeric_limits<double>::infinity());
   c.maximum.assign(n, 0.0);
   c.sum.assign(n, 0.0);
   c.last.assign(n, -1);
@@ -217,8 +219,11 @@ CommonSteps common_steps(const std::vector<const SpilledRank*>& ranks) {
     for (std::size_t i = 0; i < n; ++i) {
       const double w = c.bins[k][i];
       if (w < c.minimum[i]) {
+        c.second[i] = c.minimum[i];
         c.minimum[i] = w;
         c.last[i] = ranks[k]->header.rank;
+      } else {
+        c.second[i] = std::min(c.second[i], w);
       }
       c.maximum[i] = std::max(c.maximum[i], w);
       c.sum[i] += w;
@@ -293,6 +298,7 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
     out.records.push_back(spilled_record(*ranks[k], common, reporting));
   }
   out.facts.steps = static_cast<long>(common.bins_per_rank * common.width);
+  out.facts.savings = savings_by_rank(common.minimum, common.last, common.second);
   out.facts.incomplete_reason = incomplete_reason(unsorted, ranks, out.facts.steps);
   return out;
 }

@@ -780,15 +780,16 @@
     return section(
       "worst-ranks",
       title,
-      el("p", { className: "meta" }, "By the wait each rank caused the others (worst first): its cause, the figures behind it, what ran on its CPU instead, and the fix that fits."),
+      el("p", { className: "meta" }, "By the wait each rank caused the others (worst first): the job's time fixing it would save (its steps replayed at the others' pace), its cause, the figures behind it, what ran on its CPU instead, and the fix that fits."),
       table(
-        ["#", "rank", "host", "cpus", "wait caused", "excess", "cause", "when", "causes", "culprits", "advice", "daemon"],
+        ["#", "rank", "host", "cpus", "wait caused", "saving", "excess", "cause", "when", "causes", "culprits", "advice", "daemon"],
         rows.map((rank, i) => {
           const causes = Object.entries(rank.causes || {}).filter(([, s]) => isNum(s) && s > 0).sort((a, b) => b[1] - a[1]);
           // Excess that no counter explains, after the causes.
           if (isNum(rank.unexplained_seconds) && rank.unexplained_seconds > 0) causes.push(["unexplained", rank.unexplained_seconds]);
           return el("tr", { dataset: { rank: String(rank.rank) } }, num(String(i + 1)), num(String(rank.rank)), el("td", null, String(rank.host)),
-            el("td", null, String(rank.cpus)), num(seconds(rank.wait_caused_seconds)), num(seconds(rank.excess_seconds)),
+            el("td", null, String(rank.cpus)), num(seconds(rank.wait_caused_seconds)),
+            num(isNum(rank.saving_seconds) ? seconds(rank.saving_seconds) : DASH), num(seconds(rank.excess_seconds)),
             el("td", null, el("b", null, String(rank.cause))),
             el("td", { className: "list" }, patternText(rank.lateness_pattern)),
             el("td", { className: "list" }, causes.length ? causes.map(([cause, s]) => el("div", null, cause + " " + seconds(s))) : DASH),
