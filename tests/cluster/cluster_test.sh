@@ -327,7 +327,8 @@ report_only() {
     window=$(jq -r '.persistence.rounds // 3' <<<"$(status_of 1)" 2>/dev/null) || window=''
     window=${window:-3}
     for ((k = 0; k < 30; k++)); do
-      (($(rounds_of 1) >= from + window)) && break
+      # (+1: a round still running at `from`, over the load, ends after it.)
+      (($(rounds_of 1) >= from + window + 1)) && break
       sleep 1
     done
   fi

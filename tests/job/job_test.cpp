@@ -523,15 +523,29 @@ TEST(JobBsp, RealTimeNoiseOnCpu1IsOtherProcesses) {
 // since its start. Both MPI families.
 void expect_late_stretch(const MpiLauncher& mpi, int late_to, bool chronic) {
   const std::string path = temp_path("pattern-" + mpi.family + ".json");
-  const auto result =
-      run_command("timeout -k 5 120 " + mpi.bound_job(2) + kCorenoise + " job --no-daemon --json " +
-                  path + " -- " + (mpi.family == "openmpi" ? kBspOpenMpi : kBsp) +
-                  " --steps 600 --step-products 64 --late-rank 1 --late-factor 3" +
-                  " --late-steps 200:" + std::to_string(late_to));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const json report = read_json(path);
-  std::remove(path.c_str());
-  SCOPED_TRACE(mpi.family + ", late to step " + std::to_string(late_to) + "\n" + result.err);
+  // A job where the host ran the two vCPUs unequally (host_draw.h) is run
+  // again: rank 1 did 1 + 2 × (late_to - 200) / 600 of rank 0's work.
+  const double work = 1 + 2.0 * (late_to - 200) / 600;
+  const JobRun run = testing::draw_on_a_fair_host(
+      "pattern",
+      [&] {
+        JobRun r;
+        r.result = run_command("timeout -k 5 120 " + mpi.bound_job(2) + kCorenoise +
+                               " job --no-daemon --json " + path + " -- " +
+                               (mpi.family == "openmpi" ? kBspOpenMpi : kBsp) +
+                               " --steps 600 --step-products 64 --late-rank 1 --late-factor 3" +
+                               " --late-steps 200:" + std::to_string(late_to));
+        EXPECT_EQ(r.result.exit_code, 0) << r.result.err;
+        r.report = read_json(path);
+        std::remove(path.c_str());
+        return r;
+      },
+      [&](const JobRun& r) {
+        return testing::unfair_host_in_job(r.report,
+                                           [&](int rank) { return rank == 1 ? work : 1.0; });
+      });
+  const json& report = run.report;
+  SCOPED_TRACE(mpi.family + ", late to step " + std::to_string(late_to) + "\n" + run.result.err);
   ASSERT_EQ(report["worst_ranks"].size(), 1u) << report["worst_ranks"];
   ASSERT_EQ(report["worst_ranks"][0], 1);
   const json& p = rank_entry(report, 1)["lateness_pattern"];
@@ -568,7 +582,8 @@ void expect_late_stretch(const MpiLauncher& mpi, int late_to, bool chronic) {
     EXPECT_GT(time_share, 1.3 * step_share) << p.dump(1);
   }
   // The late barriers' columns, of all the job's steps: a column of two
-  // or more steps holds each late barrier with its allreduce.
+  // or more steps holds each late barrier with an allreduce (the step
+  // before's: columns start at odd steps).
   const double share = (late_to - 200.0) * static_cast<double>(std::min(per_column, 2L)) /
                        report["steps"].get<double>();
   EXPECT_NEAR(p["late_share"].get<double>(), share, 0.05) << p.dump(1);
@@ -598,8 +613,26 @@ void expect_saving_of_a_known_extra(const MpiLauncher& mpi) {
     std::remove(path.c_str());
     return std::pair{report, result.err};
   };
-  const auto [late, banner] = run(" --late-rank 1 --late-steps 100:500 --late-factor 4");
-  const auto [plain, _] = run("");
+  // A pair where the host ran the two vCPUs unequally (host_draw.h) in
+  // either job is drawn again: the late job's rank 1 did three times the
+  // work of rank 0 (1 + 3 × 400 / 600).
+  struct Pair {
+    json late, plain;
+    std::string banner;
+  };
+  const Pair pair = testing::draw_on_a_fair_host(
+      "saving",
+      [&] {
+        auto [late, banner] = run(" --late-rank 1 --late-steps 100:500 --late-factor 4");
+        return Pair{std::move(late), run("").first, std::move(banner)};
+      },
+      [](const Pair& p) -> std::optional<std::string> {
+        if (auto why = testing::unfair_host_in_job(p.plain, [](int) { return 1.0; })) return why;
+        return testing::unfair_host_in_job(p.late, [](int r) { return r == 1 ? 3.0 : 1.0; });
+      });
+  const json& late = pair.late;
+  const json& plain = pair.plain;
+  const std::string& banner = pair.banner;
   SCOPED_TRACE(mpi.family + "\n" + banner);
   const double measured =
       late["elapsed_seconds"].get<double>() - plain["elapsed_seconds"].get<double>();

@@ -35,7 +35,7 @@ std::vector<float> row(std::size_t late_from, std::size_t late_to, unsigned seed
 }
 
 LatenessPattern pattern_of(const std::vector<float>& r) {
-  return lateness_pattern(r, kStepsPerColumn, kSteps, kElapsed, kThreshold);
+  return lateness_pattern(r, kStepsPerColumn, kSteps, kElapsed, kThreshold).value();
 }
 
 long step_at_column(std::size_t c) { return static_cast<long>(c) * kStepsPerColumn + 1; }
@@ -79,15 +79,29 @@ TEST(LatenessPattern, OneBadMinuteIsABurstNotAChronicCulprit) {
   EXPECT_NEAR(p.late_share, 0.1, 0.01);
 }
 
-// The host stalling a clean rank for two columns (a second here), twice:
-// no burst, although those columns are late.
-TEST(LatenessPattern, TwoColumnStallsOfTheHostAreNoBurst) {
-  std::vector<float> r = row(0, 0);
-  for (std::size_t c : {200u, 201u, 700u, 701u}) r[c] += static_cast<float>(40e-3);
+// The host stalling a late rank for two columns (a second here), twice,
+// beside its real burst: no burst of their own, although those columns
+// are late.
+TEST(LatenessPattern, TwoColumnStallsAddNoBurstBesideARealOne) {
+  std::vector<float> r = row(300, 600);
+  for (std::size_t c : {100u, 101u, 800u, 801u}) r[c] += static_cast<float>(40e-3);
   const LatenessPattern p = pattern_of(r);
-  EXPECT_TRUE(p.stretches.empty())
-      << p.stretches.size() << " from step " << p.stretches[0].first_step;
-  EXPECT_NEAR(p.late_share, 4.0 / kColumns, 1e-9);
+  EXPECT_EQ(p.kind, LatenessPattern::Kind::bursts);
+  ASSERT_EQ(p.stretches.size(), 1u);
+  EXPECT_EQ(p.stretches[0].first_step, step_at_column(300));
+  EXPECT_NEAR(p.late_share, 304.0 / kColumns, 1e-9);
+}
+
+// A rank named for one stall alone (two columns): a burst there, not a
+// chronic culprit.
+TEST(LatenessPattern, ARankLateInOneStallAloneIsABurstThere) {
+  std::vector<float> r = row(0, 0);
+  for (std::size_t c : {400u, 401u}) r[c] += static_cast<float>(5.0);
+  const LatenessPattern p = pattern_of(r);
+  EXPECT_EQ(p.kind, LatenessPattern::Kind::bursts);
+  ASSERT_EQ(p.stretches.size(), 1u);
+  EXPECT_EQ(p.stretches[0].first_step, step_at_column(400));
+  EXPECT_EQ(p.stretches[0].last_step, step_at_column(402) - 1);
 }
 
 // Late in the last 5 of 1,000 columns: a burst in the last moments, not a
@@ -139,7 +153,7 @@ TEST(LatenessPattern, TheSecondsAreTheColumnsClockWhereTheReportHasIt) {
   for (std::size_t c = 0; c < kColumns; ++c)
     ends.push_back(now += (c >= 300 && c < 600 ? 1.8 : 0.6));
   const LatenessPattern p =
-      lateness_pattern(row(300, 600), kStepsPerColumn, kSteps, now, kThreshold, ends);
+      lateness_pattern(row(300, 600), kStepsPerColumn, kSteps, now, kThreshold, ends).value();
   ASSERT_EQ(p.stretches.size(), 1u);
   EXPECT_NEAR(p.stretches[0].start_seconds, 180, 0.6 + 1e-9);
   EXPECT_NEAR(p.stretches[0].end_seconds, 180 + 540, 1.8 + 1e-9);
@@ -149,15 +163,14 @@ TEST(LatenessPattern, TheSecondsAreTheColumnsClockWhereTheReportHasIt) {
 // the share and the seconds count steps, not columns.
 TEST(LatenessPattern, AShortLastColumnCountsItsOwnSteps) {
   std::vector<float> r = {0, 0, 0, static_cast<float>(2e-3 * 10)};
-  const LatenessPattern p = lateness_pattern(r, 100, 310, 31, kThreshold);
+  const LatenessPattern p = lateness_pattern(r, 100, 310, 31, kThreshold).value();
   EXPECT_NEAR(p.late_share, 10.0 / 310, 1e-9);
 }
 
-TEST(LatenessPattern, AnEmptyRowIsChronicFromTheStartWithNoShare) {
-  const LatenessPattern p = lateness_pattern({}, 1, 0, 0, kThreshold);
-  EXPECT_EQ(p.kind, LatenessPattern::Kind::chronic);
-  EXPECT_EQ(p.late_share, 0);
-  EXPECT_TRUE(p.stretches.empty());
+TEST(LatenessPattern, NoPatternForAnEmptyRowOrOneLateInNoColumn) {
+  EXPECT_FALSE(lateness_pattern({}, 1, 0, 0, kThreshold).has_value());
+  // Named for its exchanges: late at no step.
+  EXPECT_FALSE(lateness_pattern(row(0, 0), kStepsPerColumn, kSteps, kElapsed, 1.0).has_value());
 }
 
 }  // namespace

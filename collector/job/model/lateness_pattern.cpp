@@ -77,15 +77,30 @@ std::vector<std::pair<std::size_t, std::size_t>> late_pieces(
   return late;
 }
 
+// The runs of consecutive late columns, as [first, last).
+std::vector<std::pair<std::size_t, std::size_t>> late_runs(
+    std::span<const std::size_t> late_before) {
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  for (std::size_t c = 0; c + 1 < late_before.size(); ++c) {
+    if (late_before[c + 1] == late_before[c]) continue;
+    if (!runs.empty() && runs.back().second == c) {
+      runs.back().second = c + 1;
+    } else {
+      runs.emplace_back(c, c + 1);
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
-LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_column, long steps,
-                                 double elapsed_seconds, double late_per_step_seconds,
-                                 std::span<const double> column_end_seconds) {
-  LatenessPattern pattern;
+std::optional<LatenessPattern> lateness_pattern(std::span<const float> row, long steps_per_column,
+                                                long steps, double elapsed_seconds,
+                                                double late_per_step_seconds,
+                                                std::span<const double> column_end_seconds) {
   const long per_column = std::max(1L, steps_per_column);
   const std::size_t n = row.size();
-  if (n == 0 || steps < 1) return pattern;
+  if (n == 0 || steps < 1) return std::nullopt;
   const auto steps_in = [&](std::size_t c) {
     const long first = static_cast<long>(c) * per_column;
     return std::max(1L, std::min(per_column, steps - first));
@@ -98,11 +113,16 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
     late_before[c + 1] = late_before[c] + (late ? 1 : 0);
     if (late) late_steps += static_cast<double>(steps_in(c));
   }
+  // Late at no step: its lateness is elsewhere (exchanges), not in steps.
+  if (late_before[n] == 0) return std::nullopt;
+  LatenessPattern pattern;
   pattern.late_share = std::min(1.0, late_steps / static_cast<double>(steps));
   std::tie(pattern.late_share_low, pattern.late_share_high) =
-      wilson(static_cast<double>(late_before[n]), static_cast<double>(n));
+      wilson(pattern.late_share * static_cast<double>(n), static_cast<double>(n));
+  // No piece stands out: the stalls themselves are its bursts.
+  auto late = late_pieces(late_before);
+  if (late.empty()) late = late_runs(late_before);
 
-  const auto late = late_pieces(late_before);
   // The job's time where column c begins (c = n: where the row ends).
   const bool clocked = column_end_seconds.size() == n;
   const auto at_column = [&](std::size_t c) {
@@ -110,7 +130,7 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
     const long step = std::min(steps, static_cast<long>(c) * per_column);
     return elapsed_seconds * static_cast<double>(step) / static_cast<double>(steps);
   };
-  // The latest kMaxListedStretches: a live report's reader wants the now.
+  // The latest kMaxListedStretches: a reader wants the now.
   const std::size_t unlisted =
       late.size() > kMaxListedStretches ? late.size() - kMaxListedStretches : 0;
   pattern.stretches_unlisted = unlisted;
@@ -119,15 +139,13 @@ LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_colu
     const long last = std::min(steps, static_cast<long>(late[i].second) * per_column);
     pattern.stretches.push_back({first, last, at_column(late[i].first), at_column(late[i].second)});
   }
-  // Late by a little at every step, no piece standing out: chronic from
-  // the start. Else chronic when the last late piece runs to the end and
-  // spans a tenth of the row: a stall in the last moments is a burst.
-  const bool lasting = !late.empty() && late.back().second == n &&
-                       10 * (late.back().second - late.back().first) >= n;
-  if (late.empty() || lasting) {
+  // Chronic when the last late piece runs to the end and spans a tenth of
+  // the row: a stall in the last moments is a burst.
+  const auto& [from, to] = late.back();
+  if (to == n && 10 * (to - from) >= n) {
     pattern.kind = LatenessPattern::Kind::chronic;
-    pattern.onset_step = late.empty() ? 1 : static_cast<long>(late.back().first) * per_column + 1;
-    pattern.onset_seconds = at_column(late.empty() ? 0 : late.back().first);
+    pattern.onset_step = static_cast<long>(from) * per_column + 1;
+    pattern.onset_seconds = at_column(from);
   } else {
     pattern.kind = LatenessPattern::Kind::bursts;
   }

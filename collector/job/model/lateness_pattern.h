@@ -9,17 +9,18 @@
 // raise the log-likelihood by more than 3·ln n, and leave pieces of at
 // least 1 % of the row), and a piece is late where a quarter of its
 // columns, three at least, were. So one stall of the host, late in one or
-// two columns, is no burst (a cut on the mean lateness made one of it in 3
-// of 4 runs of JobPattern here, of 4 jobs each), and a rank late in 3
+// two columns, adds no burst beside a rank's real lateness (a cut on the
+// mean lateness made one of it in 3 of 4 runs of JobPattern here, of 4
+// jobs each), and a rank late in 3
 // columns of every 10 all job long is one steady piece. The rank is chronic
-// when its
-// last late piece runs to the row's end and spans a tenth of the row
-// (since that piece's first step), in bursts otherwise; a rank named
-// although no piece stands out was late by a little at every step:
-// chronic from the start.
+// when its last late piece runs to the row's end and spans a tenth of the
+// row (since that piece's first step), in bursts otherwise. A rank late in
+// columns but in no piece (a named rank's one stall, late in a column or
+// two) is in bursts, those columns; a rank late in no column has no
+// pattern (its lateness was in exchanges, not at steps).
 //
-// Re-run on the whole row at every report (at MPI_Finalize, at each live
-// cadence), so a live report calls a rank chronic from the step its
+// Re-run on the whole row at every report, so that a report of a job
+// still running (its spill files) calls a rank chronic from the step its
 // lateness began until the lateness ends, and a burst after.
 //
 // Steps are exact; the seconds are the reporting rank's clock at each
@@ -30,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,8 +48,8 @@ struct LatenessPattern {
   enum class Kind { chronic, bursts };
   Kind kind = Kind::chronic;
   // Of the job's steps, the share in columns where the rank's lateness per
-  // step passed the threshold, with its 95 % Wilson interval (columns as
-  // the trials: neighbouring steps are not independent).
+  // step passed the threshold, with its 95 % Wilson interval (as many trials
+  // as columns: neighbouring steps are not independent).
   double late_share = 0, late_share_low = 0, late_share_high = 0;
   // Chronic: since when (the last stretch, running to the end).
   long onset_step = 1;
@@ -64,10 +66,11 @@ inline constexpr std::size_t kMaxListedStretches = 8;
 // last column may hold fewer: `steps` in all); `elapsed_seconds`: the job's;
 // `late_per_step_seconds`: a step's lateness that counts as late (the job's
 // naming threshold over its steps); `column_end_seconds`: where each column
-// ends since the job's start, used when it has a value per column. An empty
-// row gives chronic from step 1 with a share of 0.
-LatenessPattern lateness_pattern(std::span<const float> row, long steps_per_column, long steps,
-                                 double elapsed_seconds, double late_per_step_seconds,
-                                 std::span<const double> column_end_seconds = {});
+// ends since the job's start, used when it has a value per column. Nullopt
+// for an empty row and for a row late in no column.
+std::optional<LatenessPattern> lateness_pattern(std::span<const float> row, long steps_per_column,
+                                                long steps, double elapsed_seconds,
+                                                double late_per_step_seconds,
+                                                std::span<const double> column_end_seconds = {});
 
 }  // namespace corenoise

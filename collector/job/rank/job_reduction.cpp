@@ -233,7 +233,7 @@ bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
   for (MPI_Request& request : reductions) {
     if (!all_posted || !world.finish(request, deadline)) return false;
   }
-  return reduce_second_waits(p, world, b, deadline);
+  return true;
 }
 
 // From the reduced bins: what this rank's lateness caused, its lateness
@@ -285,6 +285,8 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
     result.problem = not_every_rank(timeout);
     return result;
   }
+  // The what-if alone is lost if this one fails: the steps are not.
+  if (!reduce_second_waits(p, world, b, deadline)) b.second.clear();
   result.complete = true;
   read_reduced_bins(p, b, result);
   return result;

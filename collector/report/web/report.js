@@ -855,7 +855,7 @@
     if (!p || typeof p !== "object") return DASH;
     const share = isNum(p.late_share) ? ", late in " + fixed(100 * p.late_share, 0) + " % of the steps" : "";
     const stretch = (s) => "steps " + s.first_step + "-" + s.last_step + " (" + seconds(s.start_seconds) + "-" + seconds(s.end_seconds) + ")";
-    const stretches = Array.isArray(p.stretches) ? p.stretches : [];
+    const stretches = Array.isArray(p.stretches) ? p.stretches.filter((s) => s && typeof s === "object") : [];
     if (p.kind === "chronic")
       return (p.onset_step > 1 ? "chronic since step " + p.onset_step + " (" + seconds(p.onset_seconds) + ")" : "chronic from the start") + share;
     return [el("div", null, "bursts" + share)].concat(stretches.map((s) => el("div", null, stretch(s))),
