@@ -586,7 +586,10 @@ void expect_late_stretch(const MpiLauncher& mpi, int late_to, bool chronic) {
   // before's: columns start at odd steps).
   const double share = (late_to - 200.0) * static_cast<double>(std::min(per_column, 2L)) /
                        report["steps"].get<double>();
-  EXPECT_NEAR(p["late_share"].get<double>(), share, 0.05) << p.dump(1);
+  // At least the extra's; above it by the rank's jitter elsewhere, which
+  // passes the threshold in up to 16 % of a balanced rank's columns here.
+  EXPECT_GE(p["late_share"].get<double>(), share - 0.03) << p.dump(1);
+  EXPECT_LE(p["late_share"].get<double>(), share + 0.15) << p.dump(1);
 }
 
 TEST(JobPattern, AKnownExtraInTheMiddleIsABurstAndToTheEndIsChronic) {

@@ -128,6 +128,27 @@ TEST(LatenessPattern, LateInAShareOfItsStepsAllJobLongIsChronicWithThatShare) {
   EXPECT_GT(p.late_share_high, 0.3);
 }
 
+// A rank whose own threads take its CPU now and then all job long (the
+// story's rank 1): late in a tenth of its columns at random, from the
+// start. Steady, not a list of bursts.
+std::vector<float> now_and_then(std::size_t from, unsigned seed) {
+  std::vector<float> r = row(0, 0, seed);
+  std::mt19937 random(seed + 100);
+  for (std::size_t c = from; c < kColumns; ++c) {
+    if (random() % 10 == 0) r[c] += static_cast<float>(3e-3 * kStepsPerColumn);
+  }
+  return r;
+}
+
+TEST(LatenessPattern, LateNowAndThenAllJobLongIsChronicWithItsShare) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const LatenessPattern p = pattern_of(now_and_then(0, seed));
+    EXPECT_EQ(p.kind, LatenessPattern::Kind::chronic) << "seed " << seed;
+    EXPECT_EQ(p.onset_step, 1) << "seed " << seed;
+    EXPECT_NEAR(p.late_share, 0.1, 0.03) << "seed " << seed;
+  }
+}
+
 TEST(LatenessPattern, ManyBurstsListTheLatestAndCountTheRest) {
   std::vector<float> r = row(0, 0);
   for (std::size_t burst = 0; burst < 12; ++burst) {

@@ -7,11 +7,14 @@
 // job's naming threshold per step. The row is cut where the rate of late
 // columns changes (binary segmentation of a Bernoulli rate: a cut must
 // raise the log-likelihood by more than 3·ln n, and leave pieces of at
-// least 1 % of the row), and a piece is late where a quarter of its
-// columns, three at least, were. So one stall of the host, late in one or
-// two columns, adds no burst beside a rank's real lateness (a cut on the
-// mean lateness made one of it in 3 of 4 runs of JobPattern here, of 4
-// jobs each), and a rank late in 3
+// least 1 % of the row), and a piece is late where three of its columns
+// at least were, and a quarter of them; or, the row one piece, one in 20
+// and in three stretches or more (a rank late now and then all job long,
+// as one whose own threads share its core: a list of 25 bursts of one
+// column each read the story's rank 1 otherwise). So one
+// stall of the host, late in one or two columns, adds no burst beside a
+// rank's real lateness (a cut on the mean lateness made one of it in 3 of
+// 4 runs of JobPattern here, of 4 jobs each), and a rank late in 3
 // columns of every 10 all job long is one steady piece. The rank is chronic
 // when its last late piece runs to the row's end and spans a tenth of the
 // row (since that piece's first step), in bursts otherwise. A rank late in
