@@ -252,7 +252,13 @@ TEST(Daemon, ARealPrometheusScrapesOverTlsWithBasicAuth) {
   const json down = prometheus.target_until_scraped("intruder");
   ASSERT_TRUE(down.is_object());
   EXPECT_EQ(down["health"], "down") << down.dump();
-  EXPECT_NE(down.value("lastError", "").find("401"), std::string::npos) << down.dump();
+  // Refused: 401 for its password, or 429 where its scrape came while the
+  // other job's password, from the same address (127.0.0.1), was being
+  // checked (exporter_server.cpp: one check in flight per peer); CI met
+  // the 429 once.
+  const std::string error = down.value("lastError", "");
+  EXPECT_TRUE(error.find("401") != std::string::npos || error.find("429") != std::string::npos)
+      << down.dump();
   const json none = prometheus.query_until("corenoise_build_info{job=\"intruder\"}", 0);
   EXPECT_EQ(none["data"]["result"].size(), 0u) << none.dump();
 }
