@@ -1,6 +1,7 @@
 #include "collector/report/job_banner.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -48,45 +49,45 @@ void print_totals(std::ostringstream& out, const JobReport& report) {
   }
 }
 
-// What fixing each cause would save of the job's time, the most first
-// (job_report.h's savings), where any would.
-void print_savings(std::ostringstream& out, const JobReport& report) {
-  std::vector<std::pair<double, std::string>> savings;
-  const double elapsed = report.elapsed_seconds;
+// The causes with more than `least` seconds in `seconds`, the most first.
+std::vector<std::pair<double, std::string>> ranked_causes(
+    const std::array<double, kJobCauseCount>& seconds, double least) {
+  std::vector<std::pair<double, std::string>> causes;
   for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-    // What would not show as 0.1 % of the job is not worth a word.
-    if (report.savings[i] >= 0.001 * elapsed && report.savings[i] > 0)
-      savings.push_back({report.savings[i], std::string(to_string(kJobCauses[i]))});
+    if (seconds[i] > least) causes.push_back({seconds[i], std::string(to_string(kJobCauses[i]))});
   }
-  if (savings.empty()) return;
-  std::sort(savings.rbegin(), savings.rend());
-  out << "  fixing each cause would save, of the job's " << seconds_text(elapsed) << ":";
-  for (std::size_t i = 0; i < std::min<std::size_t>(3, savings.size()); ++i) {
-    out << (i == 0 ? " " : ", ") << savings[i].second << " " << seconds_text(savings[i].first)
-        << " (" << percent_text(elapsed > 0 ? savings[i].first / elapsed : 0.0, 1) << ")";
+  std::sort(causes.rbegin(), causes.rend());
+  return causes;
+}
+
+// The first three of `causes` with their seconds and their share of
+// `whole` to `decimals`, after a colon.
+void print_ranked(std::ostringstream& out,
+                  const std::vector<std::pair<double, std::string>>& causes, double whole,
+                  int decimals) {
+  out << ":";
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, causes.size()); ++i) {
+    out << (i == 0 ? " " : ", ") << causes[i].second << " " << seconds_text(causes[i].first) << " ("
+        << percent_text(whole > 0 ? causes[i].first / whole : 0.0, decimals) << ")";
   }
   out << "\n";
 }
 
 void print_causes(std::ostringstream& out, const JobReport& report) {
-  std::vector<std::pair<double, std::string>> causes;
-  for (std::size_t i = 0; i < kJobCauseCount; ++i) {
-    if (report.causes[i] > 0)
-      causes.push_back({report.causes[i], std::string(to_string(kJobCauses[i]))});
-  }
-  std::sort(causes.rbegin(), causes.rend());
+  const auto causes = ranked_causes(report.causes, 0);
   if (causes.empty()) {
     out << "  no rank was late by more than the ranks' own spread: no cause to name\n";
     return;
   }
-  out << "  the waiting, by cause of the lateness:";
-  const double caused = report.wait_caused_seconds;
-  for (std::size_t i = 0; i < std::min<std::size_t>(3, causes.size()); ++i) {
-    out << (i == 0 ? " " : ", ") << causes[i].second << " " << seconds_text(causes[i].first) << " ("
-        << percent_text(caused > 0 ? causes[i].first / caused : 0.0, 0) << ")";
-  }
-  out << "\n";
-  print_savings(out, report);
+  out << "  the waiting, by cause of the lateness";
+  print_ranked(out, causes, report.wait_caused_seconds, 0);
+  // What fixing each cause would save of the job's time (job_report.h's
+  // savings): what would not show as 0.1 % of the job is not worth a word.
+  const double elapsed = report.elapsed_seconds;
+  const auto savings = ranked_causes(report.savings, std::max(0.0, 0.001 * elapsed));
+  if (savings.empty()) return;
+  out << "  fixing each cause would save, of the job's " << seconds_text(elapsed);
+  print_ranked(out, savings, elapsed, 1);
 }
 
 std::string steps_text(long first, long last) {

@@ -323,9 +323,10 @@ openmpi_hosts() {
 report_only() {
   local settings=$CLUSTER_DIR/corenoise-slurm k from window
   if [[ $1 == no ]]; then
-    from=$(rounds_of 1)
-    window=$(jq -r '.persistence.rounds // 3' <<<"$(status_of 1)" 2>/dev/null) || window=''
-    window=${window:-3}
+    # One status reply: the rounds so far and the persistence window.
+    read -r from window < <(jq -r '"\([.rounds[].count] | max // 0) \(.persistence.rounds // 3)"' \
+      <<<"$(status_of 1)" 2>/dev/null) || true
+    from=${from:-0} window=${window:-3}
     for ((k = 0; k < 30; k++)); do
       # (+1: a round still running at `from`, over the load, ends after it.)
       (($(rounds_of 1) >= from + window + 1)) && break
