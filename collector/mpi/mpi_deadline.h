@@ -43,14 +43,26 @@ class MpiDeadline {
   Clock::time_point at_;
 };
 
-// Calls `ready()` until it returns true (then true), sleeping `pause`
-// between calls, or until `deadline` passes (then false).
+// How the calling thread spends the pause between two polls. Unset, it
+// sleeps. The in-job library's live reduction (job/rank/live_reduction.h)
+// runs the finalize's own code on a fiber while the program runs, and sets
+// it there: a pause hands the thread back to the program, and the poll goes
+// on at the program's next MPI call. It returns false to give the wait up,
+// as a passed deadline does.
+using PollPause = bool (*)(std::chrono::microseconds pause);
+inline thread_local PollPause poll_pause = nullptr;
+
+// Calls `ready()` until it returns true (then true), pausing `pause`
+// between calls (poll_pause), or until `deadline` passes (then false).
 template <typename Ready>
 bool poll_until(MpiDeadline deadline, std::chrono::microseconds pause, Ready&& ready) {
   for (;;) {
     if (ready()) return true;
     if (deadline.passed()) return false;
-    std::this_thread::sleep_for(pause);
+    if (poll_pause == nullptr)
+      std::this_thread::sleep_for(pause);
+    else if (!poll_pause(pause))
+      return false;
   }
 }
 

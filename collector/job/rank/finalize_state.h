@@ -11,11 +11,28 @@
 #include <vector>
 
 #include "collector/job/model/rank_summary.h"
+#include "collector/job/rank/frozen_session.h"
 #include "collector/job/rank/pmpi_completion.h"
 #include "collector/job/rank/tree_gather.h"
 #include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
+
+struct JobProcess;  // job_mpi.h
+
+// What one reduction reads of this rank: its place in the job, the
+// communicators it reduces on (its own: a live epoch's operations must not
+// match the final reduction's), and its figures frozen when it began.
+struct RankView {
+  int rank = 0, size = 1, node_rank = 0;
+  MPI_Comm comm = MPI_COMM_NULL, node = MPI_COMM_NULL;
+  const FrozenSession* session = nullptr;
+  const JobProcess* process = nullptr;  // the node's tasks at start, the MPI library
+  // A live epoch: the ranks froze their figures at different steps, and the
+  // steps every rank had finished are compared; the node's daemon is not
+  // handed a loss (the final reduction does, once).
+  bool live = false;
+};
 
 // Tags on the library's own communicator.
 inline constexpr int kRecordTag = 7411;
@@ -91,7 +108,8 @@ class Collectives {
 // buffers whose operations did not all complete are kept, never freed
 // (JobProcess::kept).
 struct FinalizeBuffers {
-  struct ValueRank {  // MPI_DOUBLE_INT
+  FrozenSession frozen;  // the rank's figures reduced (RankView::session)
+  struct ValueRank {     // MPI_DOUBLE_INT
     double value;
     int rank;
   };

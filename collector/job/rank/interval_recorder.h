@@ -63,6 +63,13 @@ class StepWaits {
   // steps_per_bin, bins used} in `counts` as they change: a spill file's
   // mapping (spill_writer.h), which outlives a killed process.
   void mirror_to(double* bins, std::uint64_t* counts);
+  // A copy that mirrors nowhere: the spill file is the live one's.
+  StepWaits unmirrored() const {
+    StepWaits copy = *this;
+    copy.mirror_ = nullptr;
+    copy.mirror_counts_ = nullptr;
+    return copy;
+  }
 
  private:
   void mirror_counts();
@@ -144,6 +151,13 @@ class IntervalRecorder {
   StepWaits& step_waits() { return steps_; }
   // The site a step's tag names (StepWaits::sites); nullptr for none.
   const CallSite* site_at(std::uint16_t tag) const;
+  // A copy of the figures so far that records nothing more (frozen_session.h).
+  IntervalRecorder frozen() const {
+    IntervalRecorder copy = *this;
+    copy.steps_ = steps_.unmirrored();
+    copy.wants_caller_ = nullptr;
+    return copy;
+  }
   // The sites seen, in first-call order. Sites past kMaxCallSites are
   // counted in one entry per call with return_address 0.
   std::vector<CallSite> call_sites() const;

@@ -10,6 +10,8 @@
 // and a rank that abandons a collective posts no more on that communicator
 // (Collectives). Records go to rank 0 point to point, so a report says which
 // ranks were missing and holds all that the others sent.
+#include "collector/job/rank/job_reduction.h"
+
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +92,7 @@ std::string site_name(const CallSite& site) {
 
 struct StepResult {
   bool complete = false;
+  long steps = 0;  // compared: every rank's (a live epoch's, every rank had finished)
   double wait_caused = 0;
   long warmup_steps = 0;                    // agreed by every rank (step_math.h)
   double warmup_wait_caused = 0;            // of wait_caused, at those steps
@@ -109,7 +112,7 @@ long unix_milliseconds() {
 
 // The bins of steps that caused the most waiting, with the last rank to
 // arrive and this rank's call there.
-std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<double>& caused,
+std::vector<JobFacts::Step> worst_steps(const RankView& p, const std::vector<double>& caused,
                                         const std::vector<int>& last_rank, long steps_per_bin,
                                         long steps) {
   constexpr std::size_t kWorstSteps = 5;
@@ -118,7 +121,7 @@ std::vector<JobFacts::Step> worst_steps(const JobProcess& p, const std::vector<d
   const std::size_t shown = std::min(kWorstSteps, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
                     [&](std::size_t a, std::size_t b) { return caused[a] > caused[b]; });
-  const IntervalRecorder& recorder = p.session->recorder();
+  const IntervalRecorder& recorder = p.session->recorder;
   const std::vector<std::uint16_t>& tags = recorder.step_waits().sites();
   std::vector<JobFacts::Step> worst;
   // A step that kept the others waiting less than 1 ms says nothing.
@@ -153,9 +156,9 @@ std::string not_every_rank(double timeout) {
 // that the first has given up: the first reduction carries each rank's
 // arrival, and a rank that finds the earliest arrived a timeout ago posts
 // no more (the first, which gave up, would match none of it).
-bool reduce_shape(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                  MpiDeadline& deadline, double timeout, StepResult& result) {
-  const StepWaits& waits = p.session->recorder().step_waits();
+bool reduce_shape(const RankView& p, Collectives& world, FinalizeBuffers& b, MpiDeadline& deadline,
+                  double timeout, StepResult& result) {
+  const StepWaits& waits = p.session->recorder.step_waits();
   long* const shape = b.shape;
   shape[0] = static_cast<long>(waits.bins().size());
   shape[1] = static_cast<long>(waits.steps_per_bin());
@@ -184,11 +187,22 @@ bool reduce_shape(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
   return true;
 }
 
+// A live epoch's shape: the ranks froze their figures a step or more apart
+// (each at its own call), so the steps compared are those every rank had
+// finished, in the bins every rank had filled. Bins of different sizes (a
+// rank merged its bins, kMaxStepBins, and another not yet) are not
+// compared: the next epoch's will be.
+void agree_on_finished_steps(FinalizeBuffers& b) {
+  const long bins = std::min(b.low[0], b.low[3] / b.low[1]);
+  b.low[0] = b.high[0] = bins;
+  b.low[3] = bins * b.low[1];
+}
+
 // Every step bin's next-to-last arrival, to rank 0: the least wait of
 // the ranks but the bin's last (b.minimum's rank), into b.second.
-bool reduce_second_waits(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+bool reduce_second_waits(const RankView& p, Collectives& world, FinalizeBuffers& b,
                          MpiDeadline deadline) {
-  const StepWaits& waits = p.session->recorder().step_waits();
+  const StepWaits& waits = p.session->recorder.step_waits();
   const std::size_t n = b.minimum.size();
   b.others.resize(n);
   b.second.assign(p.rank == 0 ? n : 0, 0.0);
@@ -206,9 +220,8 @@ bool reduce_second_waits(const JobProcess& p, Collectives& world, FinalizeBuffer
 
 // Every step bin's least wait (with its rank), summed wait and most wait,
 // into b.minimum, b.sum and b.maximum. False when not every rank came.
-bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
-                 MpiDeadline deadline) {
-  const StepWaits& waits = p.session->recorder().step_waits();
+bool reduce_bins(const RankView& p, Collectives& world, FinalizeBuffers& b, MpiDeadline deadline) {
+  const StepWaits& waits = p.session->recorder.step_waits();
   const std::size_t n = static_cast<std::size_t>(b.low[0]);
   b.mine.resize(n);
   b.minimum.resize(n);
@@ -238,8 +251,8 @@ bool reduce_bins(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
 
 // From the reduced bins: what this rank's lateness caused, its lateness
 // row, the job's warm-up and (rank 0) the worst steps.
-void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult& result) {
-  const StepWaits& waits = p.session->recorder().step_waits();
+void read_reduced_bins(const RankView& p, const FinalizeBuffers& b, StepResult& result) {
+  const StepWaits& waits = p.session->recorder.step_waits();
   const std::size_t n = b.minimum.size();
   std::vector<double> low_values(n);
   std::vector<int> low_ranks(n);
@@ -249,14 +262,15 @@ void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult
   }
   const long steps_per_bin = b.low[1];
   result.wait_caused = wait_caused(p.rank, p.size, low_values, low_ranks, b.sum);
-  result.lateness =
-      lateness_columns(waits.bins(), b.maximum, steps_per_bin, &result.steps_per_column);
+  const std::span<const double> bins = std::span(waits.bins()).first(n);
+  result.lateness = lateness_columns(bins, b.maximum, steps_per_bin, &result.steps_per_column);
   // Every rank has the same reductions, so every rank finds the same
   // warm-up, and its measures at that step go into its record.
   const std::vector<double> caused = caused_per_bin(p.size, low_values, b.sum);
   // The steps: every rank's count (its last bin may be partial); they
   // agree, or the bins above would not have.
   const long steps = b.low[3];
+  result.steps = steps;
   result.warmup_steps = warmup_steps(caused, steps_per_bin, steps);
   const auto warmup_bins = static_cast<std::size_t>(result.warmup_steps / steps_per_bin);
   result.warmup_wait_caused =
@@ -264,16 +278,17 @@ void read_reduced_bins(const JobProcess& p, const FinalizeBuffers& b, StepResult
                   std::span(low_ranks).first(warmup_bins), std::span(b.sum).first(warmup_bins));
   if (p.rank == 0) {
     result.worst_steps = worst_steps(p, caused, low_ranks, steps_per_bin, steps);
-    result.column_ends = column_ends(waits.ends(), p.session->started_seconds());
+    result.column_ends = column_ends(std::span(waits.ends()).first(n), p.session->started_seconds);
     result.savings = savings_by_rank(low_values, low_ranks, b.second);
   }
 }
 
 // The step waits of every rank, reduced (step_math.h).
-StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+StepResult reduce_steps(const RankView& p, Collectives& world, FinalizeBuffers& b,
                         MpiDeadline& deadline, double timeout) {
   StepResult result;
   if (!reduce_shape(p, world, b, deadline, timeout, result)) return result;
+  if (p.live && b.low[1] == b.high[1]) agree_on_finished_steps(b);
   if (b.low[0] != b.high[0] || b.low[1] != b.high[1]) {
     result.problem = "the ranks made different numbers of collective calls over the whole job (" +
                      std::to_string(b.low[0] * b.low[1]) + " to " +
@@ -297,11 +312,11 @@ StepResult reduce_steps(const JobProcess& p, Collectives& world, FinalizeBuffers
 // ranks it charged, and no more (sparse_charges.h). The tables stay dense,
 // of the job's size, on every rank; only the traffic is sparse. Negative
 // when a rank did not come.
-double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+double reduce_exchanges(const RankView& p, Collectives& world, FinalizeBuffers& b,
                         MpiDeadline deadline) {
-  // The session's, never freed (job_mpi.h): MPI may read it after an
-  // abandoned exchange.
-  const std::span<const double> charged = p.session->peer_waits().charged();
+  // The frozen session's, in the reduction's buffers (finalize_state.h):
+  // MPI may read it after an abandoned exchange.
+  const std::span<const double> charged = p.session->peers.charged();
   // Every rank's table has the job's size (JobSession), so every rank that
   // came this far takes part. One that could not would enter no barrier:
   // its next collective must not match the others' barrier.
@@ -320,14 +335,14 @@ double reduce_exchanges(const JobProcess& p, Collectives& world, FinalizeBuffers
   return net_wait_caused(waited_for_me, charged);
 }
 
-RankRecord own_record(const JobProcess& p, const StepResult& steps, double exchange_caused) {
-  const JobSession& s = *p.session;
+RankRecord own_record(const RankView& p, const StepResult& steps, double exchange_caused) {
+  const FrozenSession& s = *p.session;
   RankRecord r;
   r.rank = p.rank;
   r.host = host_name();
-  r.cpus = s.cpus();
+  r.cpus = s.cpus;
   r.pid = static_cast<long>(::getpid());
-  r.measures = s.measures();
+  r.measures = s.measures;
   r.measures.exchange_wait_caused_seconds = std::max(0.0, exchange_caused);
   r.measures.wait_caused_seconds = steps.wait_caused + r.measures.exchange_wait_caused_seconds;
   if (const RankMeasures* warmup = s.measures_at_step(steps.warmup_steps)) {
@@ -337,30 +352,29 @@ RankRecord own_record(const JobProcess& p, const StepResult& steps, double excha
     r.warmup->wait_caused_seconds = steps.warmup_wait_caused;
     r.warmup->exchange_wait_caused_seconds = 0;
   }
-  for (const OwnThread& t : s.sampler().threads()) {
-    if (r.threads.size() == 5) break;
+  for (const OwnThread& t : s.threads) {
     r.threads.push_back({t.name, t.seconds_on_rank_cpus});
   }
-  for (const CallSite& site : s.recorder().call_sites()) {
+  for (const CallSite& site : s.recorder.call_sites()) {
     r.sites.push_back({std::string(mpi_call_name(site.call)), site_name(site),
                        static_cast<double>(site.calls), site.wait_seconds, site.wait_max_seconds});
   }
   // The libraries mapped by now (a runtime imported after MPI_Init too).
-  std::ifstream maps(s.options().proc_root + "/self/maps");
+  std::ifstream maps(s.options->proc_root + "/self/maps");
   const std::string mapped((std::istreambuf_iterator<char>(maps)),
                            std::istreambuf_iterator<char>());
   r.config = read_rank_config(
-      mapped, [](const char* name) { return std::getenv(name); }, s.sampler().peak_busy_threads(),
+      mapped, [](const char* name) { return std::getenv(name); }, s.peak_busy_threads,
       static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
   // A rank bound to several CPUs: are they a NUMA node or a package?
   if (r.cpus.size() > 1)
-    r.config.binding_domain = binding_domain(read_cpu_domains(s.options().sys_root), r.cpus);
+    r.config.binding_domain = binding_domain(read_cpu_domains(s.options->sys_root), r.cpus);
   return r;
 }
 
 // On the node's first rank: what else ran on the node's CPUs, and what
 // its corenoised last said about them.
-void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, RankRecord& record,
+void add_node_view(const RankView& p, Collectives& node, FinalizeBuffers& b, RankRecord& record,
                    MpiDeadline deadline) {
   b.pid = record.pid;
   int node_size = 1;
@@ -374,11 +388,11 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
                                        b.pid_tree, deadline)) ||
       p.node_rank != 0)
     return;
-  const auto now = scan_tasks(p.session->options().proc_root);
-  for (const CpuCulprit& c : culprits_between(p.tasks_at_start, now, pids, 3, 0.01)) {
+  const auto now = scan_tasks(p.session->options->proc_root);
+  for (const CpuCulprit& c : culprits_between(p.process->tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   }
-  record.node_daemon = daemon_verdicts(p.session->options().socket_path);
+  record.node_daemon = daemon_verdicts(p.session->options->socket_path);
 }
 
 // Above --full ranks, the node's lateness row on its first rank: each
@@ -386,10 +400,10 @@ void add_node_view(const JobProcess& p, Collectives& node, FinalizeBuffers& b, R
 // ranks did not meet).
 // Every rank of the node posts the same fixed buffer, whatever its steps
 // gave: the column count first, then up to kMaxLatenessColumns columns.
-std::vector<float> reduce_node_lateness(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
+std::vector<float> reduce_node_lateness(const RankView& p, Collectives& node, FinalizeBuffers& b,
                                         const StepResult& steps, MpiDeadline deadline) {
   // Wanted in a node's digest only (record_collection.h).
-  if (static_cast<std::size_t>(p.size) <= p.session->options().full_ranks) return {};
+  if (static_cast<std::size_t>(p.size) <= p.session->options->full_ranks) return {};
   b.lateness_mine.assign(kMaxLatenessColumns + 1, 0.0f);
   b.lateness_node.assign(p.node_rank == 0 ? kMaxLatenessColumns + 1 : 0, 0.0f);
   const std::size_t columns = std::min(steps.lateness.size(), kMaxLatenessColumns);
@@ -411,9 +425,9 @@ std::vector<float> reduce_node_lateness(const JobProcess& p, Collectives& node, 
 // to its node's corenoised: the daemon takes from a rank only CPUs that
 // rank may run on (docs/control.md, "Threat model"). The node's first rank
 // says once how many of the node's ranks the daemon did not take.
-void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b,
+void report_node_loss(const RankView& p, Collectives& node, FinalizeBuffers& b,
                       const RankRecord& record, const RankAttribution& mine, MpiDeadline deadline) {
-  const std::string& socket = p.session->options().socket_path;
+  const std::string& socket = p.session->options->socket_path;
   // No daemon on this node (every rank sees the same): nothing to say, but
   // the node's ranks still meet below, all or none.
   std::string error;
@@ -428,7 +442,7 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
       }
       if (any) per_cpu.push_back(entry);
     }
-    const double now_unix = p.session->started_unix_seconds() + record.measures.elapsed_seconds;
+    const double now_unix = p.session->started_unix_seconds + record.measures.elapsed_seconds;
     error = send_job_line(
         socket, job_request(job_id(record.pid), now_unix,
                             std::max(record.measures.elapsed_seconds, 1e-3), p.size, per_cpu));
@@ -456,7 +470,7 @@ void report_node_loss(const JobProcess& p, Collectives& node, FinalizeBuffers& b
 // that either every rank hands its node's loss to corenoised or none.
 // Returns that verdict (false also when the broadcast did not finish),
 // with the reference and threshold in `reference` and `threshold`.
-bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+bool share_reference(const RankView& p, Collectives& world, FinalizeBuffers& b,
                      const GatheredRecords& gathered, bool every_rank_came, MpiDeadline deadline,
                      RankMeasures& reference, CauseThresholds& threshold) {
   // The reference's measures, the two thresholds, the verdict.
@@ -487,22 +501,22 @@ bool share_reference(const JobProcess& p, Collectives& world, FinalizeBuffers& b
 
 // Rank 0's facts of the job beside the records: who ran, how many steps,
 // and why the report is incomplete, if it is.
-JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepResult& steps,
-                   const RankRecord& own, GatheredRecords& gathered, bool spilling) {
-  const JobOptions& options = session.options();
+JobFacts job_facts(const RankView& p, const FrozenSession& session, const StepResult& steps,
+                   const RankRecord& own, GatheredRecords& gathered) {
+  const JobOptions& options = *session.options;
   JobFacts facts;
   facts.version = CORENOISE_VERSION;
   facts.program = options.program;
   facts.family = options.family.empty() ? CORENOISE_JOB_FAMILY : options.family;
-  facts.started_unix_seconds = session.started_unix_seconds();
+  facts.started_unix_seconds = session.started_unix_seconds;
   facts.ranks_total = p.size;
-  facts.steps = static_cast<long>(own.measures.steps);
+  facts.steps = steps.steps > 0 ? steps.steps : static_cast<long>(own.measures.steps);
   facts.steps_per_column = steps.steps_per_column;
   facts.column_end_seconds = steps.column_ends;
   facts.savings = steps.savings;
-  facts.clock_source = std::string(session.clock_source());
-  facts.mpi_library = p.mpi_library;
-  facts.mpi_library_version = p.mpi_library_version;
+  facts.clock_source = session.clock_source;
+  facts.mpi_library = p.process->mpi_library;
+  facts.mpi_library_version = p.process->mpi_library_version;
   facts.warmup_steps = steps.warmup_steps;
   facts.worst_steps = steps.worst_steps;
   const std::vector<int>& missing = gathered.missing;
@@ -518,10 +532,6 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
   } else if (!steps.problem.empty()) {
     facts.incomplete_reason = steps.problem;
   }
-  if (!facts.incomplete_reason.empty() && spilling) {
-    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
-                               " (corenoise job --report " + options.spill_dir + ")";
-  }
   facts.node_digests = std::move(gathered.node_digests);
   auto& lateness = gathered.lateness;
   const bool rows_agree = std::all_of(lateness.begin(), lateness.end(), [&](const auto& row) {
@@ -536,7 +546,7 @@ JobFacts job_facts(const JobProcess& p, const JobSession& session, const StepRes
 // once every rank has the reference. False when the job was not reduced
 // (a rank missing, the reference not shared, or this rank's record not
 // sent): then this rank hands none.
-bool hand_node_loss(const JobProcess& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
+bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
                     const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
                     MpiDeadline deadline) {
   RankMeasures reference;
@@ -556,51 +566,66 @@ bool hand_node_loss(const JobProcess& p, Collectives& world, Collectives& node, 
 
 }  // namespace
 
-bool finish_job(JobProcess& p) {
-  JobSession& session = *p.session;
-  session.close();
-  const JobOptions& options = session.options();
-  MpiDeadline deadline = MpiDeadline::after(options.finalize_timeout_seconds);
+JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadline, double timeout) {
   Collectives world(p.comm), node(p.node);
-  // Kept from the start, so that an exception (bad_alloc, a /proc read)
-  // after an abandoned operation cannot free what MPI may still write.
-  p.kept = new FinalizeBuffers;
-  FinalizeBuffers& b = *p.kept;
-
   // The ranks' steps and exchanges, into this rank's record.
-  const StepResult steps = reduce_steps(p, world, b, deadline, options.finalize_timeout_seconds);
+  const StepResult steps = reduce_steps(p, world, b, deadline, timeout);
   // Only once every rank came (a collective would wait for a missing one).
   const double exchange_caused = reduce_exchanges(p, world, b, deadline);
   RankRecord record = own_record(p, steps, exchange_caused);
   add_node_view(p, node, b, record, deadline);
   const std::vector<float> node_lateness = reduce_node_lateness(p, node, b, steps, deadline);
   RecordsMoved moved = move_records(p, world, b, record, steps.lateness, node_lateness, deadline);
-  const bool reduced = hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
+  JobReduced reduced;
+  reduced.reduced =
+      p.live ? steps.complete && moved.sent && moved.gathered.missing.empty()
+             : hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
+  // Nothing pending writes into the buffers, or they are kept for good.
+  reduced.settled = world.settled() && node.settled() && !moved.pending;
+  if (p.rank != 0) return reduced;
+  reduced.facts = job_facts(p, *p.session, steps, record, moved.gathered);
+  reduced.gathered = std::move(moved.gathered);
+  return reduced;
+}
+
+bool finish_job(JobProcess& p) {
+  JobSession& session = *p.session;
+  session.close();
+  const JobOptions& options = session.options();
+  // Kept from the start, so that an exception (bad_alloc, a /proc read)
+  // after an abandoned operation cannot free what MPI may still write.
+  p.kept = new FinalizeBuffers;
+  FinalizeBuffers& b = *p.kept;
+  b.frozen = session.freeze();
+  const RankView view{p.rank, p.size, p.node_rank, p.comm, p.node, &b.frozen, &p, false};
+  JobReduced reduced = reduce_job(view, b, MpiDeadline::after(options.finalize_timeout_seconds),
+                                  options.finalize_timeout_seconds);
   // Rank 0 has every figure: the spill files are no longer needed. If it
   // has not, they stay for `corenoise job --report`.
   SpillWriter* spill = session.spill();
-  if (spill != nullptr && reduced) spill->remove();
-
-  // Nothing pending writes into the buffers, or they are kept for good.
-  const bool settled = world.settled() && node.settled() && !moved.pending;
-  if (settled) {
+  if (spill != nullptr && reduced.reduced) spill->remove();
+  if (reduced.settled) {
     delete p.kept;
     p.kept = nullptr;
   }
-  if (p.rank != 0) return settled;
-  JobFacts facts = job_facts(p, session, steps, record, moved.gathered, spill != nullptr);
+  if (p.rank != 0) return reduced.settled;
+  JobFacts& facts = reduced.facts;
+  if (!facts.incomplete_reason.empty() && spill != nullptr) {
+    facts.incomplete_reason += "; the ranks' spill files stay in " + options.spill_dir +
+                               " (corenoise job --report " + options.spill_dir + ")";
+  }
   if (const JobPublisher publish = job_publisher()) {
     JobReport report =
-        build_job_report(std::move(facts), moved.gathered.summaries, moved.gathered.records);
+        build_job_report(std::move(facts), reduced.gathered.summaries, reduced.gathered.records);
     // What the outputs need not hold while they are written: 40 MB of
     // summaries at 100,000 ranks.
-    std::vector<RankSummary>().swap(moved.gathered.summaries);
-    std::vector<RankRecord>().swap(moved.gathered.records);
+    std::vector<RankSummary>().swap(reduced.gathered.summaries);
+    std::vector<RankRecord>().swap(reduced.gathered.records);
     publish(report, options);
   }
   // Empty once every rank removed its file; else it stays, with the files.
-  if (spill != nullptr && reduced) ::rmdir(options.spill_dir.c_str());
-  return settled;
+  if (spill != nullptr && reduced.reduced) ::rmdir(options.spill_dir.c_str());
+  return reduced.settled;
 }
 
 }  // namespace corenoise

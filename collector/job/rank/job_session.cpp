@@ -171,6 +171,23 @@ void JobSession::close() {
 
 RankMeasures JobSession::measures() const { return measures_with_clock(clock_.median_hz()); }
 
+FrozenSession JobSession::freeze() const {
+  std::vector<OwnThread> threads = sampler_.threads();
+  if (threads.size() > 5) threads.resize(5);  // as many as a record lists
+  return FrozenSession{
+      &options_,
+      recorder_.frozen(),
+      peers_,
+      measures(),
+      {step_snapshots_.begin(), step_snapshots_.begin() + static_cast<long>(step_snapshots_kept_)},
+      std::move(threads),
+      sampler_.peak_busy_threads(),
+      cpus_,
+      started_unix_,
+      started_,
+      std::string(clock_.source())};
+}
+
 RankMeasures JobSession::measures_with_clock(double clock_hz) const {
   RankMeasures m = windows_;
   const IntervalTotals& totals = recorder_.totals();

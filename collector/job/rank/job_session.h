@@ -24,6 +24,7 @@
 #include "collector/job/model/rank_measures.h"
 #include "collector/job/rank/call_clock.h"
 #include "collector/job/rank/clock_sampler.h"
+#include "collector/job/rank/frozen_session.h"
 #include "collector/job/rank/interval_recorder.h"
 #include "collector/job/rank/peer_waits.h"
 #include "collector/job/rank/proc_sampler.h"
@@ -52,6 +53,9 @@ class JobSession {
   SpillWriter* spill() { return spill_.get(); }
 
   RankMeasures measures() const;
+  // The figures as they stand now, for a reduction that runs while the
+  // session records on (frozen_session.h).
+  FrozenSession freeze() const;
   // The measures as they stood at the end of step `steps`, where that is
   // a power of two up to kMaxWarmupSteps (step_math.h): the warm-up's, once
   // the ranks have agreed where it ends. Null for any other step.

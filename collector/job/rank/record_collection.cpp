@@ -18,7 +18,7 @@ namespace {
 
 // The job's rank of this node's first rank: a translation between the
 // node's group and the world's, no message.
-int node_first_rank(const JobProcess& p) {
+int node_first_rank(const RankView& p) {
   if (p.node == MPI_COMM_NULL) return p.rank;
   MPI_Group node_group, world_group;
   PMPI_Comm_group(p.node, &node_group);
@@ -46,7 +46,7 @@ std::string text_of(const nlohmann::json& wire) {
 // (tree_gather.h), which returns its node's digest (node_digest.h);
 // nullopt elsewhere. A record that does not parse is left out of the
 // digest.
-std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b,
+std::optional<NodeDigest> node_digest_of(const RankView& p, FinalizeBuffers& b,
                                          const RankRecord& record,
                                          const std::vector<float>& node_lateness,
                                          MpiDeadline deadline, bool& pending) {
@@ -74,7 +74,7 @@ std::optional<NodeDigest> node_digest_of(const JobProcess& p, FinalizeBuffers& b
 
 // A rank other than 0: `bytes` to rank 0. False when not sent by
 // `deadline`; `pending` when MPI may still read the buffer.
-bool send_to_rank0(const JobProcess& p, const void* bytes, std::size_t size, int tag,
+bool send_to_rank0(const RankView& p, const void* bytes, std::size_t size, int tag,
                    MpiDeadline deadline, bool& pending) {
   MPI_Request request;
   if (PMPI_Isend(bytes, static_cast<int>(size), MPI_BYTE, 0, tag, p.comm, &request) != MPI_SUCCESS)
@@ -86,7 +86,7 @@ bool send_to_rank0(const JobProcess& p, const void* bytes, std::size_t size, int
   return !left;
 }
 
-bool send_record(const JobProcess& p, FinalizeBuffers& b, const nlohmann::json& wire,
+bool send_record(const RankView& p, FinalizeBuffers& b, const nlohmann::json& wire,
                  MpiDeadline deadline, bool& pending) {
   b.record = text_of(wire);
   return send_to_rank0(p, b.record.data(), b.record.size(), kRecordTag, deadline, pending);
@@ -201,7 +201,7 @@ class Collection {
 
 // Rank 0: summaries and records from any rank until all came or
 // `deadline`. `pending` when a receive is left that MPI may still write.
-void receive(const JobProcess& p, FinalizeBuffers& b, Collection& c, MpiDeadline deadline,
+void receive(const RankView& p, FinalizeBuffers& b, Collection& c, MpiDeadline deadline,
              bool& pending) {
   while (!c.done()) {
     int flag = 0, tag = 0;
@@ -255,7 +255,7 @@ void keep_sound(std::vector<RankSummary>& summaries, int size) {
 // (tree_gather.h), which judges the ranks and broadcasts whom it asks for
 // a record (job_selection.h): the count, then the ranks. False when this
 // rank's part did not complete; the world then takes no more collectives.
-bool gather_and_ask(const JobProcess& p, Collectives& world, FinalizeBuffers& b, std::size_t full,
+bool gather_and_ask(const RankView& p, Collectives& world, FinalizeBuffers& b, std::size_t full,
                     MpiDeadline deadline) {
   if (p.rank == 0) b.summaries.assign(static_cast<std::size_t>(p.size), RankSummary{});
   if (!world.account(tree_gather_blocks(p.comm, kSummaryTreeTag, &b.summary, sizeof(RankSummary),
@@ -293,10 +293,10 @@ bool is_asked(const FinalizeBuffers& b, int rank) {
 
 }  // namespace
 
-RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+RecordsMoved move_records(const RankView& p, Collectives& world, FinalizeBuffers& b,
                           const RankRecord& record, const std::vector<float>& lateness,
                           const std::vector<float>& node_lateness, MpiDeadline deadline) {
-  const JobOptions& options = p.session->options();
+  const JobOptions& options = *p.session->options;
   const std::size_t full = options.full_ranks;
   // When a rank is missing, the collectives' deadline has passed, and the
   // others' records still get a short window of their own at each stage.

@@ -50,7 +50,7 @@ struct RecordsMoved {
 
 // `lateness`: this rank's row; `node_lateness`: its node's, on the node's
 // first rank above `full` ranks (empty elsewhere).
-RecordsMoved move_records(const JobProcess& p, Collectives& world, FinalizeBuffers& b,
+RecordsMoved move_records(const RankView& p, Collectives& world, FinalizeBuffers& b,
                           const RankRecord& record, const std::vector<float>& lateness,
                           const std::vector<float>& node_lateness, MpiDeadline deadline);
 
