@@ -63,8 +63,15 @@ docs/job.md explains the figures and how far to trust them.
 
 A job killed before MPI_Finalize (scancel, a time limit, a launcher
 killing every rank when one dies) leaves each rank's figures in a spill
-file, kept in FILE.ranks/ beside the --json (else --html) file or in
---spill DIR; --report DIR builds the report from them afterwards.
+file, kept in FILE.ranks/ beside the --json (else --html, else --live)
+file or in --spill DIR; --report DIR builds the report from them
+afterwards, with the exchange charges and the phases as the last live
+epoch reduced them.
+
+While the job runs, its figures are reduced every --live-interval
+seconds without stopping it (on the library's own communicators,
+progressed from the ranks' own MPI calls): --live FILE shows the report
+so far.
 
 Exit status: the program's own; 1 for bad input or a missing library
 (before the program starts), 127 when the program cannot be run. With
@@ -88,6 +95,13 @@ Options:
                             (default: FILE.ranks beside --json or --html;
                             none without either)
   --no-spill                keep no spill files
+  --live FILE               rewrite FILE with the report so far (JSON, the
+                            --json schema) at every live epoch, while the
+                            job runs
+  --live-interval S         seconds between live epochs, 1 to 86400, or 0
+                            for none (default: 30); each epoch also keeps
+                            the report so far in the spill folder, for
+                            --report
   --report DIR              no program: the report of a job that ended
                             before MPI_Finalize, from its spill files
   --full N                  every rank's record in the report up to N ranks
@@ -118,6 +132,7 @@ void check_writable(const std::map<std::string, std::string>& environment) {
     return it->second;
   };
   ReportOutputs(path("CORENOISE_JOB_JSON"), path("CORENOISE_JOB_HTML"));
+  ReportOutputs(path("CORENOISE_JOB_LIVE"), std::nullopt);
 }
 
 // `--report DIR`: the report of a job killed before MPI_Finalize.
@@ -128,7 +143,12 @@ int report_from_spill_dir(const JobLaunch& launch) {
   if (ranks.empty()) {
     throw std::runtime_error("no spill file (rank-N.spill) in " + launch.report_dir);
   }
-  const SpillReport spilled = report_from_spills(ranks);
+  // The last live epoch's report where the folder kept one (it has the
+  // exchange charges and the phases, which the spill files alone have not).
+  std::string why;
+  std::optional<SpillReport> live = report_from_live_epoch(launch.report_dir, ranks, &why);
+  if (!why.empty()) std::cerr << "corenoise job: " << why << '\n';
+  const SpillReport spilled = live ? std::move(*live) : report_from_spills(ranks);
   std::string warnings;
   const JobOptions options = job_options_from(
       [&launch](const char* name) -> const char* {
@@ -136,7 +156,10 @@ int report_from_spill_dir(const JobLaunch& launch) {
         return it == launch.environment.end() ? nullptr : it->second.c_str();
       },
       &warnings);
-  write_job_outputs(build_job_report(spilled.facts, spilled.records), options);
+  write_job_outputs(spilled.summaries.empty()
+                        ? build_job_report(spilled.facts, spilled.records)
+                        : build_job_report(spilled.facts, spilled.summaries, spilled.records),
+                    options);
   return kExitHealthy;
 }
 
@@ -213,6 +236,13 @@ void apply_option(const std::string& name, const std::string& value, JobLaunch& 
       env["CORENOISE_JOB_FULL"] = std::to_string(static_cast<long>(ranks));
     } else if (name == "quiet") {
       env["CORENOISE_JOB_QUIET"] = "1";
+    } else if (name == "live") {
+      env["CORENOISE_JOB_LIVE"] = absolute(value);
+    } else if (name == "live-interval") {
+      const double seconds = parse_real_value(value, 0, 86400, "seconds");
+      if (seconds > 0 && seconds < 1)
+        throw std::invalid_argument("'" + value + "' is under a second: 1 to 86400, or 0");
+      env["CORENOISE_JOB_LIVE_INTERVAL"] = std::to_string(seconds);
     } else if (name == "spill") {
       env["CORENOISE_JOB_SPILL"] = absolute(value);
     } else if (name == "report") {
@@ -227,7 +257,7 @@ void apply_option(const std::string& name, const std::string& value, JobLaunch& 
 // said otherwise.
 void default_spill(const ParsedArgs& parsed, std::map<std::string, std::string>& env) {
   if (parsed.has("spill") || parsed.has("no-spill")) return;
-  for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML"}) {
+  for (const char* output : {"CORENOISE_JOB_JSON", "CORENOISE_JOB_HTML", "CORENOISE_JOB_LIVE"}) {
     if (auto it = env.find(output); it != env.end()) {
       env["CORENOISE_JOB_SPILL"] = it->second + ".ranks";
       return;
@@ -240,9 +270,10 @@ void default_spill(const ParsedArgs& parsed, std::map<std::string, std::string>&
 JobLaunch parse_job_options(const std::vector<std::string>& args) {
   std::vector<std::string> own, program;
   split_at_dashes(args, own, program);
-  const ParsedArgs parsed = parse_args(
-      own, {"json", "html", "socket", "finalize-timeout", "budget", "spill", "report", "full"},
-      {"no-daemon", "no-spill", "quiet", "help"});
+  const ParsedArgs parsed = parse_args(own,
+                                       {"json", "html", "socket", "finalize-timeout", "budget",
+                                        "spill", "report", "full", "live", "live-interval"},
+                                       {"no-daemon", "no-spill", "quiet", "help"});
   if (!parsed.positional.empty()) {
     throw UsageError("'" + parsed.positional.front() +
                      "' before '--': the program comes after '--'");

@@ -28,6 +28,11 @@ void print_totals(std::ostringstream& out, const JobReport& report) {
     out << " of " << report.facts.ranks_total;
   out << " on " << plural(report.nodes, "node", "nodes") << ", " << report.facts.steps << " steps, "
       << seconds_text(report.elapsed_seconds) << "\n";
+  if (const auto& live = report.facts.live) {
+    out << "  LIVE: the job so far, epoch " << live->epoch << " (every "
+        << seconds_text(live->interval_seconds) << ")"
+        << (live->ended ? "; the job ended after it without MPI_Finalize" : "") << "\n";
+  }
   if (!report.complete()) out << "  INCOMPLETE: " << report.facts.incomplete_reason << "\n";
   if (!report.facts.mpi_library.empty()) {
     out << "  MPI: " << report.facts.mpi_library;

@@ -187,6 +187,16 @@ json phases_json(const std::vector<JobPhase>& phases) {
   return out;
 }
 
+// A live epoch's report says which epoch, when, and at what cadence
+// (docs/job.md, "Live"); a final report has null.
+json live_json(const std::optional<JobFacts::Live>& live) {
+  if (!live) return nullptr;
+  return {{"epoch", live->epoch},
+          {"reduced_unix_seconds", live->reduced_unix_seconds},
+          {"interval_seconds", live->interval_seconds},
+          {"ended_without_finalize", live->ended}};
+}
+
 json worst_steps_json(const std::vector<JobStep>& steps) {
   json out = json::array();
   for (const JobStep& s : steps) {
@@ -237,6 +247,7 @@ json to_json(const JobReport& report) {
       {"cause_threshold_seconds", report.cause_threshold_seconds},
       {"cause_threshold_on_cpu_seconds", report.cause_threshold_on_cpu_seconds},
       {"clock_source", facts.clock_source},
+      {"live", live_json(facts.live)},
       {"causes", causes_json(report.causes)},
       {"saving_seconds", causes_json(report.savings)},
       {"call_sites", sites},

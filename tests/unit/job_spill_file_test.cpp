@@ -98,7 +98,7 @@ TEST(JobSpillFile, EveryBadValueIsRefusedNamingTheFile) {
       {"a byte longer", [full](const std::string& p) { testing::resize_spill(p, full + 1); },
        "longer than a spill file"},
       {"another magic", at(0, 'x'), "not a spill file"},
-      {"another layout", at(7, char{3}), "another corenoise (layout 3"},
+      {"another layout", at(7, char{4}), "another corenoise (layout 4"},
       {"another header size", at(offsetof(SpillHeader, header_bytes), std::uint32_t{100}),
        "a header of 100"},
       {"capacity 0", at(offsetof(SpillHeader, bin_capacity), std::uint32_t{0}),

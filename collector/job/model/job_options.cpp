@@ -56,12 +56,18 @@ JobOptions job_options_from(const JobEnvironment& lookup, std::string* warnings)
   options.html_path = read_text(lookup, "CORENOISE_JOB_HTML");
   options.socket_path = read_text(lookup, "CORENOISE_JOB_SOCKET");
   options.spill_dir = read_text(lookup, "CORENOISE_JOB_SPILL");
+  options.live_path = read_text(lookup, "CORENOISE_JOB_LIVE");
   options.program = read_text(lookup, "CORENOISE_JOB_PROGRAM");
   options.family = read_text(lookup, "CORENOISE_JOB_FAMILY");
   read_number(lookup, "CORENOISE_JOB_BUDGET", 1e-6, 0.1, options.budget, warnings);
   read_number(lookup, "CORENOISE_JOB_FINALIZE_TIMEOUT", 0.1, 3600, options.finalize_timeout_seconds,
               warnings);
   read_count(lookup, "CORENOISE_JOB_FULL", options.full_ranks, warnings);
+  read_number(lookup, "CORENOISE_JOB_LIVE_INTERVAL", 0, 86400, options.live_interval_seconds,
+              warnings);
+  // Below a second an epoch would cost more than it tells (docs/job.md).
+  if (options.live_interval_seconds > 0 && options.live_interval_seconds < 1)
+    options.live_interval_seconds = 1;
   const std::string quiet = read_text(lookup, "CORENOISE_JOB_QUIET");
   options.banner = quiet.empty() || quiet == "0";
   if (const std::string root = read_text(lookup, "CORENOISE_JOB_PROC_ROOT"); !root.empty()) {

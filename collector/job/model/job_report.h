@@ -71,6 +71,16 @@ struct JobFacts {
     std::string call, site;  // the reporting rank's call there
   };
   std::vector<Step> worst_steps;
+  // A report of the job so far, from a live epoch (rank/live_reduction.h),
+  // or from a spill folder whose last live epoch it is; nullopt for a
+  // job's final report.
+  struct Live {
+    long epoch = 0;                   // counted from 1
+    double reduced_unix_seconds = 0;  // when rank 0 had the epoch's figures
+    double interval_seconds = 0;      // the cadence
+    bool ended = false;               // the job ended without MPI_Finalize after it
+  };
+  std::optional<Live> live;
 };
 
 // Who took a late rank's time: one of its own threads (own-threads), or

@@ -14,18 +14,19 @@
 #include <cstdint>
 
 #include "collector/job/model/rank_measures.h"
+#include "collector/job/model/rank_summary.h"
 
 namespace corenoise {
 
 // "cnjob", then the layout's version in the last byte.
-inline constexpr char kSpillMagic[8] = {'c', 'n', 'j', 'o', 'b', 0, 0, 2};
+inline constexpr char kSpillMagic[8] = {'c', 'n', 'j', 'o', 'b', 0, 0, 3};
 
 // The most bins of steps a rank keeps (rank/interval_recorder.h, whose
 // bins merge in pairs past it) and a spill file holds.
 inline constexpr std::size_t kMaxStepBins = std::size_t{1} << 16;
 
 struct SpillHeader {
-  char magic[8];  // "cnjob\0\0\2"
+  char magic[8];  // "cnjob\0\0\3"
   std::uint32_t header_bytes;
   std::uint32_t bin_capacity;
   std::int32_t rank;
@@ -40,7 +41,21 @@ struct SpillHeader {
   // StepWaits's mirror (rank/interval_recorder.h): steps, steps per bin, bins.
   std::uint64_t step_counts[3];
   double measures[kRankMeasureCount];
+  // The rank's summary (rank_summary.h) at each of the last two live
+  // epochs it took part in (rank/live_reduction.h), in slot epoch % 2. The
+  // epoch number is stored last, and zeroed first: a slot whose number is
+  // 0 is being written. Rank 0 keeps the epoch's other figures in
+  // kLiveEpochFile; `corenoise job --report` rebuilds the epoch's report
+  // from both.
+  struct EpochSlot {
+    std::int64_t epoch;
+    double summary[kRankSummaryDoubles];
+  } epochs[2];
 };
+
+// Rank 0's part of the last live epoch, in the spill folder beside the
+// ranks' files (model/live_epoch.h).
+inline constexpr char kLiveEpochFile[] = "live-epoch.json";
 
 // What a spill file may hold (rebuild/spill_reader.h refuses the rest):
 // bounds no real job reaches (2^53 collectives at a microsecond each take 285 years; 1e15 is 31

@@ -11,10 +11,12 @@
 #include "collector/job/rank/comm_ranks.h"
 #include "collector/job/rank/job_session.h"
 #include "collector/job/rank/node_tasks.h"
+#include "collector/mpi/mpi_deadline.h"
 
 namespace corenoise {
 
 struct FinalizeBuffers;  // finalize_state.h
+class LiveReduction;     // live_reduction.h
 
 struct JobProcess {
   JobSession* session = nullptr;  // null: not recording
@@ -25,6 +27,9 @@ struct JobProcess {
   // Buffers of MPI_Finalize's operations that did not all complete, which
   // MPI may still write (job_reduction.cpp); kept, never freed.
   FinalizeBuffers* kept = nullptr;
+  // The reduction while the job runs; null where --live-interval is 0.
+  // Never deleted (its buffers may be MPI's).
+  LiveReduction* live = nullptr;
   MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, for the library's own traffic
   MPI_Comm node = MPI_COMM_NULL;  // the ranks of this node
   int rank = 0, size = 1;
@@ -43,6 +48,6 @@ struct JobProcess {
 // late (rank 0 still writing its output); MPICH's hydra killed the ranks of
 // a job whose missing rank had exited cleanly. True when every collective
 // it posted completed: none is left pending on the library's communicators.
-bool finish_job(JobProcess& process);
+bool finish_job(JobProcess& process, MpiDeadline deadline);
 
 }  // namespace corenoise

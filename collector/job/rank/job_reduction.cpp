@@ -33,6 +33,7 @@
 #include "collector/job/model/job_report.h"
 #include "collector/job/model/job_selection.h"
 #include "collector/job/model/rank_config.h"
+#include "collector/job/model/spill_layout.h"
 #include "collector/job/model/step_math.h"
 #include "collector/job/rank/finalize_state.h"
 #include "collector/job/rank/job_daemon.h"
@@ -588,7 +589,7 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
   return reduced;
 }
 
-bool finish_job(JobProcess& p) {
+bool finish_job(JobProcess& p, MpiDeadline deadline) {
   JobSession& session = *p.session;
   session.close();
   const JobOptions& options = session.options();
@@ -598,12 +599,15 @@ bool finish_job(JobProcess& p) {
   FinalizeBuffers& b = *p.kept;
   b.frozen = session.freeze();
   const RankView view{p.rank, p.size, p.node_rank, p.comm, p.node, &b.frozen, &p, false};
-  JobReduced reduced = reduce_job(view, b, MpiDeadline::after(options.finalize_timeout_seconds),
-                                  options.finalize_timeout_seconds);
+  JobReduced reduced = reduce_job(view, b, deadline, options.finalize_timeout_seconds);
   // Rank 0 has every figure: the spill files are no longer needed. If it
   // has not, they stay for `corenoise job --report`.
   SpillWriter* spill = session.spill();
-  if (spill != nullptr && reduced.reduced) spill->remove();
+  if (spill != nullptr && reduced.reduced) {
+    spill->remove();
+    // Rank 0's part of the last live epoch (live_epoch.h) with them.
+    if (p.rank == 0) ::unlink((std::filesystem::path(options.spill_dir) / kLiveEpochFile).c_str());
+  }
   if (reduced.settled) {
     delete p.kept;
     p.kept = nullptr;
@@ -622,6 +626,14 @@ bool finish_job(JobProcess& p) {
     std::vector<RankSummary>().swap(reduced.gathered.summaries);
     std::vector<RankRecord>().swap(reduced.gathered.records);
     publish(report, options);
+    // The live file ends as the final report (its "live" null).
+    if (!options.live_path.empty()) {
+      JobOptions live = options;
+      live.json_path = options.live_path;
+      live.html_path.clear();
+      live.banner = false;
+      publish(report, live);
+    }
   }
   // Empty once every rank removed its file; else it stays, with the files.
   if (spill != nullptr && reduced.reduced) ::rmdir(options.spill_dir.c_str());

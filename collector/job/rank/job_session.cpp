@@ -84,6 +84,15 @@ void JobSession::exit(MpiCall call, std::uintptr_t return_address, bool step,
   if (mpi_call_role(call) == MpiCallRole::exchange) peers_.charge(peers, wait);
   if (CallSite* site = recorder_.wants_caller()) name_caller(*site);
   if (step) snapshot_step(recorder_.step_waits().steps());
+  if (now >= next_between_) between_calls(now);
+}
+
+void JobSession::between_calls(double now) {
+  const double cpu_before = thread_cpu_seconds();
+  next_between_ = between_(between_context_, now);
+  const double cost = monotonic_seconds() - now;
+  windows_.overhead_seconds += cost;
+  recorder_.exclude_from_compute(cost, thread_cpu_seconds() - cpu_before);
 }
 
 double JobSession::cpu_if_wanted(double now) const {

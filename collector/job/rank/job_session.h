@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,17 @@ class JobSession {
   // An exchange's wait is charged to `peers`, ranks of the job (peer_waits.h).
   void exit(MpiCall call, std::uintptr_t return_address, bool step,
             std::span<const int> peers = {});
+  // The library's own work between the program's calls (the live
+  // reduction, live_reduction.h): `run(context, now)` at the exit of a
+  // recorded call once `now` reached the time it returned last, first at
+  // `first`. Its time is the library's overhead, neither the call's wait
+  // nor the program's compute.
+  using BetweenCalls = double (*)(void* context, double now);
+  void run_between_calls(BetweenCalls run, void* context, double first) {
+    between_ = run;
+    between_context_ = context;
+    next_between_ = first;
+  }
   // The last window, at MPI_Finalize; the measures are final after it.
   void close();
   // Keeps the figures in `spill` as they are recorded (spill_writer.h).
@@ -85,6 +97,7 @@ class JobSession {
   void snapshot_step(std::uint64_t steps);
   // The Python line of a site's call, sampled (interval_recorder.h).
   void name_caller(CallSite& site);
+  void between_calls(double now);
   RankMeasures measures_with_clock(double clock_hz) const;
 
   JobOptions options_;
@@ -99,6 +112,9 @@ class JobSession {
   CallClock call_clock_;           // what enter and exit read
   double fault_cost_seconds_ = 0;  // of one minor fault, measured at start
   double next_sample_ = 0;
+  BetweenCalls between_ = nullptr;
+  void* between_context_ = nullptr;
+  double next_between_ = std::numeric_limits<double>::infinity();
   RankMeasures windows_;  // the OS-level sums over the windows so far
   // measures_at_step's, at steps 2^i; how many are kept.
   std::array<RankMeasures, 11> step_snapshots_{};

@@ -24,6 +24,7 @@
 
 #include "collector/job/rank/family_finalize.h"
 #include "collector/job/rank/job_daemon.h"
+#include "collector/job/rank/live_reduction.h"
 #include "collector/job/rank/pmpi_state.h"
 #include "collector/job/rank/program_mpi.h"
 
@@ -107,6 +108,10 @@ void start() {
                    e.what());
     }
   }
+  if (kept.live_interval_seconds > 0) {
+    process.live = new LiveReduction(process, kept.live_interval_seconds);
+    process.live->attach();
+  }
   is_main = true;
   // A child of fork() is not the rank: it must neither sample into the
   // rank's spill file (a shared mapping) nor report at an MPI_Finalize of
@@ -154,8 +159,11 @@ void before_finalize() {
   const double timeout = process.session->options().finalize_timeout_seconds;
   // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
   // from an exit handler): a failure costs the report, never the job.
+  const MpiDeadline deadline = MpiDeadline::after(timeout);
   try {
-    settled = finish_job(process);
+    // The live reduction's epoch under way first, on its own communicators.
+    if (process.live != nullptr) process.live->stop(deadline);
+    settled = finish_job(process, deadline);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", process.rank, e.what());
   }

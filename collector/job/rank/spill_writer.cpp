@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -69,6 +71,30 @@ SpillWriter::~SpillWriter() {
 void SpillWriter::update(const RankMeasures& measures, double now_unix_seconds) {
   std::memcpy(header_->measures, as_array(measures), sizeof(header_->measures));
   header_->updated_unix_seconds = now_unix_seconds;
+}
+
+void SpillWriter::keep_epoch(long epoch, const RankSummary& summary) {
+  SpillHeader::EpochSlot& slot = header_->epochs[epoch % 2];
+  // The stores in this order as a killed process leaves them: a signal
+  // fence is all a SIGKILL needs (the pages are the file's either way).
+  slot.epoch = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::memcpy(slot.summary, as_array(summary), sizeof(slot.summary));
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  slot.epoch = epoch;
+}
+
+bool SpillWriter::write_beside(const std::string& dir, const char* name, const std::string& text) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  const std::string partial = path + ".partial";
+  FILE* file = std::fopen(partial.c_str(), "we");
+  bool written = file != nullptr && std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  if (file != nullptr) written = std::fclose(file) == 0 && written;
+  // Renamed over the last one: a reader sees one epoch's file or the other.
+  if (written && std::rename(partial.c_str(), path.c_str()) == 0) return true;
+  std::fprintf(stderr, "corenoise job: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+  ::unlink(partial.c_str());
+  return false;
 }
 
 void SpillWriter::remove() { ::unlink(path_.c_str()); }

@@ -32,6 +32,11 @@ class SpillWriter {
   double* bins() { return bins_; }
   std::uint64_t* step_counts() { return header_->step_counts; }
   void update(const RankMeasures& measures, double now_unix_seconds);
+  // The rank's summary at a live epoch (SpillHeader::epochs).
+  void keep_epoch(long epoch, const RankSummary& summary);
+  // A file of the folder's besides the ranks', written whole or not at all
+  // (rank 0's kLiveEpochFile). False, with the reason on stderr, if not.
+  static bool write_beside(const std::string& dir, const char* name, const std::string& text);
   // Deletes the file: the report was written.
   void remove();
   const std::string& path() const { return path_; }

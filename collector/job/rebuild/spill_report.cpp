@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
+#include "collector/job/model/live_epoch.h"
 #include "collector/job/model/step_math.h"
 
 namespace corenoise {
@@ -300,6 +303,49 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& unsorted) {
   out.facts.steps = static_cast<long>(common.bins_per_rank * common.width);
   out.facts.savings = savings_by_rank(common.minimum, common.last, common.second);
   out.facts.incomplete_reason = incomplete_reason(unsorted, ranks, out.facts.steps);
+  return out;
+}
+
+std::optional<SpillReport> report_from_live_epoch(const std::string& dir,
+                                                  const std::vector<SpilledRank>& ranks,
+                                                  std::string* why) {
+  const std::string path = (std::filesystem::path(dir) / kLiveEpochFile).string();
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto refuse = [&](const std::string& reason) {
+    if (why != nullptr) *why = path + ": " + reason + "; the report is the spill files' alone";
+    return std::nullopt;
+  };
+  LiveEpoch epoch;
+  try {
+    epoch = live_epoch_from_text(text);
+  } catch (const std::exception& e) {
+    return refuse(std::string("not a live epoch's file (") + e.what() + ")");
+  }
+  JobFacts& facts = epoch.facts;
+  const auto first = std::find_if(ranks.begin(), ranks.end(),
+                                  [](const SpilledRank& r) { return r.header.rank == 0; });
+  if (first == ranks.end() || first->header.started_unix_seconds != facts.started_unix_seconds ||
+      first->header.size != facts.ranks_total)
+    return refuse("another job's (its start or size is not rank 0's spill file's)");
+  SpillReport out;
+  out.summaries.resize(ranks.size());
+  for (const SpilledRank& rank : ranks) {
+    const long number = facts.live->epoch;
+    const SpillHeader::EpochSlot& slot = rank.header.epochs[number % 2];
+    const auto r = static_cast<std::size_t>(rank.header.rank);
+    if (slot.epoch != number || r >= out.summaries.size())
+      return refuse("rank " + std::to_string(rank.header.rank) + " has no summary of epoch " +
+                    std::to_string(number));
+    std::memcpy(as_array(out.summaries[r]), slot.summary, sizeof(slot.summary));
+    if (!sound(out.summaries[r], facts.ranks_total) ||
+        out.summaries[r].number() != rank.header.rank)
+      return refuse("rank " + std::to_string(rank.header.rank) + "'s summary is not sound");
+  }
+  facts.live->ended = true;
+  out.facts = std::move(facts);
+  out.records = std::move(epoch.records);
   return out;
 }
 

@@ -7,6 +7,7 @@
 // has none. Pure but for reading DIR.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ namespace corenoise {
 struct SpillReport {
   JobFacts facts;
   std::vector<RankRecord> records;
+  // Every rank's summary, where the report is a live epoch's
+  // (report_from_live_epoch): build_job_report judges the ranks from these
+  // and shows `records` in full. Empty: every rank is in `records`.
+  std::vector<RankSummary> summaries;
 };
 
 // Ranks of one job, in any order: the report. Throws std::invalid_argument,
@@ -25,6 +30,17 @@ struct SpillReport {
 // or the ranks are not one job's (spill_job_problems). Memory: the common
 // steps' bins once more, at most IntervalRecorder::kMaxStepBins per rank.
 SpillReport report_from_spills(const std::vector<SpilledRank>& ranks);
+
+// The report of the job's last live epoch, where `dir` holds rank 0's part
+// of one (kLiveEpochFile, model/live_epoch.h) and every rank's spill file
+// in `ranks` its summary of the same epoch: the live report as rank 0 last
+// published it, with facts.live->ended set. nullopt where there is none;
+// with the reason in `*why` where there is one that cannot be used (not
+// readable, another job's, a rank's summary of that epoch missing or not
+// sound): the report then comes from the spill files alone.
+std::optional<SpillReport> report_from_live_epoch(const std::string& dir,
+                                                  const std::vector<SpilledRank>& ranks,
+                                                  std::string* why);
 
 // Every rank takes its start time from its own clock as MPI_Init returns,
 // within a second of the others where the nodes' clocks are kept by NTP;
