@@ -38,6 +38,10 @@ class ControlHandler {
                                    const std::optional<PeerCredentials>& peer) = 0;
   virtual nlohmann::json job(const JobRequest& request,
                              const std::optional<PeerCredentials>& peer) = 0;
+  // A rank's figures at a live epoch of its job: may only set the running
+  // job's series, within the same admission as `job`.
+  virtual nlohmann::json job_live(const JobLiveRequest& request,
+                                  const std::optional<PeerCredentials>& peer) = 0;
   // A `job-start` or `job` line the protocol refused (`error` is the reply
   // the client gets), from `peer`: for the handler to count. Nothing by
   // default.

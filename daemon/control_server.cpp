@@ -307,7 +307,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       request = parse_request(line);
     } catch (const ProtocolError& e) {
       send(error_reply(e.what()));
-      if (e.command == "job" || e.command == "job-start") {
+      if (e.command == "job" || e.command == "job-start" || e.command == "job-live") {
         state_->handler.job_malformed(e.what(), peer_.credentials);
       }
       return;
@@ -372,6 +372,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
             send(ok_reply(handler.job(r, peer_.credentials)));
           } else if constexpr (std::is_same_v<T, JobStartRequest>) {
             send(ok_reply(handler.job_start(r, peer_.credentials)));
+          } else if constexpr (std::is_same_v<T, JobLiveRequest>) {
+            send(ok_reply(handler.job_live(r, peer_.credentials)));
           } else if constexpr (std::is_same_v<T, RunRequest>) {
             busy_ = true;
             handler.run(r, make_reply());

@@ -55,6 +55,8 @@ class Daemon : public ControlHandler {
   void calibrate(Reply reply) override;
   nlohmann::json job_start(const JobStartRequest& request,
                            const std::optional<PeerCredentials>& peer) override;
+  nlohmann::json job_live(const JobLiveRequest& request,
+                          const std::optional<PeerCredentials>& peer) override;
   nlohmann::json job(const JobRequest& request,
                      const std::optional<PeerCredentials>& peer) override;
   void job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) override;

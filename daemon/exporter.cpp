@@ -56,6 +56,11 @@ enum Family : std::size_t {
   kJobReportsTotal,
   kJobLastReportTimestamp,
   kJobLostSecondsTotal,
+  kJobLiveWaitCausedSeconds,
+  kJobLiveRanks,
+  kJobLiveLastEpochTimestamp,
+  kJobLiveIntervalSeconds,
+  kJobLiveEndedTotal,
   // From the counters beside the snapshot (collect_live_metrics), after it.
   kJobReportsRefusedTotal,
   kFamilyCount,
@@ -142,9 +147,22 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
     {"corenoise_job_lost_seconds_total", MetricType::Counter,
      "Time this CPU lost to this cause while jobs ran, as the jobs measured it, summed over every "
      "job reported since corenoised started, in seconds."},
+    {"corenoise_job_live_wait_caused_seconds", MetricType::Gauge,
+     "A running job's rank on this node among the five that caused the most waiting so far, as "
+     "its latest live epoch said, in seconds, with its main cause (none: not late)."},
+    {"corenoise_job_live_ranks", MetricType::Gauge,
+     "Running ranks on this node that sent a live epoch's figures (corenoise job)."},
+    {"corenoise_job_live_last_epoch_timestamp_seconds", MetricType::Gauge,
+     "When the newest live epoch's figures came from a running rank, in seconds since the Unix "
+     "epoch."},
+    {"corenoise_job_live_interval_seconds", MetricType::Gauge,
+     "The cadence of the newest live epoch's job (corenoise job --live-interval), in seconds."},
+    {"corenoise_job_live_ended_total", MetricType::Counter,
+     "Ranks that sent live figures and then ended, by how: finalize (their job reported at "
+     "MPI_Finalize) or without_finalize (exited without: killed, or ended without it)."},
     {"corenoise_job_reports_refused_total", MetricType::Counter,
-     "job-start and job lines refused since corenoised started, by reason (docs/control.md, "
-     "Threat model)."},
+     "job-start, job-live and job lines refused since corenoised started, by reason "
+     "(docs/control.md, Threat model)."},
 };
 
 using Labels = std::initializer_list<std::pair<const char*, std::string_view>>;
@@ -300,6 +318,23 @@ void add_jobs(Builder& b, const JobTotals& jobs) {
   }
 }
 
+// The running jobs' live figures: a handful of series, whatever the
+// node's ranks (JobLiveView holds the worst few).
+void add_live_jobs(Builder& b, const JobLiveView& live) {
+  b.add(kJobLiveRanks, {}, static_cast<double>(live.ranks));
+  for (const JobLiveRank& r : live.worst) {
+    b.add(kJobLiveWaitCausedSeconds,
+          {{"rank", std::to_string(r.rank)},
+           {"cause", r.cause ? to_string(*r.cause) : std::string_view("none")}},
+          r.wait_caused_seconds);
+  }
+  b.add(kJobLiveLastEpochTimestamp, {}, live.last_unix_seconds);
+  b.add(kJobLiveIntervalSeconds, {}, live.interval_seconds);
+  b.add(kJobLiveEndedTotal, {{"how", "finalize"}}, static_cast<double>(live.ended_with_finalize));
+  b.add(kJobLiveEndedTotal, {{"how", "without_finalize"}},
+        static_cast<double>(live.ended_without_finalize));
+}
+
 void add_process(Builder& b, const Snapshot& s) {
   b.add(kBuildInfo, {{"version", s.version.empty() ? CORENOISE_VERSION : s.version}}, 1.0);
   if (s.started_unix_seconds > 0) b.add(kStartTime, {}, s.started_unix_seconds);
@@ -447,6 +482,7 @@ std::vector<MetricFamily> collect_metrics(const Snapshot& s) {
   add_noise(b, s, w);
   add_sys(b, s);
   add_jobs(b, s.jobs);
+  add_live_jobs(b, s.jobs_live);
   return std::move(b).take();
 }
 

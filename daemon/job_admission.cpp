@@ -19,6 +19,9 @@ struct JobAdmission::Registration {
   std::optional<SchedulerJob> scheduler_job;
   std::unique_ptr<ProcessWatch> process;  // the registered process, past its connection
   bool reported = false;
+  // Its latest live line (job-live), and when it came (steady seconds).
+  std::optional<JobLiveRequest> live;
+  AdmissionTime live_at;
 };
 
 namespace {
@@ -144,7 +147,11 @@ std::size_t JobAdmission::registered_by(uid_t uid) const {
 std::size_t JobAdmission::forget_exited(std::optional<uid_t> uid) {
   return std::erase_if(registrations_, [&](const auto& entry) {
     const Registration& r = entry.second;
-    return (!uid || r.uid == *uid) && !r.process->running();
+    const bool forget = (!uid || r.uid == *uid) && !r.process->running();
+    // A rank that was live and never reported: killed, or ended without
+    // MPI_Finalize (the running job's series say so).
+    if (forget && r.live && !r.reported) ++ended_without_finalize_;
+    return forget;
   });
 }
 
@@ -244,35 +251,91 @@ std::optional<JobAdmissionVerdict> JobAdmission::check_times(const JobRequest& r
   return std::nullopt;
 }
 
-JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& peer,
-                                        const JobRequest& report, AdmissionTime now) {
-  if (auto refused = check_sender(facts_, peer)) return *refused;
-  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
-  const std::string sender = sender_text(*peer);
-  const auto it = registrations_.find(peer->pid);
+std::variant<JobAdmission::Registration*, JobAdmissionVerdict> JobAdmission::registration_of(
+    const PeerCredentials& peer, const std::string& job_id, const std::string& sender) {
+  const auto it = registrations_.find(peer.pid);
   // The registration must be this process's: its own watch still running
   // means the pid still names it, and so the sender.
-  if (it == registrations_.end() || it->second.uid != peer->uid || !it->second.process->running()) {
+  if (it == registrations_.end() || it->second.uid != peer.uid || !it->second.process->running()) {
     return refuse(JobRefusal::unregistered,
                   sender +
                       " sent no job-start to this corenoised (a rank sends it at MPI_Init; "
                       "a daemon restarted since knows none)");
   }
   Registration& r = it->second;
-  if (r.job_id != report.job_id) {
+  if (r.job_id != job_id) {
     return refuse(JobRefusal::wrong_job,
-                  sender + " started job '" + r.job_id + "', not '" + report.job_id + "'");
+                  sender + " started job '" + r.job_id + "', not '" + job_id + "'");
   }
   if (r.reported) {
     return refuse(JobRefusal::duplicate, sender + " already reported job '" + r.job_id + "'");
   }
+  return &r;
+}
 
+JobAdmissionVerdict JobAdmission::admit(const std::optional<PeerCredentials>& peer,
+                                        const JobRequest& report, AdmissionTime now) {
+  if (auto refused = check_sender(facts_, peer)) return *refused;
+  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
+  const std::string sender = sender_text(*peer);
+  auto found = registration_of(*peer, report.job_id, sender);
+  if (auto* refused = std::get_if<JobAdmissionVerdict>(&found)) return *refused;
+  Registration& r = *std::get<Registration*>(found);
   if (auto refused = check_cpus(*peer, report, r, sender)) return *refused;
   if (auto refused = check_times(report, r, now, sender)) return *refused;
   r.reported = true;
+  if (r.live) ++ended_with_finalize_;
   JobAdmissionVerdict verdict;
   if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;
   return verdict;
+}
+
+JobAdmissionVerdict JobAdmission::admit_live(const std::optional<PeerCredentials>& peer,
+                                             const JobLiveRequest& live, AdmissionTime now) {
+  if (auto refused = check_sender(facts_, peer)) return *refused;
+  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
+  const std::string sender = sender_text(*peer);
+  auto found = registration_of(*peer, live.job_id, sender);
+  if (auto* refused = std::get_if<JobAdmissionVerdict>(&found)) return *refused;
+  Registration& r = *std::get<Registration*>(found);
+  const double lived = now.steady_seconds - r.started.steady_seconds;
+  if (live.elapsed_seconds > lived + kJobStartSlackSeconds) {
+    return refuse(JobRefusal::too_long, sender + " reports " + fixed(live.elapsed_seconds, 3) +
+                                            " s of job, but started it " + fixed(lived, 3) +
+                                            " s ago");
+  }
+  r.live = live;
+  r.live_at = now;
+  JobAdmissionVerdict verdict;
+  if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;
+  return verdict;
+}
+
+JobLiveView JobAdmission::live_view(std::size_t top) const {
+  JobLiveView view;
+  view.ended_with_finalize = ended_with_finalize_;
+  view.ended_without_finalize = ended_without_finalize_;
+  const Registration* newest = nullptr;
+  for (const auto& [pid, r] : registrations_) {
+    // A rank gone since is the next forget_exited's; a reported one ended.
+    if (!r.live || r.reported || !r.process->running()) continue;
+    ++view.ranks;
+    view.worst.push_back({r.live->rank, r.live->wait_caused_seconds, r.live->cause});
+    if (newest == nullptr || r.live_at.steady_seconds > newest->live_at.steady_seconds) newest = &r;
+  }
+  const auto most_first = [](const JobLiveRank& a, const JobLiveRank& b) {
+    return a.wait_caused_seconds > b.wait_caused_seconds ||
+           (a.wait_caused_seconds == b.wait_caused_seconds && a.rank < b.rank);
+  };
+  const std::size_t kept = std::min(top, view.worst.size());
+  std::partial_sort(view.worst.begin(), view.worst.begin() + static_cast<long>(kept),
+                    view.worst.end(), most_first);
+  view.worst.resize(kept);
+  if (newest != nullptr) {
+    view.last_unix_seconds = newest->live_at.unix_seconds;
+    view.interval_seconds = newest->live->interval_seconds;
+  }
+  return view;
 }
 
 }  // namespace corenoise

@@ -40,11 +40,13 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "daemon/control/control_requests.h"
@@ -107,6 +109,24 @@ struct JobAdmissionVerdict {
   std::optional<std::string> scheduler_job_id;
 };
 
+// The running jobs' live figures on this node (`job-live`), for the
+// exporter: the ranks that caused the most waiting so far, and how fresh.
+struct JobLiveRank {
+  unsigned rank = 0;
+  double wait_caused_seconds = 0;
+  std::optional<JobCause> cause;  // where it is late
+};
+struct JobLiveView {
+  std::vector<JobLiveRank> worst;           // most waiting caused first, at most the asked number
+  std::size_t ranks = 0;                    // running ranks that sent a live line
+  std::optional<double> last_unix_seconds;  // when the newest live line came
+  std::optional<double> interval_seconds;   // that line's cadence
+  // Ranks whose live lines ended with their job's report (MPI_Finalize),
+  // and ranks that exited without one (killed, or ended without it).
+  std::uint64_t ended_with_finalize = 0;
+  std::uint64_t ended_without_finalize = 0;
+};
+
 class JobAdmission {
  public:
   // `facts` must outlive this.
@@ -123,6 +143,15 @@ class JobAdmission {
   // registration reported. Never throws but std::bad_alloc.
   JobAdmissionVerdict admit(const std::optional<PeerCredentials>& peer, const JobRequest& report,
                             AdmissionTime now);
+
+  // A rank's live line: rules 1 to 3 and 6 of the header, and no more job
+  // than the sender lived (too_long). An accepted one replaces the rank's
+  // last. Never throws but std::bad_alloc.
+  JobAdmissionVerdict admit_live(const std::optional<PeerCredentials>& peer,
+                                 const JobLiveRequest& live, AdmissionTime now);
+  // The live lines of the ranks still running, unreported: the `top` that
+  // caused the most waiting.
+  JobLiveView live_view(std::size_t top) const;
 
   // Drops the registrations whose process has exited (of `uid` only, if
   // given); returns how many.
@@ -148,11 +177,16 @@ class JobAdmission {
                                                         const Registration& r, AdmissionTime now,
                                                         const std::string& sender);
   std::size_t registered_by(uid_t uid) const;
+  // admit()'s and admit_live()'s registration of the sender, or its refusal.
+  std::variant<Registration*, JobAdmissionVerdict> registration_of(const PeerCredentials& peer,
+                                                                   const std::string& job_id,
+                                                                   const std::string& sender);
 
   const ProcessFacts& facts_;
   JobAdmissionLimits limits_;
   std::map<pid_t, Registration> registrations_;
   std::map<uid_t, Budget> budgets_;
+  std::uint64_t ended_with_finalize_ = 0, ended_without_finalize_ = 0;
 };
 
 }  // namespace corenoise

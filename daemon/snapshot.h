@@ -69,6 +69,7 @@ struct Snapshot {
   std::optional<double> cluster_published_unix_seconds;
   std::map<unsigned, CpuSysInfo> sys;  // by cpu; absent where /sys has nothing
   JobTotals jobs;                      // what jobs reported since start
+  JobLiveView jobs_live;               // the running jobs' live figures (job-live)
   bool paused = false;
   std::optional<double> paused_until_unix_seconds;  // nullopt while paused: until resumed
   double started_unix_seconds = 0;

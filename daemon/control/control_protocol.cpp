@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <set>
@@ -236,6 +237,59 @@ JobStartRequest parse_job_start(const json& r) {
   return start;
 }
 
+// A bound as the errors print it: 86400, 1e+07, 12.5.
+std::string number_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// A rank's live line: every figure bounded by the others (a rank of the
+// job, a cadence `corenoise job` allows, no more waiting caused than the
+// other ranks can have waited so far).
+JobLiveRequest parse_job_live(const json& r) {
+  check_fields("job-live", r,
+               {"job_id", "epoch", "elapsed_seconds", "interval_seconds", "ranks", "rank",
+                "wait_caused_seconds", "cause"});
+  check_required("job-live", r,
+                 {"job_id", "epoch", "elapsed_seconds", "interval_seconds", "ranks", "rank",
+                  "wait_caused_seconds"});
+  JobLiveRequest live;
+  live.job_id = parse_job_id("job-live", r["job_id"]);
+  live.epoch = static_cast<long>(whole_number("job-live", "epoch", r["epoch"], 1));
+  const auto in_range = [&](const char* field, double low, double high, bool open_low) {
+    const json& value = r[field];
+    const double x = value.is_number() ? value.get<double>() : std::nan("");
+    if (!value.is_number() || !(open_low ? x > low : x >= low) || !(x <= high)) {
+      fail("job-live", field,
+           std::string("a number ") + (open_low ? "> " : ">= ") + number_text(low) +
+               " and <= " + number_text(high),
+           value);
+    }
+    return x;
+  };
+  live.elapsed_seconds = in_range("elapsed_seconds", 0, kMaxJobElapsedSeconds, true);
+  live.interval_seconds =
+      in_range("interval_seconds", kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds, false);
+  live.ranks = whole_number("job-live", "ranks", r["ranks"], 1);
+  if (live.ranks > kMaxJobRanks) fail("job-live", "ranks", "at most 10000000", r["ranks"]);
+  live.rank = whole_number("job-live", "rank", r["rank"], 0);
+  if (live.rank >= live.ranks) fail("job-live", "rank", "a rank below 'ranks'", r["rank"]);
+  const json& caused = r["wait_caused_seconds"];
+  const double most = live.elapsed_seconds * static_cast<double>(live.ranks - 1);
+  if (!caused.is_number() || !(caused.get<double>() >= 0) || !(caused.get<double>() <= most)) {
+    fail("job-live", "wait_caused_seconds",
+         "a number >= 0 and <= elapsed_seconds x (ranks - 1) (" + number_text(most) + ")", caused);
+  }
+  live.wait_caused_seconds = caused.get<double>();
+  if (const auto it = r.find("cause"); it != r.end()) {
+    const auto cause = it->is_string() ? job_cause_named(it->get<std::string>()) : std::nullopt;
+    if (!cause) fail("job-live", "cause", "a cause of the job's (own-threads, ...)", *it);
+    live.cause = cause;
+  }
+  return live;
+}
+
 // One entry of a job report's "cpus", at `at` ("cpus[3]"): each cause's
 // seconds within the job's `elapsed` ones.
 JobCpuLoss parse_cpu_loss(const json& entry, const std::string& at, const json& elapsed) {
@@ -364,9 +418,10 @@ ControlRequest request_named(const std::string& command, const json& request) {
   }
   if (command == "job") return parse_job(request);
   if (command == "job-start") return parse_job_start(request);
+  if (command == "job-live") return parse_job_live(request);
   throw ProtocolError("unknown command " + echo(command) +
                       " (expected status, results, pause, resume, run, publish, calibrate, "
-                      "job-start or job)");
+                      "job-start, job-live or job)");
 }
 
 }  // namespace
@@ -399,6 +454,25 @@ ControlRequest request_from_json(const json& request) {
     throw error;
   }
 }
+
+namespace {
+
+// A job-live line's fields, into `out`.
+void add_job_live(const JobLiveRequest& live, json& out) {
+  for (double x : {live.elapsed_seconds, live.interval_seconds, live.wait_caused_seconds}) {
+    if (!std::isfinite(x)) throw std::invalid_argument("job-live: every figure must be finite");
+  }
+  out["job_id"] = live.job_id;
+  out["epoch"] = static_cast<std::uint64_t>(live.epoch);
+  out["elapsed_seconds"] = live.elapsed_seconds;
+  out["interval_seconds"] = live.interval_seconds;
+  out["ranks"] = live.ranks;
+  out["rank"] = live.rank;
+  out["wait_caused_seconds"] = live.wait_caused_seconds;
+  if (live.cause) out["cause"] = std::string(to_string(*live.cause));
+}
+
+}  // namespace
 
 json to_json(const ControlRequest& request) {
   auto finite = [](double x, const char* field) {
@@ -453,13 +527,15 @@ json to_json(const ControlRequest& request) {
   } else if (const auto* start = std::get_if<JobStartRequest>(&request)) {
     out["job_id"] = start->job_id;
     if (!start->cgroup.empty()) out["cgroup"] = start->cgroup;
+  } else if (const auto* live = std::get_if<JobLiveRequest>(&request)) {
+    add_job_live(*live, out);
   }
   return out;
 }
 
 std::string_view command_name(const ControlRequest& request) {
-  constexpr std::string_view kNames[] = {"status",  "results",   "pause", "resume",   "run",
-                                         "publish", "calibrate", "job",   "job-start"};
+  constexpr std::string_view kNames[] = {"status",  "results",   "pause", "resume",    "run",
+                                         "publish", "calibrate", "job",   "job-start", "job-live"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlRequest>);
   return kNames[request.index()];
 }
@@ -468,7 +544,8 @@ bool needs_privilege(const ControlRequest& request) {
   return !std::holds_alternative<StatusRequest>(request) &&
          !std::holds_alternative<ResultsRequest>(request) &&
          !std::holds_alternative<JobRequest>(request) &&
-         !std::holds_alternative<JobStartRequest>(request);
+         !std::holds_alternative<JobStartRequest>(request) &&
+         !std::holds_alternative<JobLiveRequest>(request);
 }
 
 std::string user_socket_beside(std::string_view control_socket) {

@@ -39,7 +39,7 @@ struct CalibrateRequest {};
 
 using ControlRequest =
     std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest, RunRequest,
-                 PublishRequest, CalibrateRequest, JobRequest, JobStartRequest>;
+                 PublishRequest, CalibrateRequest, JobRequest, JobStartRequest, JobLiveRequest>;
 
 // Bounds of a `job` report. Every local user who can connect may send one
 // (the daemon takes it only from a rank: daemon/job_admission.h), so each
@@ -49,6 +49,11 @@ using ControlRequest =
 inline constexpr std::size_t kMaxJobCpus = 4096;
 inline constexpr std::size_t kMaxJobIdChars = 128;
 inline constexpr double kMaxJobElapsedSeconds = 1e7;
+// A job's ranks, at most (a `job-live` line's rank is below it).
+inline constexpr unsigned kMaxJobRanks = 10'000'000;
+// A live epoch's cadence: `corenoise job --live-interval`'s range.
+inline constexpr double kMinLiveIntervalSeconds = 1;
+inline constexpr double kMaxLiveIntervalSeconds = 86400;
 
 // A request line the daemon refuses; what() is the message for the client,
 // naming the command, the field and what was expected.
@@ -86,7 +91,7 @@ nlohmann::json to_json(const ControlRequest& request);
 std::string_view command_name(const ControlRequest& request);
 // True for pause, resume, run, publish and calibrate: the commands only root
 // or the control group may send, on the control socket only. False for
-// status and results, which only read, and for job-start and job, which the
+// status and results, which only read, and for job-start, job-live and job, which the
 // job's own ranks send as the job's user, which can only add bounded
 // amounts to the job counters, and which the daemon takes only within what
 // the kernel says of the sender (daemon/job_admission.h).

@@ -68,6 +68,23 @@ struct JobStartRequest {
   std::string cgroup;
 };
 
+// A rank's figures at one live epoch of its job (`corenoise job`'s live
+// reduction): its share of the job so far, sent to its node's daemon after
+// each epoch, for the running job's series (docs/metrics.md, "The running
+// job"). Bounded by the protocol; taken only from a registered rank
+// (daemon/job_admission.h).
+struct JobLiveRequest {
+  std::string job_id;            // as in its job-start
+  long epoch = 1;                // >= 1
+  double elapsed_seconds = 1;    // the job's wall time so far, > 0
+  double interval_seconds = 30;  // the epochs' cadence
+  unsigned ranks = 1;            // of the whole job
+  unsigned rank = 0;             // this rank's, < ranks
+  // The waiting this rank caused the others so far, <= elapsed x (ranks - 1).
+  double wait_caused_seconds = 0;
+  std::optional<JobCause> cause;  // its main cause, where it is late
+};
+
 // Who is on the other end of a connection: SO_PEERCRED of the accepted
 // socket, i.e. the process that called connect() (its process id, in the
 // daemon's pid namespace) and its effective uid and gid at that moment.

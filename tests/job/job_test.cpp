@@ -844,11 +844,13 @@ TEST_P(JobScale, AboveFullTheLateRankIsNamedFirstFromTheSummaries) {
   const std::string app = c.openmpi ? kHaloOpenMpi : kHaloMpich;
   const int late = c.ranks - 1;
   const std::string step_ms = c.ranks == 64 ? "10" : "40";
-  const JobRun run =
-      run_halo(job, app,
-               "--exchange none --allreduce-every 1 --steps 30 --step-ms " + step_ms +
-                   " --larger " + c.larger,
-               "scale-" + c.name, testing::kFairMatmulRatio, "--full " + std::to_string(c.full));
+  const JobRun run = run_halo(job, app,
+                              "--exchange none --allreduce-every 1 --steps 30 --step-ms " +
+                                  step_ms + " --larger " + c.larger,
+                              "scale-" + c.name, testing::kFairMatmulRatio,
+                              // Live epochs every second: at 16 and 64 yielding ranks they
+                              // run beside the job and end with it (live_reduction.h).
+                              "--live-interval 1 --full " + std::to_string(c.full));
   const json& report = run.report;
   ASSERT_EQ(report["ranks_reported"], c.ranks) << run.result.err;
   EXPECT_TRUE(report["complete"].get<bool>()) << report["incomplete_reason"];

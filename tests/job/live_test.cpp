@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "control_socket.h"
 #include "host_draw.h"
 #include "json_file.h"
 #include "mpi_launchers.h"
 #include "process.h"
+#include "quick_daemon.h"
 
 namespace corenoise {
 namespace {
@@ -67,8 +70,8 @@ std::vector<json> snapshots_in(const std::string& folder) {
   return out;
 }
 
-// bsp_step_app with rank 1 three times as slow from step 100 of 300 to the
-// end (~7 s), live every second: while the job runs, an epoch within two of
+// bsp_step_app with rank 1 three times as slow from step 100 of 400 to the
+// end (~5 s), live every second: while the job runs, an epoch within two of
 // the slowdown names rank 1 first, for more work, chronic; the last live
 // file is the final report.
 void expect_live_naming(const MpiLauncher& mpi) {
@@ -89,7 +92,7 @@ void expect_live_naming(const MpiLauncher& mpi) {
             "timeout -k 5 120 " + mpi.bound_job(2) + kCorenoise +
             " job --no-daemon --live-interval 1 --live " + live + " --json " + final_report +
             " -- " + bsp_of(mpi) +
-            " --steps 300 --step-products 96 --late-rank 1 --late-steps 100:300 "
+            " --steps 400 --step-products 96 --late-rank 1 --late-steps 100:400 "
             "--late-factor 3";
         // Numbered so that they sort in time order.
         const std::string script = "cd " + folder.path + " || exit 1; (" + job +
@@ -106,9 +109,9 @@ void expect_live_naming(const MpiLauncher& mpi) {
         return r;
       },
       [](const Run& r) {
-        // Rank 1 did 1 + 2 × 200 / 300 of rank 0's work.
+        // Rank 1 did 1 + 2 × 300 / 400 of rank 0's work.
         return testing::unfair_host_in_job(r.report,
-                                           [](int rank) { return rank == 1 ? 7.0 / 3 : 1.0; });
+                                           [](int rank) { return rank == 1 ? 2.5 : 1.0; });
       });
   SCOPED_TRACE(mpi.family + "\n" + run.result.err);
   ASSERT_GE(run.snapshots.size(), 3u);
@@ -131,7 +134,7 @@ void expect_live_naming(const MpiLauncher& mpi) {
     if (s["steps"].get<long>() > kSwitch + 10 && after_switch.size() < 2)
       after_switch.push_back(&s);
   }
-  EXPECT_GE(last_epoch, 3);
+  EXPECT_GE(last_epoch, 3);  // at ~1, ~2, ~3 s and on
   ASSERT_FALSE(after_switch.empty()) << "no live epoch after the slowdown";
   std::string seen;
   const auto names_rank1 = [&seen](const json* epoch) {
@@ -201,6 +204,64 @@ void expect_killed_keeps_last_epoch(const MpiLauncher& mpi) {
 
 TEST(JobLive, AJobKilledWithItsLauncherKeepsTheLastEpochsReport) {
   for (const MpiLauncher* mpi : {&kOpenMpi, &kMpich}) expect_killed_keeps_last_epoch(*mpi);
+}
+
+// The node's corenoised while a live job runs: its series name the rank
+// that made the others wait, with its cause, within two epochs of the
+// slowdown; when the job ends at MPI_Finalize, both ranks' live figures
+// are counted as ended with it, and the running job's ranks go to 0.
+TEST(JobLive, TheNodesDaemonShowsTheRunningJobsWorstRankAndItsEnd) {
+  testing::TempDir dir;
+  testing::DaemonProcess daemon(testing::daemon_args(dir));
+  const int port = daemon.port();
+  ASSERT_GT(port, 0) << daemon.log();
+  for (int i = 0; i < 200 && testing::rounds(port) < 1; ++i) usleep(100000);
+  testing::ControlSocket control(testing::socket_path(dir));
+  ASSERT_EQ(control.request(R"({"command":"pause","seconds":600})")["ok"], true);
+  Folder folder("daemon");
+  testing::CommandResult job;
+  std::thread runner([&] {
+    job = run_command("timeout -k 5 120 " + kMpich.bound_job(2) + kCorenoise +
+                      " job --live-interval 1 --quiet --socket " + testing::socket_path(dir) +
+                      " --json " + folder.path + "/final.json -- " + bsp_of(kMpich) +
+                      " --steps 300 --step-products 96 --late-rank 1 --late-steps 50:300 "
+                      "--late-factor 3");
+  });
+  const std::string series =
+      "corenoise_job_live_wait_caused_seconds{rank=\"1\",cause=\"more-work\"}";
+  std::string seen, metrics;
+  for (int i = 0; i < 600 && seen.empty(); ++i, usleep(50000)) {
+    metrics = testing::http_get(port, "/metrics").second;
+    if (metrics.find(series) != std::string::npos) seen = metrics;
+  }
+  runner.join();
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  ASSERT_FALSE(seen.empty()) << "no live series named rank 1 while the job ran\n" << metrics;
+  EXPECT_GT(testing::metric_value(seen, series).value_or(0), 0.0) << seen;
+  EXPECT_EQ(testing::metric_value(seen, "corenoise_job_live_ranks"), 2.0) << seen;
+  EXPECT_EQ(testing::metric_value(seen, "corenoise_job_live_interval_seconds"), 1.0) << seen;
+  EXPECT_TRUE(testing::metric_value(seen, "corenoise_job_live_last_epoch_timestamp_seconds"))
+      << seen;
+  // Rank 0, not late, is listed without a cause, below rank 1.
+  const auto rank0 = testing::metric_value(
+      seen, "corenoise_job_live_wait_caused_seconds{rank=\"0\",cause=\"none\"}");
+  if (rank0) {
+    EXPECT_LT(*rank0, *testing::metric_value(seen, series)) << seen;
+  }
+  for (int i = 0; i < 50; ++i, usleep(100000)) {
+    metrics = testing::http_get(port, "/metrics").second;
+    if (testing::metric_value(metrics, "corenoise_job_live_ended_total{how=\"finalize\"}")
+            .value_or(0) >= 2)
+      break;
+  }
+  EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_live_ended_total{how=\"finalize\"}"), 2.0)
+      << metrics;
+  EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_live_ranks"), 0.0) << metrics;
+  EXPECT_EQ(metrics.find("corenoise_job_live_wait_caused_seconds{"), std::string::npos) << metrics;
+  EXPECT_EQ(
+      testing::metric_value(metrics, "corenoise_job_reports_refused_total{reason=\"invalid\"}"),
+      0.0)
+      << metrics;
 }
 
 }  // namespace

@@ -600,4 +600,42 @@ TEST(ControlProtocol, RandomizedInputsNeverCrash) {
 }
 
 }  // namespace
+// A rank's live line: every figure bounded by the others; wire form and
+// parse agree.
+TEST(ControlProtocol, JobLiveLinesAreBoundedAndRoundTrip) {
+  JobLiveRequest live;
+  live.job_id = "slurm-9";
+  live.epoch = 3;
+  live.elapsed_seconds = 90;
+  live.interval_seconds = 30;
+  live.ranks = 4;
+  live.rank = 3;
+  live.wait_caused_seconds = 12.5;
+  live.cause = JobCause::more_work;
+  const json wire = to_json(ControlRequest{live});
+  const auto parsed = std::get<JobLiveRequest>(request_from_json(wire));
+  EXPECT_EQ(to_json(ControlRequest{parsed}), wire);
+  EXPECT_FALSE(needs_privilege(ControlRequest{live}));
+  EXPECT_EQ(command_name(ControlRequest{live}), "job-live");
+  const auto refused = [&](const char* field, const json& value, const std::string& fragment) {
+    json bad = wire;
+    bad[field] = value;
+    try {
+      parse_request(bad.dump());  // as the wire has it (a number as JSON text)
+      ADD_FAILURE() << field << " = " << value << " was taken";
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      EXPECT_EQ(e.command, "job-live");
+    }
+  };
+  refused("rank", 4, "a rank below 'ranks'");
+  refused("wait_caused_seconds", 271, "elapsed_seconds x (ranks - 1) (270)");
+  refused("wait_caused_seconds", -1, ">= 0");
+  refused("interval_seconds", 0.5, ">= 1");
+  refused("elapsed_seconds", 0, "> 0");
+  refused("epoch", 0, "an integer >= 1");
+  refused("cause", "gpu", "a cause of the job's");
+  refused("extra", 1, "unknown field 'extra'");
+}
+
 }  // namespace corenoise

@@ -101,6 +101,12 @@ class FakeHandler : public ControlHandler {
     pidfd_open_in_handler = peer && peer->pidfd >= 0 && ::fcntl(peer->pidfd, F_GETFD) != -1;
     return {{"cpus", request.cpus.size()}};
   }
+  json job_live(const JobLiveRequest& request, const std::optional<PeerCredentials>&) override {
+    std::lock_guard lock(mutex_);
+    ++job_live_calls;
+    last_job_live = request;
+    return {{"ok", true}};
+  }
   void job_malformed(std::string_view error, const std::optional<PeerCredentials>&) override {
     std::lock_guard lock(mutex_);
     malformed_jobs.emplace_back(error);
@@ -111,6 +117,8 @@ class FakeHandler : public ControlHandler {
   int run_calls = 0;
   int job_calls = 0;
   int job_start_calls = 0;
+  int job_live_calls = 0;
+  std::optional<JobLiveRequest> last_job_live;
   bool pidfd_open_in_handler = false;
   std::optional<JobStartRequest> last_job_start;
   bool paused = false;

@@ -228,6 +228,11 @@ Snapshot full_snapshot() {
   s.sys[1] = {11, 22, 2.4e9, 3.5e9};  // same core and package as cpu 0: not counted again
   s.sys[2] = {33, 22, std::nullopt, 3.5e9};
   s.jobs.add(JobRequest{"job-1", 1700000400, 10, 2, {{0, {0.5, 0, 0.25, 0, 0, 0, 1}}}});
+  s.jobs_live.worst = {{17, 41.0, JobCause::more_work}, {3, 0.5, std::nullopt}};
+  s.jobs_live.ranks = 2;
+  s.jobs_live.last_unix_seconds = 1700000390;
+  s.jobs_live.interval_seconds = 30;
+  s.jobs_live.ended_with_finalize = 4;
   return s;
 }
 
@@ -587,12 +592,14 @@ TEST(ExporterTest, BeforeTheFirstRoundOnlyNodeMetricsAndCpuInfo) {
   for (const Sample& sample : e.samples) {
     if (sample.name.rfind("corenoise_", 0) == 0) names.insert(sample.name);
   }
-  // The counts of job reports, taken and refused, are there from the
-  // start, at 0, so that increase() counts the first report.
-  EXPECT_EQ(names, (std::set<std::string>{"corenoise_build_info", "corenoise_start_time_seconds",
-                                          "corenoise_paused", "corenoise_cpu_info",
-                                          "corenoise_job_reports_total",
-                                          "corenoise_job_reports_refused_total"}));
+  // The counts of job reports, taken and refused, and of live ranks and
+  // their ends, are there from the start, at 0, so that increase() counts
+  // the first report.
+  EXPECT_EQ(names, (std::set<std::string>{
+                       "corenoise_build_info", "corenoise_start_time_seconds", "corenoise_paused",
+                       "corenoise_cpu_info", "corenoise_job_reports_total",
+                       "corenoise_job_reports_refused_total", "corenoise_job_live_ranks",
+                       "corenoise_job_live_ended_total"}));
   EXPECT_EQ(e.value("corenoise_job_reports_total"), 0.0);
   EXPECT_EQ(e.find("corenoise_job_reports_refused_total").size(), kJobRefusalCount);
   for (JobRefusal reason : kJobRefusals) {

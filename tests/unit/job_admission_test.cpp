@@ -145,6 +145,66 @@ TEST_F(JobAdmissionTest, ARankReportingItsOwnCpusOnceIsAccepted) {
   EXPECT_EQ(admission_.registered(), 0u);
 }
 
+JobLiveRequest live_line(const std::string& id, unsigned rank, double caused,
+                         std::optional<JobCause> cause, double elapsed = 5) {
+  JobLiveRequest r;
+  r.job_id = id;
+  r.elapsed_seconds = elapsed;
+  r.interval_seconds = 30;
+  r.ranks = 4;
+  r.rank = rank;
+  r.wait_caused_seconds = caused;
+  r.cause = cause;
+  return r;
+}
+
+// A registered rank's live lines set the running job's view, its latest
+// replacing its last; the view holds the worst few, most waiting first;
+// a rank that reports at MPI_Finalize leaves it as ended with finalize, one
+// that exits without as ended without.
+TEST_F(JobAdmissionTest, LiveLinesOfRegisteredRanksMakeTheRunningJobsView) {
+  for (pid_t pid : {101, 102, 103}) {
+    process(pid, kUser, {static_cast<unsigned>(pid - 101)});
+    EXPECT_ACCEPTED(start(pid, kUser, "j"));
+  }
+  EXPECT_ACCEPTED(
+      admission_.admit_live(peer(101, kUser), live_line("j", 0, 0.1, std::nullopt), at(5)));
+  EXPECT_ACCEPTED(
+      admission_.admit_live(peer(102, kUser), live_line("j", 1, 2.0, JobCause::more_work), at(5)));
+  EXPECT_ACCEPTED(admission_.admit_live(peer(102, kUser),
+                                        live_line("j", 1, 3.0, JobCause::more_work, 8), at(8)));
+  JobLiveView view = admission_.live_view(1);
+  EXPECT_EQ(view.ranks, 2u);
+  ASSERT_EQ(view.worst.size(), 1u);
+  EXPECT_EQ(view.worst[0].rank, 1u);
+  EXPECT_EQ(view.worst[0].wait_caused_seconds, 3.0);
+  EXPECT_EQ(view.worst[0].cause, JobCause::more_work);
+  EXPECT_EQ(view.last_unix_seconds, at(8).unix_seconds);
+  EXPECT_EQ(view.interval_seconds, 30.0);
+  // Not registered, another job, more job than it lived: refused.
+  process(104, kUser, {3});
+  EXPECT_REFUSED(admission_.admit_live(peer(104, kUser), live_line("j", 3, 0, std::nullopt), at(9)),
+                 JobRefusal::unregistered, "no job-start");
+  EXPECT_REFUSED(admission_.admit_live(peer(103, kUser), live_line("k", 2, 0, std::nullopt), at(9)),
+                 JobRefusal::wrong_job, "'k'");
+  EXPECT_REFUSED(
+      admission_.admit_live(peer(103, kUser), live_line("j", 2, 0, std::nullopt, 60), at(9)),
+      JobRefusal::too_long, "60.000 s of job");
+  // Rank 0 reports at MPI_Finalize; rank 1 is killed.
+  EXPECT_ACCEPTED(admit(101, kUser, report("j", {0}, 9), 10));
+  EXPECT_REFUSED(
+      admission_.admit_live(peer(101, kUser), live_line("j", 0, 0.2, std::nullopt), at(11)),
+      JobRefusal::duplicate, "already reported");
+  exits(102);
+  view = admission_.live_view(5);
+  EXPECT_EQ(view.ranks, 0u);
+  EXPECT_TRUE(view.worst.empty());
+  EXPECT_EQ(view.ended_with_finalize, 1u);
+  EXPECT_EQ(view.ended_without_finalize, 0u);  // until it is forgotten
+  admission_.forget_exited();
+  EXPECT_EQ(admission_.live_view(5).ended_without_finalize, 1u);
+}
+
 TEST_F(JobAdmissionTest, WithoutCredentialsOrAPidfdNothingIsTaken) {
   process(4242, kUser, {0});
   EXPECT_REFUSED(admission_.start(std::nullopt, JobStartRequest{"j", {}}, at(0)),

@@ -32,6 +32,7 @@ struct RankView {
   // steps every rank had finished are compared; the node's daemon is not
   // handed a loss (the final reduction does, once).
   bool live = false;
+  long epoch = 0;  // a live epoch's number, from 1
 };
 
 // Tags on the library's own communicator.

@@ -106,6 +106,24 @@ json job_request(const std::string& job_id, double ended_unix_seconds, double el
   return to_json(ControlRequest{request});
 }
 
+json job_live_request(const std::string& job_id, long epoch, double elapsed_seconds,
+                      double interval_seconds, int ranks, int rank, double wait_caused_seconds,
+                      std::optional<JobCause> cause) {
+  JobLiveRequest live;
+  live.job_id = job_id;
+  live.epoch = std::max(1L, epoch);
+  live.elapsed_seconds = std::max(elapsed_seconds, 1e-3);
+  live.interval_seconds =
+      std::clamp(interval_seconds, kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds);
+  live.ranks = static_cast<unsigned>(std::max(1, ranks));
+  live.rank = static_cast<unsigned>(std::clamp(rank, 0, ranks - 1));
+  // Within what the other ranks can have waited, rounded down.
+  const double most = live.elapsed_seconds * static_cast<double>(live.ranks - 1);
+  live.wait_caused_seconds = std::floor(std::clamp(wait_caused_seconds, 0.0, most) * 1e6) / 1e6;
+  live.cause = cause;
+  return to_json(ControlRequest{live});
+}
+
 json job_start_request(const std::string& job_id) {
   return to_json(ControlRequest{JobStartRequest{job_id, slurm_cgroup_of_this_process()}});
 }

@@ -38,7 +38,13 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
 // rounded down to the microsecond.
 nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
                            double elapsed_seconds, int ranks, const std::vector<JobCpuLoss>& loss);
-// Sends `request` (a job-start or a job) to job_socket(socket_path); the
+// The `job-live` request for one rank's figures at a live epoch (its
+// waiting caused so far, capped as the daemon requires, and its main cause
+// where it is late).
+nlohmann::json job_live_request(const std::string& job_id, long epoch, double elapsed_seconds,
+                                double interval_seconds, int ranks, int rank,
+                                double wait_caused_seconds, std::optional<JobCause> cause);
+// Sends `request` (a job-start, a job-live or a job) to job_socket(socket_path); the
 // daemon's error or the reason it was not reached, empty when accepted. A
 // connection the daemon turns away as one too many (a node's ranks all
 // sending at once) is tried again, at random intervals, for up to a

@@ -543,13 +543,17 @@ JobFacts job_facts(const RankView& p, const FrozenSession& session, const StepRe
   return facts;
 }
 
-// Each node's loss to its daemon, attributed as the report attributes it,
-// once every rank has the reference. False when the job was not reduced
+// This rank's attribution as the report makes it, once every rank has the
+// reference, with whether it is late; nullopt when the job was not reduced
 // (a rank missing, the reference not shared, or this rank's record not
-// sent): then this rank hands none.
-bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
-                    const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
-                    MpiDeadline deadline) {
+// sent): then this rank hands its daemon nothing.
+struct OwnVerdict {
+  RankAttribution attribution;
+  bool late = false;
+};
+std::optional<OwnVerdict> own_verdict(const RankView& p, Collectives& world, FinalizeBuffers& b,
+                                      const RankRecord& record, const RecordsMoved& moved,
+                                      bool steps_complete, MpiDeadline deadline) {
   RankMeasures reference;
   CauseThresholds threshold;
   // Posted by every rank that came this far, whether its record was sent
@@ -557,11 +561,42 @@ bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, Fi
   const bool shared =
       share_reference(p, world, b, moved.gathered, steps_complete && moved.gathered.missing.empty(),
                       deadline, reference, threshold);
-  if (!shared || !moved.sent) return false;
-  RankAttribution mine = attribute(record.measures, reference, threshold);
+  if (!shared || !moved.sent) return std::nullopt;
+  OwnVerdict verdict{attribute(record.measures, reference, threshold), false};
+  verdict.late = is_late(verdict.attribution, record.measures, threshold);
+  return verdict;
+}
+
+// Each node's loss to its daemon, attributed as the report attributes it.
+// False when the job was not reduced.
+bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
+                    const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
+                    MpiDeadline deadline) {
+  std::optional<OwnVerdict> mine =
+      own_verdict(p, world, b, record, moved, steps_complete, deadline);
+  if (!mine) return false;
   // Only a late rank's loss is the job's: the report names the same ranks.
-  if (!is_late(mine, record.measures, threshold)) mine.causes.fill(0.0);
-  report_node_loss(p, node, b, record, mine, deadline);
+  if (!mine->late) mine->attribution.causes.fill(0.0);
+  report_node_loss(p, node, b, record, mine->attribution, deadline);
+  return true;
+}
+
+// A live epoch's figures of this rank to its node's daemon: its waiting
+// caused so far and, where it is late, its main cause: the running job's
+// series (docs/metrics.md). False when the job was not reduced.
+bool hand_live_figures(const RankView& p, Collectives& world, FinalizeBuffers& b,
+                       const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
+                       MpiDeadline deadline) {
+  const std::optional<OwnVerdict> mine =
+      own_verdict(p, world, b, record, moved, steps_complete, deadline);
+  if (!mine) return false;
+  const std::string& socket = p.session->options->socket_path;
+  if (job_socket(socket).empty()) return true;
+  send_job_line(socket,
+                job_live_request(job_id(record.pid), p.epoch, record.measures.elapsed_seconds,
+                                 p.session->options->live_interval_seconds, p.size, p.rank,
+                                 record.measures.wait_caused_seconds,
+                                 mine->late ? mine->attribution.main_cause : std::nullopt));
   return true;
 }
 
@@ -579,7 +614,7 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
   RecordsMoved moved = move_records(p, world, b, record, steps.lateness, node_lateness, deadline);
   JobReduced reduced;
   reduced.reduced =
-      p.live ? steps.complete && moved.sent && moved.gathered.missing.empty()
+      p.live ? hand_live_figures(p, world, b, record, moved, steps.complete, deadline)
              : hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
   // Nothing pending writes into the buffers, or they are kept for good.
   reduced.settled = world.settled() && node.settled() && !moved.pending;

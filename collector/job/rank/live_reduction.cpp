@@ -118,8 +118,9 @@ void LiveReduction::run_epoch(long epoch) {
   // Kept, never freed, where an operation on them is left pending.
   auto* b = new FinalizeBuffers;
   b->frozen = process_.session->freeze();
-  const RankView view{process_.rank, process_.size, process_.node_rank, comm_,
-                      node_,         &b->frozen,    &process_,          true};
+  const RankView view{process_.rank, process_.size, process_.node_rank,
+                      comm_,         node_,         &b->frozen,
+                      &process_,     true,          epoch};
   JobReduced reduced = reduce_job(view, *b, MpiDeadline::never(), kNoTimeout);
   // Before the barrier: rank 0 keeps the epoch for --report only once every
   // rank has kept its part (SpillHeader::epochs).
