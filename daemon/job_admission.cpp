@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <set>
+#include <utility>
 
 #include "probe/cpu_list.h"
 #include "probe/units.h"
@@ -327,10 +329,14 @@ JobLiveView JobAdmission::live_view(std::size_t top) const {
     return a.wait_caused_seconds > b.wait_caused_seconds ||
            (a.wait_caused_seconds == b.wait_caused_seconds && a.rank < b.rank);
   };
-  const std::size_t kept = std::min(top, view.worst.size());
-  std::partial_sort(view.worst.begin(), view.worst.begin() + static_cast<long>(kept),
-                    view.worst.end(), most_first);
-  view.worst.resize(kept);
+  // One series per rank and cause: two jobs' ranks of one number and cause
+  // (two jobs sharing the node) show as the one that caused more.
+  std::sort(view.worst.begin(), view.worst.end(), most_first);
+  std::set<std::pair<unsigned, int>> shown;
+  std::erase_if(view.worst, [&](const JobLiveRank& r) {
+    return !shown.emplace(r.rank, r.cause ? static_cast<int>(*r.cause) : -1).second;
+  });
+  if (view.worst.size() > top) view.worst.resize(top);
   if (newest != nullptr) {
     view.last_unix_seconds = newest->live_at.unix_seconds;
     view.interval_seconds = newest->live->interval_seconds;

@@ -97,7 +97,8 @@ Options:
   --no-spill                keep no spill files
   --live FILE               rewrite FILE with the report so far (JSON, the
                             --json schema) at every live epoch, while the
-                            job runs
+                            job runs (the --html page is rewritten too, and
+                            reloads itself while the job runs)
   --live-interval S         seconds between live epochs, 1 to 86400, or 0
                             for none (default: 30); each epoch also keeps
                             the report so far in the spill folder, for

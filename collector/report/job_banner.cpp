@@ -30,8 +30,16 @@ void print_totals(std::ostringstream& out, const JobReport& report) {
       << seconds_text(report.elapsed_seconds) << "\n";
   if (const auto& live = report.facts.live) {
     out << "  LIVE: the job so far, epoch " << live->epoch << " (every "
-        << seconds_text(live->interval_seconds) << ")"
-        << (live->ended ? "; the job ended after it without MPI_Finalize" : "") << "\n";
+        << seconds_text(live->interval_seconds) << ")";
+    const int ranks = report.facts.ranks_total;
+    if (live->ended_without_finalize(ranks)) {
+      out << "; the job ended after it without MPI_Finalize (" << live->ranks_finalized << " of "
+          << ranks << " ranks reached it)";
+    } else if (live->rebuilt) {
+      out << "; every rank reached MPI_Finalize after it, but the final reduction did not "
+             "complete";
+    }
+    out << "\n";
   }
   if (!report.complete()) out << "  INCOMPLETE: " << report.facts.incomplete_reason << "\n";
   if (!report.facts.mpi_library.empty()) {

@@ -189,12 +189,14 @@ json phases_json(const std::vector<JobPhase>& phases) {
 
 // A live epoch's report says which epoch, when, and at what cadence
 // (docs/job.md, "Live"); a final report has null.
-json live_json(const std::optional<JobFacts::Live>& live) {
+json live_json(const std::optional<JobFacts::Live>& live, int ranks_total) {
   if (!live) return nullptr;
   return {{"epoch", live->epoch},
           {"reduced_unix_seconds", live->reduced_unix_seconds},
           {"interval_seconds", live->interval_seconds},
-          {"ended_without_finalize", live->ended}};
+          {"rebuilt_from_spill", live->rebuilt},
+          {"ranks_finalized", live->rebuilt ? json(live->ranks_finalized) : json(nullptr)},
+          {"ended_without_finalize", live->ended_without_finalize(ranks_total)}};
 }
 
 json worst_steps_json(const std::vector<JobStep>& steps) {
@@ -247,7 +249,7 @@ json to_json(const JobReport& report) {
       {"cause_threshold_seconds", report.cause_threshold_seconds},
       {"cause_threshold_on_cpu_seconds", report.cause_threshold_on_cpu_seconds},
       {"clock_source", facts.clock_source},
-      {"live", live_json(facts.live)},
+      {"live", live_json(facts.live, facts.ranks_total)},
       {"causes", causes_json(report.causes)},
       {"saving_seconds", causes_json(report.savings)},
       {"call_sites", sites},

@@ -193,12 +193,16 @@ void expect_killed_keeps_last_epoch(const MpiLauncher& mpi) {
   EXPECT_NE(rebuilt_run.err.find("without MPI_Finalize"), std::string::npos) << rebuilt_run.err;
   ASSERT_TRUE(rebuilt["live"].is_object()) << rebuilt.dump(1);
   EXPECT_TRUE(rebuilt["live"]["ended_without_finalize"].get<bool>());
+  EXPECT_TRUE(rebuilt["live"]["rebuilt_from_spill"].get<bool>());
+  EXPECT_EQ(rebuilt["live"]["ranks_finalized"], 0);
   // The live file is written just after the epoch is kept: a kill between
   // the two would leave them an epoch apart (a window of milliseconds).
   ASSERT_EQ(rebuilt["live"]["epoch"], at_kill["live"]["epoch"]);
   EXPECT_GT(rebuilt["exchange_wait_caused_seconds"].get<double>(), 0.0) << rebuilt.dump(1);
   EXPECT_FALSE(rebuilt["worst_ranks"].empty());
   rebuilt["live"]["ended_without_finalize"] = false;
+  rebuilt["live"]["rebuilt_from_spill"] = false;
+  rebuilt["live"]["ranks_finalized"] = nullptr;
   EXPECT_EQ(rebuilt, at_kill) << "the rebuilt report differs from the live file's";
 }
 

@@ -191,6 +191,45 @@ TEST(JobPage, ChromiumDrawsHeaderWaitingAndTables) {
   EXPECT_EQ(sites[1][0], "MPI_Barrier");
 }
 
+// A live epoch's page (docs/job.md, "Live"): it says which epoch it shows
+// and that the job runs, and reloads at the cadence; a killed job's last
+// epoch says the job ended without MPI_Finalize, and stays; a final report
+// says neither.
+TEST(JobPage, ALiveEpochsPageSaysSoAndReloadsWhileTheJobRuns) {
+  json job = make_job();
+  job["live"] = {{"epoch", 7},
+                 {"reduced_unix_seconds", 1767261600.0},
+                 {"interval_seconds", 30.0},
+                 {"rebuilt_from_spill", false},
+                 {"ranks_finalized", nullptr},
+                 {"ended_without_finalize", false}};
+  std::string dom = render_in_chromium(render_report_page(job), "#noreload");
+  ASSERT_EQ(rendered(dom), "ok") << dom.substr(0, 3000);
+  std::string header = text_of(element(dom, "<header id=\"summary\"", "header"));
+  EXPECT_NE(header.find("Live: the job so far, at live epoch 7, reduced 2026-01-01 10:00:00 UTC; "
+                        "the job is running, and this page reloads every 30 s."),
+            std::string::npos)
+      << header;
+  // Kept still by #noreload; else the reload is armed at the cadence.
+  EXPECT_EQ(dom.find("data-reload-seconds"), std::string::npos);
+  job["live"]["interval_seconds"] = 3600.0;
+  dom = render_in_chromium(render_report_page(job));
+  EXPECT_EQ(attribute(dom, "<body", "data-reload-seconds"), "3600");
+
+  job["live"]["ended_without_finalize"] = true;
+  job["live"]["rebuilt_from_spill"] = true;
+  job["live"]["ranks_finalized"] = 1;
+  dom = render_in_chromium(render_report_page(job));
+  header = text_of(element(dom, "<header id=\"summary\"", "header"));
+  EXPECT_NE(header.find("the job ended after it without MPI_Finalize"), std::string::npos)
+      << header;
+  EXPECT_EQ(dom.find("data-reload-seconds"), std::string::npos);
+
+  job["live"] = nullptr;
+  dom = render_in_chromium(render_report_page(job));
+  EXPECT_EQ(dom.find("id=\"live\""), std::string::npos);
+}
+
 // The warm-up apart from the steady state, each with its late ranks, and
 // the worst steps with the last rank, its cause and the call site.
 TEST(JobPage, WarmUpAndSteadyStateWithTheirLateRanksAndTheWorstSteps) {

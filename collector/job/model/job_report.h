@@ -78,7 +78,14 @@ struct JobFacts {
     long epoch = 0;                   // counted from 1
     double reduced_unix_seconds = 0;  // when rank 0 had the epoch's figures
     double interval_seconds = 0;      // the cadence
-    bool ended = false;               // the job ended without MPI_Finalize after it
+    // Rebuilt from a spill folder (`corenoise job --report`): the job ended
+    // after this epoch without a final report, and this many of its ranks
+    // had reached MPI_Finalize (SpillHeader::finalized_unix_seconds).
+    bool rebuilt = false;
+    int ranks_finalized = 0;
+    bool ended_without_finalize(int ranks_total) const {
+      return rebuilt && ranks_finalized < ranks_total;
+    }
   };
   std::optional<Live> live;
 };

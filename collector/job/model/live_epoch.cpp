@@ -99,7 +99,10 @@ JobFacts facts_from_wire(const json& w) {
 std::string live_epoch_text(const JobFacts& facts, const std::vector<RankRecord>& records) {
   json wire_records = json::array();
   for (const RankRecord& r : records) wire_records.push_back(to_wire(r));
-  return json{{"facts", facts_to_wire(facts)}, {"records", std::move(wire_records)}}.dump();
+  // A name cut at 15 bytes (the kernel's) may end inside a UTF-8 sequence:
+  // replaced, as the wire does, never thrown on.
+  return json{{"facts", facts_to_wire(facts)}, {"records", std::move(wire_records)}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 LiveEpoch live_epoch_from_text(const std::string& text) {

@@ -38,6 +38,7 @@ struct SpillHeader {
   std::uint64_t cpu_mask[16];  // CPUs 0..1023
   double started_unix_seconds;
   double updated_unix_seconds;
+  double finalized_unix_seconds;  // when the rank reached MPI_Finalize; 0: it did not
   // StepWaits's mirror (rank/interval_recorder.h): steps, steps per bin, bins.
   std::uint64_t step_counts[3];
   double measures[kRankMeasureCount];

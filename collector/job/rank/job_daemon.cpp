@@ -128,7 +128,7 @@ json job_start_request(const std::string& job_id) {
   return to_json(ControlRequest{JobStartRequest{job_id, slurm_cgroup_of_this_process()}});
 }
 
-std::string send_job_line(const std::string& socket_path, const json& request) {
+std::string send_job_line(const std::string& socket_path, const json& request, bool retry) {
   if (socket_path.empty()) return "no socket";
   const std::string socket = job_socket(socket_path);
   if (socket.empty()) return "no corenoised at " + socket_path;
@@ -147,7 +147,7 @@ std::string send_job_line(const std::string& socket_path, const json& request) {
       return e.what();
     }
     // The daemon's own words for a connection it turned away at the door.
-    if (error.rfind("too many connections", 0) != 0) return error;
+    if (!retry || error.rfind("too many connections", 0) != 0) return error;
     const auto pause = std::chrono::milliseconds(2 + random() % 20);
     if (std::chrono::steady_clock::now() + pause >= deadline) return error;
     std::this_thread::sleep_for(pause);

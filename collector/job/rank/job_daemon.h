@@ -48,8 +48,10 @@ nlohmann::json job_live_request(const std::string& job_id, long epoch, double el
 // daemon's error or the reason it was not reached, empty when accepted. A
 // connection the daemon turns away as one too many (a node's ranks all
 // sending at once) is tried again, at random intervals, for up to a
-// second.
-std::string send_job_line(const std::string& socket_path, const nlohmann::json& request);
+// second, unless `retry` is false (a live epoch's line, sent inside the
+// program's MPI call: the next epoch's replaces a line lost).
+std::string send_job_line(const std::string& socket_path, const nlohmann::json& request,
+                          bool retry = true);
 // The job-start request for `job_id`, with the Slurm job cgroup this
 // process runs in, if any (daemon/control/slurm_cgroup.h).
 nlohmann::json job_start_request(const std::string& job_id);

@@ -596,7 +596,8 @@ bool hand_live_figures(const RankView& p, Collectives& world, FinalizeBuffers& b
                 job_live_request(job_id(record.pid), p.epoch, record.measures.elapsed_seconds,
                                  p.session->options->live_interval_seconds, p.size, p.rank,
                                  record.measures.wait_caused_seconds,
-                                 mine->late ? mine->attribution.main_cause : std::nullopt));
+                                 mine->late ? mine->attribution.main_cause : std::nullopt),
+                /*retry=*/false);
   return true;
 }
 
@@ -627,6 +628,8 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
 bool finish_job(JobProcess& p, MpiDeadline deadline) {
   JobSession& session = *p.session;
   session.close();
+  if (SpillWriter* spill = session.spill())
+    spill->mark_finalized(session.started_unix_seconds() + session.measures().elapsed_seconds);
   const JobOptions& options = session.options();
   // Kept from the start, so that an exception (bad_alloc, a /proc read)
   // after an abandoned operation cannot free what MPI may still write.

@@ -1,8 +1,12 @@
 #include "collector/job/rank/live_reduction.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <stdexcept>
 #include <thread>
 
 #include "collector/job/model/job_report.h"
@@ -30,7 +34,16 @@ double now_seconds() { return clock_seconds(CLOCK_MONOTONIC); }
 }  // namespace
 
 LiveReduction::LiveReduction(JobProcess& process, double interval_seconds)
-    : process_(process), interval_(interval_seconds), stack_(new char[kStackBytes]) {
+    : process_(process), interval_(interval_seconds) {
+  // Mapped, with its lowest page inaccessible: an overflow faults there
+  // instead of writing over the heap. Never unmapped (the object lives as
+  // long as the process).
+  const long page = ::sysconf(_SC_PAGESIZE);
+  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED) throw std::runtime_error("no memory for the live reduction's stack");
+  ::mprotect(stack, static_cast<std::size_t>(page), PROT_NONE);
+  stack_ = static_cast<char*>(stack);
   // Duplicates inherit the library's error handler: errors come back.
   PMPI_Comm_dup(process.comm, &comm_);
   PMPI_Comm_dup(process.node, &node_);
@@ -54,7 +67,7 @@ void LiveReduction::resume() {
   if (finished_) return;
   if (!started_) {
     ::getcontext(&fiber_);
-    fiber_.uc_stack.ss_sp = stack_.get();
+    fiber_.uc_stack.ss_sp = stack_;
     fiber_.uc_stack.ss_size = kStackBytes;
     fiber_.uc_link = &caller_;
     ::makecontext(&fiber_, &LiveReduction::fiber_entry, 0);
@@ -126,9 +139,14 @@ void LiveReduction::run_epoch(long epoch) {
   // rank has kept its part (SpillHeader::epochs).
   SpillWriter* spill = process_.session->spill();
   if (spill != nullptr && reduced.reduced) spill->keep_epoch(epoch, b->summary);
+  // The barrier only after an epoch whose every operation completed: a rank
+  // that abandoned one posts no more on these communicators (as the
+  // finalize's Collectives), or its barrier could match another rank's
+  // collective of the epoch.
   MPI_Request request;
-  const bool ended =
-      PMPI_Ibarrier(comm_, &request) == MPI_SUCCESS && pmpi_complete(request, MpiDeadline::never());
+  const bool ended = reduced.settled && !give_up_ &&
+                     PMPI_Ibarrier(comm_, &request) == MPI_SUCCESS &&
+                     pmpi_complete(request, MpiDeadline::never());
   settled_ = reduced.settled && ended;
   if (settled_) delete b;
   if (process_.rank == 0 && !give_up_) publish(epoch, reduced);
@@ -145,13 +163,14 @@ void LiveReduction::publish(long epoch, JobReduced& reduced) const {
     SpillWriter::write_beside(options.spill_dir, kLiveEpochFile,
                               live_epoch_text(facts, reduced.gathered.records));
   }
+  // The --live file, and the --html page of the job so far (it reloads at
+  // the cadence while the job runs; the final report replaces it).
   const JobPublisher publish = job_publisher();
-  if (options.live_path.empty() || publish == nullptr) return;
+  if ((options.live_path.empty() && options.html_path.empty()) || publish == nullptr) return;
   const JobReport report =
       build_job_report(std::move(facts), reduced.gathered.summaries, reduced.gathered.records);
   JobOptions live = options;
   live.json_path = options.live_path;
-  live.html_path.clear();
   live.banner = false;
   publish(report, live);
 }

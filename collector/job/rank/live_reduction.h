@@ -1,7 +1,10 @@
 // The job's figures reduced while it runs (docs/job.md, "Live"): every
 // --live-interval seconds an epoch runs the finalize's own reduction
 // (job_reduction.h) over the ranks' figures as they stand, and rank 0
-// publishes the report so far. The job never waits on it:
+// publishes the report so far. The job never waits for its MPI operations
+// (the epoch's own work on a rank, its record and on rank 0 the report,
+// does delay that rank's next call, which the others may wait for: see
+// "Its cost" below):
 //
 // - It runs on a fiber of the recording thread, never a thread of its own
 //   (the program may have asked MPI for no threads). Its waits for MPI
@@ -34,7 +37,6 @@
 #include <ucontext.h>
 
 #include <chrono>
-#include <memory>
 
 #include "collector/job/rank/finalize_state.h"
 #include "collector/job/rank/job_mpi.h"
@@ -76,7 +78,7 @@ class LiveReduction {
   double interval_;
   MPI_Comm comm_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL;
   ucontext_t fiber_{}, caller_{};
-  std::unique_ptr<char[]> stack_;
+  char* stack_ = nullptr;  // kStackBytes, its lowest page a guard
   bool started_ = false, finished_ = false;
   bool stopping_ = false;   // rank 0: MPI_Finalize came
   bool give_up_ = false;    // the finalize's deadline passed: every wait ends

@@ -159,11 +159,12 @@ void before_finalize() {
   const double timeout = process.session->options().finalize_timeout_seconds;
   // Nothing may escape into the program's MPI_Finalize (mpi4py calls it
   // from an exit handler): a failure costs the report, never the job.
-  const MpiDeadline deadline = MpiDeadline::after(timeout);
   try {
-    // The live reduction's epoch under way first, on its own communicators.
-    if (process.live != nullptr) process.live->stop(deadline);
-    settled = finish_job(process, deadline);
+    // The live reduction's epoch under way first, on its own communicators,
+    // then the final reduction, each within the timeout: a live reduction
+    // that failed costs its wait, never the final report.
+    if (process.live != nullptr) process.live->stop(MpiDeadline::after(timeout));
+    settled = finish_job(process, MpiDeadline::after(timeout));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corenoise job: rank %d: no report: %s\n", process.rank, e.what());
   }

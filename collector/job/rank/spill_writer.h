@@ -32,6 +32,10 @@ class SpillWriter {
   double* bins() { return bins_; }
   std::uint64_t* step_counts() { return header_->step_counts; }
   void update(const RankMeasures& measures, double now_unix_seconds);
+  // The rank reached MPI_Finalize (SpillHeader::finalized_unix_seconds).
+  void mark_finalized(double now_unix_seconds) {
+    header_->finalized_unix_seconds = now_unix_seconds;
+  }
   // The rank's summary at a live epoch (SpillHeader::epochs).
   void keep_epoch(long epoch, const RankSummary& summary);
   // A file of the folder's besides the ranks', written whole or not at all

@@ -121,8 +121,9 @@ std::string spilled_rank_problem(const SpilledRank& rank) {
     if (!problem.empty()) return problem;
   }
   if (h.family[0] == '\0') return "no MPI family";
-  for (const auto& [value, name] : {std::pair{h.started_unix_seconds, "started"},
-                                    std::pair{h.updated_unix_seconds, "updated"}}) {
+  for (const auto& [value, name] :
+       {std::pair{h.started_unix_seconds, "started"}, std::pair{h.updated_unix_seconds, "updated"},
+        std::pair{h.finalized_unix_seconds, "reached MPI_Finalize"}}) {
     if (!std::isfinite(value) || value < 0 || value > kMaxSpillFigure) {
       return std::string("the time it ") + name + ", " + general_text(value) + ", is not a time";
     }

@@ -343,7 +343,11 @@ std::optional<SpillReport> report_from_live_epoch(const std::string& dir,
         out.summaries[r].number() != rank.header.rank)
       return refuse("rank " + std::to_string(rank.header.rank) + "'s summary is not sound");
   }
-  facts.live->ended = true;
+  facts.live->rebuilt = true;
+  facts.live->ranks_finalized =
+      static_cast<int>(std::count_if(ranks.begin(), ranks.end(), [](const SpilledRank& r) {
+        return r.header.finalized_unix_seconds > 0;
+      }));
   out.facts = std::move(facts);
   out.records = std::move(epoch.records);
   return out;

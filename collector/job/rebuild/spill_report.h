@@ -34,7 +34,8 @@ SpillReport report_from_spills(const std::vector<SpilledRank>& ranks);
 // The report of the job's last live epoch, where `dir` holds rank 0's part
 // of one (kLiveEpochFile, model/live_epoch.h) and every rank's spill file
 // in `ranks` its summary of the same epoch: the live report as rank 0 last
-// published it, with facts.live->ended set. nullopt where there is none;
+// published it, with facts.live->rebuilt and how many ranks reached
+// MPI_Finalize. nullopt where there is none;
 // with the reason in `*why` where there is one that cannot be used (not
 // readable, another job's, a rank's summary of that epoch missing or not
 // sound): the report then comes from the spill files alone.

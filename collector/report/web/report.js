@@ -730,7 +730,31 @@
         ? null
         : el("p", { className: "warning", id: "incomplete" },
             "Incomplete: " + (report.incomplete_reason || "not every rank reported") + " (" + report.ranks_reported + " of " + report.ranks_total + " ranks reported). The figures below cover the ranks that did."),
+      jobLive(report.live),
     );
+  }
+
+  // A live epoch's report (docs/job.md, "Live"): the job so far, and
+  // whether it is still running.
+  function jobLive(live) {
+    if (!live) return null;
+    const when = "live epoch " + live.epoch + ", reduced " + utcTime(live.reduced_unix_seconds);
+    return el("p", { className: "warning", id: "live" },
+      live.ended_without_finalize
+        ? "The job so far, at its last " + when + ": the job ended after it without MPI_Finalize (killed, or a time limit; " + live.ranks_finalized + " ranks reached it); the figures cover its steps up to that epoch."
+        : live.rebuilt_from_spill
+          ? "The job so far, at its last " + when + ": every rank reached MPI_Finalize after it, but the final reduction did not complete; the figures cover its steps up to that epoch."
+          : "Live: the job so far, at " + when + "; the job is running, and this page reloads every " + live.interval_seconds + " s.");
+  }
+
+  // A running job's page reloads at its cadence, to show the next epoch
+  // (#noreload keeps it still, for tests and reading).
+  function reloadWhileLive(report) {
+    const live = report.live;
+    if (!live || live.rebuilt_from_spill || location.hash.includes("noreload")) return;
+    const seconds = Math.max(1, Number(live.interval_seconds) || 30);
+    document.body.dataset.reloadSeconds = String(seconds);
+    setTimeout(() => location.reload(), seconds * 1000);
   }
 
   function jobWaiting(report) {
@@ -1115,7 +1139,10 @@
     const report = JSON.parse(document.getElementById("corenoise-report").textContent);
     document.body.dataset.parseMs = (performance.now() - scriptStarted).toFixed(0);
     let probe;
-    if (report.schema === "corenoise-job/1") probe = renderJob(report, root);
+    if (report.schema === "corenoise-job/1") {
+      probe = renderJob(report, root);
+      reloadWhileLive(report);
+    }
     // Sweep reports written before the schema field have none.
     else if (report.schema === "corenoise-sweep/1" || (report.schema === undefined && "node_count" in report)) probe = renderSweep(report, root);
     else throw new Error("this page cannot read a report of schema " + JSON.stringify(report.schema));
