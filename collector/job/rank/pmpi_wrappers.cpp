@@ -108,7 +108,12 @@ void start() {
                    e.what());
     }
   }
-  if (kept.live_interval_seconds > 0) {
+  // Epochs only where someone reads them: a live file, a page, a spill
+  // folder or a node's daemon. From the options alone, the same on every
+  // rank: making the live reduction is collective.
+  const bool live_read = !kept.live_path.empty() || !kept.html_path.empty() ||
+                         !kept.spill_dir.empty() || !kept.socket_path.empty();
+  if (kept.live_interval_seconds > 0 && live_read) {
     process.live = new LiveReduction(process, kept.live_interval_seconds);
     process.live->attach();
   }
