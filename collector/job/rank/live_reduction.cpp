@@ -94,6 +94,10 @@ void LiveReduction::fiber_entry() {
     self->settled_ = false;
     std::fprintf(stderr, "corenoise job: rank %d: the live reduction stopped: %s\n",
                  self->process_.rank, e.what());
+  } catch (...) {
+    self->settled_ = false;
+    std::fprintf(stderr, "corenoise job: rank %d: the live reduction stopped\n",
+                 self->process_.rank);
   }
   self->finished_ = true;
 }  // returns to caller_ (uc_link)

@@ -70,6 +70,17 @@ bool family_matches() {
   return false;
 }
 
+// The live reduction (live_reduction.h), only where someone reads its
+// epochs: a live file, a page, a spill folder or a node's daemon. From the
+// options alone, the same on every rank: making it is collective.
+void start_live(const JobOptions& options) {
+  const bool read = !options.live_path.empty() || !options.html_path.empty() ||
+                    !options.spill_dir.empty() || !options.socket_path.empty();
+  if (options.live_interval_seconds <= 0 || !read) return;
+  process.live = new LiveReduction(process, options.live_interval_seconds);
+  process.live->attach();
+}
+
 void start() {
   std::string warnings;
   JobOptions options = job_options_from(std::getenv, &warnings);
@@ -108,15 +119,7 @@ void start() {
                    e.what());
     }
   }
-  // Epochs only where someone reads them: a live file, a page, a spill
-  // folder or a node's daemon. From the options alone, the same on every
-  // rank: making the live reduction is collective.
-  const bool live_read = !kept.live_path.empty() || !kept.html_path.empty() ||
-                         !kept.spill_dir.empty() || !kept.socket_path.empty();
-  if (kept.live_interval_seconds > 0 && live_read) {
-    process.live = new LiveReduction(process, kept.live_interval_seconds);
-    process.live->attach();
-  }
+  start_live(kept);
   is_main = true;
   // A child of fork() is not the rank: it must neither sample into the
   // rank's spill file (a shared mapping) nor report at an MPI_Finalize of
