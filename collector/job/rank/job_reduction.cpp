@@ -628,14 +628,15 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
 bool finish_job(JobProcess& p, MpiDeadline deadline) {
   JobSession& session = *p.session;
   session.close();
-  if (SpillWriter* spill = session.spill())
-    spill->mark_finalized(session.started_unix_seconds() + session.measures().elapsed_seconds);
   const JobOptions& options = session.options();
   // Kept from the start, so that an exception (bad_alloc, a /proc read)
   // after an abandoned operation cannot free what MPI may still write.
   p.kept = new FinalizeBuffers;
   FinalizeBuffers& b = *p.kept;
   b.frozen = session.freeze();
+  // The frozen measures, not another reading of the session's.
+  if (SpillWriter* spill = session.spill())
+    spill->mark_finalized(b.frozen.started_unix_seconds + b.frozen.measures.elapsed_seconds);
   const RankView view{p.rank, p.size, p.node_rank, p.comm, p.node, &b.frozen, &p, false};
   JobReduced reduced = reduce_job(view, b, deadline, options.finalize_timeout_seconds);
   // Rank 0 has every figure: the spill files are no longer needed. If it

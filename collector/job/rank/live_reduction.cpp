@@ -29,8 +29,6 @@ constexpr double kNoTimeout = 1e9;
 // on the recording thread).
 LiveReduction* running = nullptr;
 
-double now_seconds() { return clock_seconds(CLOCK_MONOTONIC); }
-
 }  // namespace
 
 LiveReduction::LiveReduction(JobProcess& process, double interval_seconds)
@@ -51,10 +49,10 @@ LiveReduction::LiveReduction(JobProcess& process, double interval_seconds)
 
 void LiveReduction::attach() {
   running = this;
-  due_ = now_seconds() + interval_;
+  due_ = monotonic_seconds() + interval_;
   // The others post the start's receive at once; rank 0 at the cadence.
   process_.session->run_between_calls(&LiveReduction::resume_between_calls, this,
-                                      process_.rank == 0 ? due_ : now_seconds());
+                                      process_.rank == 0 ? due_ : monotonic_seconds());
 }
 
 double LiveReduction::resume_between_calls(void* self, double) {
@@ -80,7 +78,7 @@ void LiveReduction::resume() {
 
 bool LiveReduction::pause_on_fiber(std::chrono::microseconds) {
   LiveReduction* self = running;
-  self->next_resume_ = now_seconds() + (self->in_epoch_ ? kEpochPoll : kStartPoll);
+  self->next_resume_ = monotonic_seconds() + (self->in_epoch_ ? kEpochPoll : kStartPoll);
   ::swapcontext(&self->fiber_, &self->caller_);
   return !self->give_up_;
 }
@@ -113,7 +111,7 @@ void LiveReduction::run() {
 
 bool LiveReduction::broadcast_start(long& word) {
   if (process_.rank == 0) {
-    while (!stopping_ && now_seconds() < due_) {
+    while (!stopping_ && monotonic_seconds() < due_) {
       next_resume_ = due_;
       ::swapcontext(&fiber_, &caller_);
     }
@@ -154,7 +152,7 @@ void LiveReduction::run_epoch(long epoch) {
   settled_ = reduced.settled && ended;
   if (settled_) delete b;
   if (process_.rank == 0 && !give_up_) publish(epoch, reduced);
-  due_ = now_seconds() + interval_;
+  due_ = monotonic_seconds() + interval_;
   in_epoch_ = false;
 }
 
