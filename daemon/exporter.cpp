@@ -57,6 +57,7 @@ enum Family : std::size_t {
   kJobLastReportTimestamp,
   kJobLostSecondsTotal,
   kJobLiveWaitCausedSeconds,
+  kJobLiveWindowWaitCausedSeconds,
   kJobLiveRanks,
   kJobLiveLastEpochTimestamp,
   kJobLiveIntervalSeconds,
@@ -150,6 +151,10 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
     {"corenoise_job_live_wait_caused_seconds", MetricType::Gauge,
      "A running job's rank on this node among the five that caused the most waiting so far, as "
      "its latest live epoch said, in seconds, with its main cause (none: not late)."},
+    {"corenoise_job_live_window_wait_caused_seconds", MetricType::Gauge,
+     "A running job's rank on this node among the five that caused the most waiting in its newest "
+     "live epoch's window (since the epoch before), in seconds, with its main cause in that window "
+     "(none: not late in it)."},
     {"corenoise_job_live_ranks", MetricType::Gauge,
      "Running ranks on this node that sent a live epoch's figures (corenoise job)."},
     {"corenoise_job_live_last_epoch_timestamp_seconds", MetricType::Gauge,
@@ -322,12 +327,16 @@ void add_jobs(Builder& b, const JobTotals& jobs) {
 // node's ranks (JobLiveView holds the worst few).
 void add_live_jobs(Builder& b, const JobLiveView& live) {
   b.add(kJobLiveRanks, {}, static_cast<double>(live.ranks));
-  for (const JobLiveRank& r : live.worst) {
-    b.add(kJobLiveWaitCausedSeconds,
-          {{"rank", std::to_string(r.rank)},
-           {"cause", r.cause ? to_string(*r.cause) : std::string_view("none")}},
-          r.wait_caused_seconds);
-  }
+  const auto add_ranks = [&](Family family, const std::vector<JobLiveRank>& ranks) {
+    for (const JobLiveRank& r : ranks) {
+      b.add(family,
+            {{"rank", std::to_string(r.rank)},
+             {"cause", r.cause ? to_string(*r.cause) : std::string_view("none")}},
+            r.wait_caused_seconds);
+    }
+  };
+  add_ranks(kJobLiveWaitCausedSeconds, live.worst);
+  add_ranks(kJobLiveWindowWaitCausedSeconds, live.window_worst);
   b.add(kJobLiveLastEpochTimestamp, {}, live.last_unix_seconds);
   b.add(kJobLiveIntervalSeconds, {}, live.interval_seconds);
   b.add(kJobLiveEndedTotal, {{"how", "finalize"}}, static_cast<double>(live.ended_with_finalize));

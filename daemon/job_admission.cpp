@@ -313,6 +313,26 @@ JobAdmissionVerdict JobAdmission::admit_live(const std::optional<PeerCredentials
   return verdict;
 }
 
+namespace {
+
+// The `top` ranks that caused the most waiting, one per rank and cause:
+// two jobs' ranks of one number and cause (two jobs sharing the node) show
+// as the one that caused more.
+void keep_most_caused(std::vector<JobLiveRank>& ranks, std::size_t top) {
+  const auto most_first = [](const JobLiveRank& a, const JobLiveRank& b) {
+    return a.wait_caused_seconds > b.wait_caused_seconds ||
+           (a.wait_caused_seconds == b.wait_caused_seconds && a.rank < b.rank);
+  };
+  std::sort(ranks.begin(), ranks.end(), most_first);
+  std::set<std::pair<unsigned, int>> shown;
+  std::erase_if(ranks, [&](const JobLiveRank& r) {
+    return !shown.emplace(r.rank, r.cause ? static_cast<int>(*r.cause) : -1).second;
+  });
+  if (ranks.size() > top) ranks.resize(top);
+}
+
+}  // namespace
+
 JobLiveView JobAdmission::live_view(std::size_t top) const {
   JobLiveView view;
   view.ended_with_finalize = ended_with_finalize_;
@@ -323,20 +343,14 @@ JobLiveView JobAdmission::live_view(std::size_t top) const {
     if (!r.live || r.reported || !r.process->running()) continue;
     ++view.ranks;
     view.worst.push_back({r.live->rank, r.live->wait_caused_seconds, r.live->cause});
+    if (r.live->window_seconds > 0) {
+      view.window_worst.push_back(
+          {r.live->rank, r.live->window_wait_caused_seconds, r.live->window_cause});
+    }
     if (newest == nullptr || r.live_at.steady_seconds > newest->live_at.steady_seconds) newest = &r;
   }
-  const auto most_first = [](const JobLiveRank& a, const JobLiveRank& b) {
-    return a.wait_caused_seconds > b.wait_caused_seconds ||
-           (a.wait_caused_seconds == b.wait_caused_seconds && a.rank < b.rank);
-  };
-  // One series per rank and cause: two jobs' ranks of one number and cause
-  // (two jobs sharing the node) show as the one that caused more.
-  std::sort(view.worst.begin(), view.worst.end(), most_first);
-  std::set<std::pair<unsigned, int>> shown;
-  std::erase_if(view.worst, [&](const JobLiveRank& r) {
-    return !shown.emplace(r.rank, r.cause ? static_cast<int>(*r.cause) : -1).second;
-  });
-  if (view.worst.size() > top) view.worst.resize(top);
+  keep_most_caused(view.worst, top);
+  keep_most_caused(view.window_worst, top);
   if (newest != nullptr) {
     view.last_unix_seconds = newest->live_at.unix_seconds;
     view.interval_seconds = newest->live->interval_seconds;

@@ -117,7 +117,10 @@ struct JobLiveRank {
   std::optional<JobCause> cause;  // where it is late
 };
 struct JobLiveView {
-  std::vector<JobLiveRank> worst;           // most waiting caused first, at most the asked number
+  std::vector<JobLiveRank> worst;  // most waiting caused first, at most the asked number
+  // The same of the ranks' newest epoch windows (since the epoch before):
+  // who makes the others wait now, however long the job ran before.
+  std::vector<JobLiveRank> window_worst;
   std::size_t ranks = 0;                    // running ranks that sent a live line
   std::optional<double> last_unix_seconds;  // when the newest live line came
   std::optional<double> interval_seconds;   // that line's cadence

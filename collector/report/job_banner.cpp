@@ -22,25 +22,38 @@ std::string plural(std::size_t count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
+// A live epoch's report: which epoch, how the job ended if it did, and
+// who was late in the epoch's own window (live_window.h).
+void print_live(std::ostringstream& out, const JobFacts::Live& live, int ranks) {
+  constexpr std::size_t kShown = 3;
+  out << "  LIVE: the job so far, epoch " << live.epoch << " (every "
+      << seconds_text(live.interval_seconds) << ")";
+  if (live.ended_without_finalize(ranks)) {
+    out << "; the job ended after it without MPI_Finalize (" << live.ranks_finalized << " of "
+        << ranks << " ranks reached it)";
+  } else if (live.rebuilt) {
+    out << "; every rank reached MPI_Finalize after it, but the final reduction did not "
+           "complete";
+  }
+  out << "\n  LIVE: in its window, " << seconds_text(live.window_start_seconds) << " to "
+      << seconds_text(live.window_end_seconds) << " into the job: ";
+  if (live.window.empty()) out << "no rank late";
+  for (std::size_t i = 0; i < live.window.size() && i < kShown; ++i) {
+    const JobFacts::Live::WindowRank& r = live.window[i];
+    out << (i ? "; " : "") << "rank " << r.rank << " made the others wait "
+        << seconds_text(r.wait_caused_seconds) << " (" << to_string(r.cause) << ")";
+  }
+  if (live.window.size() > kShown) out << "; " << live.window.size() - kShown << " more";
+  out << "\n";
+}
+
 void print_totals(std::ostringstream& out, const JobReport& report) {
   out << "corenoise job: " << plural(report.ranks_reported, "rank", "ranks");
   if (report.facts.ranks_total != static_cast<int>(report.ranks_reported))
     out << " of " << report.facts.ranks_total;
   out << " on " << plural(report.nodes, "node", "nodes") << ", " << report.facts.steps << " steps, "
       << seconds_text(report.elapsed_seconds) << "\n";
-  if (const auto& live = report.facts.live) {
-    out << "  LIVE: the job so far, epoch " << live->epoch << " (every "
-        << seconds_text(live->interval_seconds) << ")";
-    const int ranks = report.facts.ranks_total;
-    if (live->ended_without_finalize(ranks)) {
-      out << "; the job ended after it without MPI_Finalize (" << live->ranks_finalized << " of "
-          << ranks << " ranks reached it)";
-    } else if (live->rebuilt) {
-      out << "; every rank reached MPI_Finalize after it, but the final reduction did not "
-             "complete";
-    }
-    out << "\n";
-  }
+  if (report.facts.live) print_live(out, *report.facts.live, report.facts.ranks_total);
   if (!report.complete()) out << "  INCOMPLETE: " << report.facts.incomplete_reason << "\n";
   if (!report.facts.mpi_library.empty()) {
     out << "  MPI: " << report.facts.mpi_library;

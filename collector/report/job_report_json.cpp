@@ -191,12 +191,22 @@ json phases_json(const std::vector<JobPhase>& phases) {
 // (docs/job.md, "Live"); a final report has null.
 json live_json(const std::optional<JobFacts::Live>& live, int ranks_total) {
   if (!live) return nullptr;
+  json window = json::array();
+  for (const JobFacts::Live::WindowRank& r : live->window) {
+    window.push_back({{"rank", r.rank},
+                      {"cause", std::string(to_string(r.cause))},
+                      {"wait_caused_seconds", r.wait_caused_seconds}});
+  }
   return {{"epoch", live->epoch},
           {"reduced_unix_seconds", live->reduced_unix_seconds},
           {"interval_seconds", live->interval_seconds},
           {"rebuilt_from_spill", live->rebuilt},
           {"ranks_finalized", live->rebuilt ? json(live->ranks_finalized) : json(nullptr)},
-          {"ended_without_finalize", live->ended_without_finalize(ranks_total)}};
+          {"ended_without_finalize", live->ended_without_finalize(ranks_total)},
+          {"window",
+           {{"start_seconds", live->window_start_seconds},
+            {"end_seconds", live->window_end_seconds},
+            {"late_ranks", std::move(window)}}}};
 }
 
 json worst_steps_json(const std::vector<JobStep>& steps) {

@@ -244,48 +244,74 @@ std::string number_text(double x) {
   return text;
 }
 
+// A number of a job-live line, `low` < (or <=) x <= `high`.
+double live_number(const json& r, const char* field, double low, double high, bool open_low) {
+  const json& value = r[field];
+  const double x = value.is_number() ? value.get<double>() : std::nan("");
+  if (!value.is_number() || !(open_low ? x > low : x >= low) || !(x <= high)) {
+    fail("job-live", field,
+         std::string("a number ") + (open_low ? "> " : ">= ") + number_text(low) +
+             " and <= " + number_text(high),
+         value);
+  }
+  return x;
+}
+
+// Waiting caused over `seconds` of a job of `ranks`: no more than the
+// other ranks can have waited then.
+double live_wait_caused(const json& r, const char* field, double seconds, unsigned ranks,
+                        const char* bound) {
+  const json& caused = r[field];
+  const double most = seconds * static_cast<double>(ranks - 1);
+  if (!caused.is_number() || !(caused.get<double>() >= 0) || !(caused.get<double>() <= most)) {
+    fail("job-live", field,
+         "a number >= 0 and <= " + std::string(bound) + " (" + number_text(most) + ")", caused);
+  }
+  return caused.get<double>();
+}
+
+std::optional<JobCause> live_cause(const json& r, const char* field) {
+  const auto it = r.find(field);
+  if (it == r.end()) return std::nullopt;
+  const auto cause = it->is_string() ? job_cause_named(it->get<std::string>()) : std::nullopt;
+  if (!cause) fail("job-live", field, "a cause of the job's (own-threads, ...)", *it);
+  return cause;
+}
+
 // A rank's live line: every figure bounded by the others (a rank of the
 // job, a cadence `corenoise job` allows, no more waiting caused than the
-// other ranks can have waited so far).
+// other ranks can have waited so far, or in the epoch's window, which is
+// no longer than the job).
 JobLiveRequest parse_job_live(const json& r) {
   check_fields("job-live", r,
                {"job_id", "epoch", "elapsed_seconds", "interval_seconds", "ranks", "rank",
-                "wait_caused_seconds", "cause"});
+                "wait_caused_seconds", "cause", "window_seconds", "window_wait_caused_seconds",
+                "window_cause"});
   check_required("job-live", r,
                  {"job_id", "epoch", "elapsed_seconds", "interval_seconds", "ranks", "rank",
                   "wait_caused_seconds"});
   JobLiveRequest live;
   live.job_id = parse_job_id("job-live", r["job_id"]);
   live.epoch = static_cast<long>(whole_number("job-live", "epoch", r["epoch"], 1));
-  const auto in_range = [&](const char* field, double low, double high, bool open_low) {
-    const json& value = r[field];
-    const double x = value.is_number() ? value.get<double>() : std::nan("");
-    if (!value.is_number() || !(open_low ? x > low : x >= low) || !(x <= high)) {
-      fail("job-live", field,
-           std::string("a number ") + (open_low ? "> " : ">= ") + number_text(low) +
-               " and <= " + number_text(high),
-           value);
-    }
-    return x;
-  };
-  live.elapsed_seconds = in_range("elapsed_seconds", 0, kMaxJobElapsedSeconds, true);
+  live.elapsed_seconds = live_number(r, "elapsed_seconds", 0, kMaxJobElapsedSeconds, true);
   live.interval_seconds =
-      in_range("interval_seconds", kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds, false);
+      live_number(r, "interval_seconds", kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds, false);
   live.ranks = whole_number("job-live", "ranks", r["ranks"], 1);
   if (live.ranks > kMaxJobRanks) fail("job-live", "ranks", "at most 10000000", r["ranks"]);
   live.rank = whole_number("job-live", "rank", r["rank"], 0);
   if (live.rank >= live.ranks) fail("job-live", "rank", "a rank below 'ranks'", r["rank"]);
-  const json& caused = r["wait_caused_seconds"];
-  const double most = live.elapsed_seconds * static_cast<double>(live.ranks - 1);
-  if (!caused.is_number() || !(caused.get<double>() >= 0) || !(caused.get<double>() <= most)) {
-    fail("job-live", "wait_caused_seconds",
-         "a number >= 0 and <= elapsed_seconds x (ranks - 1) (" + number_text(most) + ")", caused);
-  }
-  live.wait_caused_seconds = caused.get<double>();
-  if (const auto it = r.find("cause"); it != r.end()) {
-    const auto cause = it->is_string() ? job_cause_named(it->get<std::string>()) : std::nullopt;
-    if (!cause) fail("job-live", "cause", "a cause of the job's (own-threads, ...)", *it);
-    live.cause = cause;
+  live.wait_caused_seconds = live_wait_caused(r, "wait_caused_seconds", live.elapsed_seconds,
+                                              live.ranks, "elapsed_seconds x (ranks - 1)");
+  live.cause = live_cause(r, "cause");
+  // The window's figures come together, or not at all.
+  if (r.contains("window_seconds") || r.contains("window_wait_caused_seconds") ||
+      r.contains("window_cause")) {
+    check_required("job-live", r, {"window_seconds", "window_wait_caused_seconds"});
+    live.window_seconds = live_number(r, "window_seconds", 0, live.elapsed_seconds, true);
+    live.window_wait_caused_seconds =
+        live_wait_caused(r, "window_wait_caused_seconds", live.window_seconds, live.ranks,
+                         "window_seconds x (ranks - 1)");
+    live.window_cause = live_cause(r, "window_cause");
   }
   return live;
 }
@@ -459,7 +485,8 @@ namespace {
 
 // A job-live line's fields, into `out`.
 void add_job_live(const JobLiveRequest& live, json& out) {
-  for (double x : {live.elapsed_seconds, live.interval_seconds, live.wait_caused_seconds}) {
+  for (double x : {live.elapsed_seconds, live.interval_seconds, live.wait_caused_seconds,
+                   live.window_seconds, live.window_wait_caused_seconds}) {
     if (!std::isfinite(x)) throw std::invalid_argument("job-live: every figure must be finite");
   }
   out["job_id"] = live.job_id;
@@ -470,6 +497,11 @@ void add_job_live(const JobLiveRequest& live, json& out) {
   out["rank"] = live.rank;
   out["wait_caused_seconds"] = live.wait_caused_seconds;
   if (live.cause) out["cause"] = std::string(to_string(*live.cause));
+  if (live.window_seconds > 0) {
+    out["window_seconds"] = live.window_seconds;
+    out["window_wait_caused_seconds"] = live.window_wait_caused_seconds;
+    if (live.window_cause) out["window_cause"] = std::string(to_string(*live.window_cause));
+  }
 }
 
 }  // namespace

@@ -83,6 +83,12 @@ struct JobLiveRequest {
   // The waiting this rank caused the others so far, <= elapsed x (ranks - 1).
   double wait_caused_seconds = 0;
   std::optional<JobCause> cause;  // its main cause, where it is late
+  // The epoch's own window (since the previous epoch; 0: not sent): the
+  // waiting this rank caused in it, <= window x (ranks - 1), and its main
+  // cause there, where it was late in it.
+  double window_seconds = 0;  // <= elapsed_seconds
+  double window_wait_caused_seconds = 0;
+  std::optional<JobCause> window_cause;
 };
 
 // Who is on the other end of a connection: SO_PEERCRED of the accepted

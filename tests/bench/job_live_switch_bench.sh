@@ -5,9 +5,11 @@
 # socket of its own) taking the ranks' live lines, and `corenoise inject`
 # preempting CPU 1 (rank 1's) from ON to OFF seconds into the job. Every 2 s
 # it keeps the --live file and the daemon's corenoise_job_live_* series;
-# then prints, per epoch, when it came, whom it named first and why, rank
-# 1's pattern (chronic, or its bursts with their times), and when the
-# daemon's series first named rank 1. Figures only: never fails on them.
+# then prints, per epoch, when it came, whom it named first over the job
+# and in the epoch's own window, and why, rank 1's pattern (chronic, or its
+# bursts with their times), and when each of the daemon's two series (the
+# job so far, the newest window) first named rank 1. Figures only: never
+# fails on them.
 #
 #   tests/bench/job_live_switch_bench.sh BUILD [mpich|openmpi] [ON OFF TOTAL INTERVAL]
 #       (default: mpich 180 360 600 30)
@@ -65,7 +67,7 @@ wait "$job" || echo "job exit status $?"
 import glob, json, os, sys
 work, on, off, interval = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 seen, started = set(), None
-print("epoch  at(s)  steps  named  rank1: cause  pattern")
+print("epoch  at(s)  steps  named  window: first late  rank1: cause  pattern")
 for path in sorted(glob.glob(os.path.join(work, "snap-*.json"))):
     t = float(os.path.basename(path)[5:-5])
     try:
@@ -78,18 +80,21 @@ for path in sorted(glob.glob(os.path.join(work, "snap-*.json"))):
     r1 = next((r for r in d["ranks"] if r["rank"] == 1), None)
     p = (r1 or {}).get("lateness_pattern") or {}
     stretches = ", ".join(f'{s["start_seconds"]:.0f}-{s["end_seconds"]:.0f} s' for s in p.get("stretches", [])[:4])
-    print(f'{d["live"]["epoch"]:5d} {t:6.0f} {d["steps"]:7d}  {d["worst_ranks"][:2]!s:8}  '
+    late = d["live"]["window"]["late_ranks"]
+    w = f'{late[0]["rank"]} {late[0]["cause"]}' if late else "-"
+    print(f'{d["live"]["epoch"]:5d} {t:6.0f} {d["steps"]:7d}  {d["worst_ranks"][:2]!s:8}  {w:20} '
           f'{(r1 or {}).get("cause", "-"):16} {p.get("kind", "-")} '
           f'{"since %.0f s" % p["onset_seconds"] if p.get("kind") == "chronic" else stretches}')
-first = None
-for path in sorted(glob.glob(os.path.join(work, "metrics-*.txt"))):
-    t = float(os.path.basename(path)[8:-4])
-    text = open(path).read()
-    named = [l for l in text.splitlines() if 'wait_caused_seconds{rank="1"' in l and 'cause="none"' not in l]
-    if first is None and t > on and named:
-        first = (t, named)
-print("daemon: rank 1 first with a cause in corenoise_job_live_wait_caused_seconds at",
-      f"{first[0]:.0f} s ({(first[0] - on) / interval:.1f} cadences after the switch): {first[1]}" if first else "never")
+for series in ("corenoise_job_live_wait_caused_seconds", "corenoise_job_live_window_wait_caused_seconds"):
+    first = None
+    for path in sorted(glob.glob(os.path.join(work, "metrics-*.txt"))):
+        t = float(os.path.basename(path)[8:-4])
+        text = open(path).read()
+        named = [l for l in text.splitlines() if l.startswith(series + '{rank="1"') and 'cause="none"' not in l]
+        if first is None and t > on and named:
+            first = (t, named)
+    print(f"daemon: rank 1 first with a cause in {series} at",
+          f"{first[0]:.0f} s ({(first[0] - on) / interval:.1f} cadences after the switch): {first[1]}" if first else "never")
 final = json.load(open(os.path.join(work, "final.json")))
 r1 = next((r for r in final["ranks"] if r["rank"] == 1), {})
 print("final:", final["worst_ranks"][:2], r1.get("cause"), json.dumps(r1.get("lateness_pattern")))

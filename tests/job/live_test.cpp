@@ -153,6 +153,24 @@ void expect_live_naming(const MpiLauncher& mpi) {
            std::abs(pattern["onset_step"].get<double>() - kSwitch) <= 40;
   };
   EXPECT_TRUE(std::any_of(after_switch.begin(), after_switch.end(), names_rank1)) << seen;
+  // Each epoch's own window (since the epoch before) names it too, in the
+  // same two epochs.
+  const auto window_names_rank1 = [](const json* epoch) {
+    const json& late = (*epoch)["live"]["window"]["late_ranks"];
+    return !late.empty() && late[0]["rank"] == 1 && late[0]["cause"] == "more-work" &&
+           late[0]["wait_caused_seconds"].get<double>() > 0;
+  };
+  EXPECT_TRUE(std::any_of(after_switch.begin(), after_switch.end(), window_names_rank1)) << seen;
+  // The windows follow one another: each starts where the epoch before ended.
+  const json* previous = nullptr;
+  for (const json& s : run.snapshots) {
+    if (s["live"].is_null()) continue;
+    const json& window = s["live"]["window"];
+    EXPECT_LT(window["start_seconds"].get<double>(), window["end_seconds"].get<double>());
+    if (previous != nullptr && (*previous)["live"]["epoch"].get<long>() + 1 == s["live"]["epoch"])
+      EXPECT_EQ(window["start_seconds"], (*previous)["live"]["window"]["end_seconds"]);
+    previous = &s;
+  }
   EXPECT_LT(after_switch.front()->at("steps").get<long>(), run.report["steps"].get<long>())
       << "an epoch came before the end";
 }
@@ -233,15 +251,22 @@ TEST(JobLive, TheNodesDaemonShowsTheRunningJobsWorstRankAndItsEnd) {
   });
   const std::string series =
       "corenoise_job_live_wait_caused_seconds{rank=\"1\",cause=\"more-work\"}";
-  std::string seen, metrics;
-  for (int i = 0; i < 600 && seen.empty(); ++i, usleep(50000)) {
+  const std::string window_series =
+      "corenoise_job_live_window_wait_caused_seconds{rank=\"1\",cause=\"more-work\"}";
+  std::string seen, window_seen, metrics;
+  for (int i = 0; i < 600 && (seen.empty() || window_seen.empty()); ++i, usleep(50000)) {
     metrics = testing::http_get(port, "/metrics").second;
-    if (metrics.find(series) != std::string::npos) seen = metrics;
+    if (seen.empty() && metrics.find(series) != std::string::npos) seen = metrics;
+    if (window_seen.empty() && metrics.find(window_series) != std::string::npos)
+      window_seen = metrics;
   }
   runner.join();
   ASSERT_EQ(job.exit_code, 0) << job.err;
   ASSERT_FALSE(seen.empty()) << "no live series named rank 1 while the job ran\n" << metrics;
   EXPECT_GT(testing::metric_value(seen, series).value_or(0), 0.0) << seen;
+  // Who makes the others wait now: its newest window's waiting caused.
+  ASSERT_FALSE(window_seen.empty()) << "no window series named rank 1\n" << metrics;
+  EXPECT_GT(testing::metric_value(window_seen, window_series).value_or(0), 0.0) << window_seen;
   EXPECT_EQ(testing::metric_value(seen, "corenoise_job_live_ranks"), 2.0) << seen;
   EXPECT_EQ(testing::metric_value(seen, "corenoise_job_live_interval_seconds"), 1.0) << seen;
   EXPECT_TRUE(testing::metric_value(seen, "corenoise_job_live_last_epoch_timestamp_seconds"))
@@ -262,6 +287,8 @@ TEST(JobLive, TheNodesDaemonShowsTheRunningJobsWorstRankAndItsEnd) {
       << metrics;
   EXPECT_EQ(testing::metric_value(metrics, "corenoise_job_live_ranks"), 0.0) << metrics;
   EXPECT_EQ(metrics.find("corenoise_job_live_wait_caused_seconds{"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("corenoise_job_live_window_wait_caused_seconds{"), std::string::npos)
+      << metrics;
   EXPECT_EQ(
       testing::metric_value(metrics, "corenoise_job_reports_refused_total{reason=\"invalid\"}"),
       0.0)

@@ -612,7 +612,11 @@ TEST(ControlProtocol, JobLiveLinesAreBoundedAndRoundTrip) {
   live.rank = 3;
   live.wait_caused_seconds = 12.5;
   live.cause = JobCause::more_work;
+  live.window_seconds = 30;
+  live.window_wait_caused_seconds = 6.25;
+  live.window_cause = JobCause::other_processes;
   const json wire = to_json(ControlRequest{live});
+  EXPECT_EQ(wire.at("window_cause"), "other-processes");
   const auto parsed = std::get<JobLiveRequest>(request_from_json(wire));
   EXPECT_EQ(to_json(ControlRequest{parsed}), wire);
   EXPECT_FALSE(needs_privilege(ControlRequest{live}));
@@ -636,6 +640,23 @@ TEST(ControlProtocol, JobLiveLinesAreBoundedAndRoundTrip) {
   refused("epoch", 0, "an integer >= 1");
   refused("cause", "gpu", "a cause of the job's");
   refused("extra", 1, "unknown field 'extra'");
+  // The window: no longer than the job, no more waiting caused than the
+  // others can have waited in it.
+  refused("window_seconds", 91, "<= 90");
+  refused("window_seconds", 0, "> 0");
+  refused("window_wait_caused_seconds", 90.5, "window_seconds x (ranks - 1) (90)");
+  refused("window_cause", "gpu", "a cause of the job's");
+  // Its figures come together, and a line without them (no window) is taken.
+  json partial = wire;
+  partial.erase("window_seconds");
+  EXPECT_THROW(parse_request(partial.dump()), ProtocolError);
+  json without = wire;
+  for (const char* field : {"window_seconds", "window_wait_caused_seconds", "window_cause"})
+    without.erase(field);
+  const auto plain = std::get<JobLiveRequest>(parse_request(without.dump()));
+  EXPECT_EQ(plain.window_seconds, 0);
+  EXPECT_FALSE(plain.window_cause);
+  EXPECT_EQ(to_json(ControlRequest{plain}), without);
 }
 
 }  // namespace corenoise

@@ -229,6 +229,7 @@ Snapshot full_snapshot() {
   s.sys[2] = {33, 22, std::nullopt, 3.5e9};
   s.jobs.add(JobRequest{"job-1", 1700000400, 10, 2, {{0, {0.5, 0, 0.25, 0, 0, 0, 1}}}});
   s.jobs_live.worst = {{17, 41.0, JobCause::more_work}, {3, 0.5, std::nullopt}};
+  s.jobs_live.window_worst = {{3, 6.5, JobCause::interrupts}};
   s.jobs_live.ranks = 2;
   s.jobs_live.last_unix_seconds = 1700000390;
   s.jobs_live.interval_seconds = 30;

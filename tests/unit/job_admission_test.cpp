@@ -181,6 +181,25 @@ TEST_F(JobAdmissionTest, LiveLinesOfRegisteredRanksMakeTheRunningJobsView) {
   EXPECT_EQ(view.worst[0].cause, JobCause::more_work);
   EXPECT_EQ(view.last_unix_seconds, at(8).unix_seconds);
   EXPECT_EQ(view.interval_seconds, 30.0);
+  EXPECT_TRUE(view.window_worst.empty());  // no line had a window
+  // Windows: rank 0 caused less so far, but more in its newest window.
+  JobLiveRequest windowed = live_line("j", 0, 0.5, std::nullopt, 8);
+  windowed.window_seconds = 3;
+  windowed.window_wait_caused_seconds = 0.4;
+  windowed.window_cause = JobCause::interrupts;
+  EXPECT_ACCEPTED(admission_.admit_live(peer(101, kUser), windowed, at(8)));
+  windowed = live_line("j", 1, 3.0, JobCause::more_work, 8);
+  windowed.window_seconds = 3;
+  windowed.window_wait_caused_seconds = 0.1;
+  EXPECT_ACCEPTED(admission_.admit_live(peer(102, kUser), windowed, at(8)));
+  view = admission_.live_view(1);
+  ASSERT_EQ(view.worst.size(), 1u);
+  EXPECT_EQ(view.worst[0].rank, 1u);
+  ASSERT_EQ(view.window_worst.size(), 1u);
+  EXPECT_EQ(view.window_worst[0].rank, 0u);
+  EXPECT_EQ(view.window_worst[0].wait_caused_seconds, 0.4);
+  EXPECT_EQ(view.window_worst[0].cause, JobCause::interrupts);
+  EXPECT_EQ(admission_.live_view(5).window_worst.size(), 2u);
   // Not registered, another job, more job than it lived: refused.
   process(104, kUser, {3});
   EXPECT_REFUSED(admission_.admit_live(peer(104, kUser), live_line("j", 3, 0, std::nullopt), at(9)),

@@ -86,6 +86,18 @@ struct JobFacts {
     bool ended_without_finalize(int ranks_total) const {
       return rebuilt && ranks_finalized < ranks_total;
     }
+    // The epoch's own window, since the previous epoch (the job's start
+    // for the first), judged as the job is but on the window's figures
+    // alone (live_window.h): a rank late in the last minute is named in
+    // that minute, however long the job ran before it.
+    struct WindowRank {
+      int rank = 0;
+      JobCause cause = JobCause::more_work;
+      double wait_caused_seconds = 0;  // in the window
+    };
+    double window_start_seconds = 0;  // since the job's start, by rank 0's clock
+    double window_end_seconds = 0;
+    std::vector<WindowRank> window;  // its late ranks, most caused first (kWorstRanks)
   };
   std::optional<Live> live;
 };

@@ -1,10 +1,12 @@
 #include "collector/job/model/live_epoch.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "collector/job/model/node_digest.h"
+#include "daemon/control/job_causes.h"
 
 namespace corenoise {
 namespace {
@@ -34,16 +36,43 @@ std::vector<JobFacts::Step> steps_from_wire(const json& wire) {
   return steps;
 }
 
+json live_to_wire(const JobFacts::Live& live) {
+  json window = json::array();
+  for (const JobFacts::Live::WindowRank& r : live.window) {
+    window.push_back({{"rank", r.rank},
+                      {"cause", std::string(to_string(r.cause))},
+                      {"wait_caused_seconds", r.wait_caused_seconds}});
+  }
+  return {{"epoch", live.epoch},
+          {"reduced_unix_seconds", live.reduced_unix_seconds},
+          {"interval_seconds", live.interval_seconds},
+          {"window_start_seconds", live.window_start_seconds},
+          {"window_end_seconds", live.window_end_seconds},
+          {"window", std::move(window)}};
+}
+
+JobFacts::Live live_from_wire(const json& w) {
+  if (!w.is_object()) throw std::invalid_argument("no live epoch in a live epoch's file");
+  JobFacts::Live live;
+  live.epoch = w.at("epoch").get<long>();
+  live.reduced_unix_seconds = w.at("reduced_unix_seconds").get<double>();
+  live.interval_seconds = w.at("interval_seconds").get<double>();
+  live.window_start_seconds = w.at("window_start_seconds").get<double>();
+  live.window_end_seconds = w.at("window_end_seconds").get<double>();
+  for (const json& r : w.at("window")) {
+    const std::optional<JobCause> cause = job_cause_named(r.at("cause").get<std::string>());
+    if (!cause) throw std::invalid_argument("a live window's rank with no known cause");
+    live.window.push_back(
+        {r.at("rank").get<int>(), *cause, r.at("wait_caused_seconds").get<double>()});
+  }
+  return live;
+}
+
 json facts_to_wire(const JobFacts& f) {
   json digests = json::object();
   for (const auto& [first, digest] : f.node_digests)
     digests[std::to_string(first)] = to_wire(digest);
-  json live = nullptr;
-  if (f.live) {
-    live = {{"epoch", f.live->epoch},
-            {"reduced_unix_seconds", f.live->reduced_unix_seconds},
-            {"interval_seconds", f.live->interval_seconds}};
-  }
+  const json live = f.live ? live_to_wire(*f.live) : json(nullptr);
   return {{"version", f.version},
           {"program", f.program},
           {"family", f.family},
@@ -61,7 +90,7 @@ json facts_to_wire(const JobFacts& f) {
           {"mpi_library_version", f.mpi_library_version},
           {"warmup_steps", f.warmup_steps},
           {"worst_steps", steps_to_wire(f.worst_steps)},
-          {"live", std::move(live)}};
+          {"live", live}};
 }
 
 JobFacts facts_from_wire(const json& w) {
@@ -84,11 +113,7 @@ JobFacts facts_from_wire(const json& w) {
   f.mpi_library_version = w.at("mpi_library_version").get<std::string>();
   f.warmup_steps = w.at("warmup_steps").get<long>();
   f.worst_steps = steps_from_wire(w.at("worst_steps"));
-  const json& live = w.at("live");
-  if (!live.is_object()) throw std::invalid_argument("no live epoch in a live epoch's file");
-  f.live =
-      JobFacts::Live{live.at("epoch").get<long>(), live.at("reduced_unix_seconds").get<double>(),
-                     live.at("interval_seconds").get<double>(), false};
+  f.live = live_from_wire(w.at("live"));
   if (f.ranks_total <= 0 || f.live->epoch <= 0)
     throw std::invalid_argument("a live epoch's file with no ranks or no epoch");
   return f;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/job/model/live_window.h"
 #include "collector/job/model/rank_summary.h"
 #include "collector/job/rank/frozen_session.h"
 #include "collector/job/rank/pmpi_completion.h"
@@ -33,6 +34,9 @@ struct RankView {
   // handed a loss (the final reduction does, once).
   bool live = false;
   long epoch = 0;  // a live epoch's number, from 1
+  // A live epoch's: the previous epoch's measures, its window's start
+  // (live_window.h); kept by the live reduction from one epoch to the next.
+  LiveBaseline* baseline = nullptr;
 };
 
 // Tags on the library's own communicator.

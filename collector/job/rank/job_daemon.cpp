@@ -106,21 +106,22 @@ json job_request(const std::string& job_id, double ended_unix_seconds, double el
   return to_json(ControlRequest{request});
 }
 
-json job_live_request(const std::string& job_id, long epoch, double elapsed_seconds,
-                      double interval_seconds, int ranks, int rank, double wait_caused_seconds,
-                      std::optional<JobCause> cause) {
-  JobLiveRequest live;
-  live.job_id = job_id;
-  live.epoch = std::max(1L, epoch);
-  live.elapsed_seconds = std::max(elapsed_seconds, 1e-3);
+json job_live_request(JobLiveRequest live) {
+  live.epoch = std::max(1L, live.epoch);
+  live.elapsed_seconds = std::max(live.elapsed_seconds, 1e-3);
   live.interval_seconds =
-      std::clamp(interval_seconds, kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds);
-  live.ranks = static_cast<unsigned>(std::max(1, ranks));
-  live.rank = static_cast<unsigned>(std::clamp(rank, 0, ranks - 1));
+      std::clamp(live.interval_seconds, kMinLiveIntervalSeconds, kMaxLiveIntervalSeconds);
+  live.ranks = std::max(1u, live.ranks);
+  live.rank = std::min(live.rank, live.ranks - 1);
   // Within what the other ranks can have waited, rounded down.
-  const double most = live.elapsed_seconds * static_cast<double>(live.ranks - 1);
-  live.wait_caused_seconds = std::floor(std::clamp(wait_caused_seconds, 0.0, most) * 1e6) / 1e6;
-  live.cause = cause;
+  const auto within = [&](double caused, double seconds) {
+    const double most = seconds * static_cast<double>(live.ranks - 1);
+    return std::floor(std::clamp(caused, 0.0, most) * 1e6) / 1e6;
+  };
+  live.wait_caused_seconds = within(live.wait_caused_seconds, live.elapsed_seconds);
+  live.window_seconds = std::clamp(live.window_seconds, 0.0, live.elapsed_seconds);
+  live.window_wait_caused_seconds = within(live.window_wait_caused_seconds, live.window_seconds);
+  if (live.window_seconds <= 0) live.window_cause.reset();
   return to_json(ControlRequest{live});
 }
 

@@ -38,12 +38,10 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
 // rounded down to the microsecond.
 nlohmann::json job_request(const std::string& job_id, double ended_unix_seconds,
                            double elapsed_seconds, int ranks, const std::vector<JobCpuLoss>& loss);
-// The `job-live` request for one rank's figures at a live epoch (its
-// waiting caused so far, capped as the daemon requires, and its main cause
-// where it is late).
-nlohmann::json job_live_request(const std::string& job_id, long epoch, double elapsed_seconds,
-                                double interval_seconds, int ranks, int rank,
-                                double wait_caused_seconds, std::optional<JobCause> cause);
+// The `job-live` request for one rank's figures at a live epoch, each
+// brought within the daemon's bounds (waiting caused capped at what the
+// other ranks can have waited, rounded down to the microsecond).
+nlohmann::json job_live_request(JobLiveRequest live);
 // Sends `request` (a job-start, a job-live or a job) to job_socket(socket_path); the
 // daemon's error or the reason it was not reached, empty when accepted. A
 // connection the daemon turns away as one too many (a node's ranks all

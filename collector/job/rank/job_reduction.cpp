@@ -465,28 +465,56 @@ void report_node_loss(const RankView& p, Collectives& node, FinalizeBuffers& b,
       record.host.c_str(), b.refused_on_node, node_size, error.empty() ? "" : ": ", error.c_str());
 }
 
-// From rank 0 to all: the reference rank and the naming threshold, so
-// that every rank attributes its own loss the way the report does, and
-// rank 0's verdict on whether every rank came: one verdict for all, so
-// that either every rank hands its node's loss to corenoised or none.
-// Returns that verdict (false also when the broadcast did not finish),
-// with the reference and threshold in `reference` and `threshold`.
-bool share_reference(const RankView& p, Collectives& world, FinalizeBuffers& b,
-                     const GatheredRecords& gathered, bool every_rank_came, MpiDeadline deadline,
-                     RankMeasures& reference, CauseThresholds& threshold) {
-  // The reference's measures, the two thresholds, the verdict.
+// Rank 0's judgements of the ranks (job_selection.h): the job's so far
+// and, in a live epoch, its own window's (live_window.h), with the window's
+// late ranks and its span by rank 0's clock.
+struct RankJudgements {
+  std::vector<JobJudgement> judged;  // the job's, then the window's
+  std::vector<JobFacts::Live::WindowRank> window;
+  double window_start_seconds = 0, window_end_seconds = 0;
+};
+RankJudgements judge_gathered(const RankView& p, const GatheredRecords& gathered,
+                              const RankRecord& own) {
+  RankJudgements out;
+  out.judged.push_back(judge_ranks(gathered.summaries));
+  if (!p.live) return out;
+  const std::vector<RankSummary> window = p.baseline->window_of(gathered.summaries);
+  out.judged.push_back(judge_ranks(window));
+  out.window = window_ranks(window, out.judged.back());
+  out.window_start_seconds = p.baseline->own.elapsed_seconds;
+  out.window_end_seconds = own.measures.elapsed_seconds;
+  return out;
+}
+
+// What each rank needs of a judgement to attribute its own loss as the
+// report does: the reference rank's measures and the naming thresholds.
+struct SharedJudgement {
+  RankMeasures reference;
+  CauseThresholds threshold;
+};
+
+// From rank 0 to all: each judgement's reference and thresholds (one, or
+// in a live epoch two: the job's and its window's), and rank 0's verdict
+// on whether every rank came: one verdict for all, so that either every
+// rank hands its node's daemon its figures or none. Empty when the verdict
+// was no or the broadcast did not finish.
+std::vector<SharedJudgement> share_reference(const RankView& p, Collectives& world,
+                                             FinalizeBuffers& b, const RankJudgements& judgements,
+                                             bool every_rank_came, MpiDeadline deadline) {
+  constexpr std::size_t kEach = kRankMeasureCount + 2;
+  const std::size_t count = p.live ? 2 : 1;
   std::vector<double>& shared = b.reference;
-  constexpr std::size_t kVerdict = kRankMeasureCount + 2;
-  shared.assign(kVerdict + 1, 0.0);
+  const std::size_t verdict = count * kEach;
+  shared.assign(verdict + 1, 0.0);
   if (p.rank == 0) {
-    // The report's own judgement (job_selection.h), read in place.
-    const JobJudgement judged = judge_ranks(gathered.summaries);
-    const RankMeasures& ref = judged.reference;
-    const CauseThresholds& thresholds = judged.threshold;
-    std::copy_n(as_array(ref), kRankMeasureCount, shared.begin());
-    shared[kRankMeasureCount] = thresholds.seconds;
-    shared[kRankMeasureCount + 1] = thresholds.on_cpu_seconds;
-    shared[kVerdict] = every_rank_came ? 1.0 : 0.0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const JobJudgement& judged = judgements.judged[i];
+      double* at = shared.data() + i * kEach;
+      std::copy_n(as_array(judged.reference), kRankMeasureCount, at);
+      at[kRankMeasureCount] = judged.threshold.seconds;
+      at[kRankMeasureCount + 1] = judged.threshold.on_cpu_seconds;
+    }
+    shared[verdict] = every_rank_came ? 1.0 : 0.0;
   }
   MPI_Request request;
   const bool posted = world.post(
@@ -494,10 +522,14 @@ bool share_reference(const RankView& p, Collectives& world, FinalizeBuffers& b,
         return PMPI_Ibcast(shared.data(), static_cast<int>(shared.size()), MPI_DOUBLE, 0, c, r);
       },
       request);
-  if (!posted || !world.finish(request, deadline) || shared[kVerdict] != 1.0) return false;
-  std::copy_n(shared.begin(), kRankMeasureCount, as_array(reference));
-  threshold = {shared[kRankMeasureCount], shared[kRankMeasureCount + 1]};
-  return true;
+  if (!posted || !world.finish(request, deadline) || shared[verdict] != 1.0) return {};
+  std::vector<SharedJudgement> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double* at = shared.data() + i * kEach;
+    std::copy_n(at, kRankMeasureCount, as_array(out[i].reference));
+    out[i].threshold = {at[kRankMeasureCount], at[kRankMeasureCount + 1]};
+  }
+  return out;
 }
 
 // Rank 0's facts of the job beside the records: who ran, how many steps,
@@ -544,61 +576,91 @@ JobFacts job_facts(const RankView& p, const FrozenSession& session, const StepRe
 }
 
 // This rank's attribution as the report makes it, once every rank has the
-// reference, with whether it is late; nullopt when the job was not reduced
-// (a rank missing, the reference not shared, or this rank's record not
-// sent): then this rank hands its daemon nothing.
+// reference, with whether it is late: against each shared judgement, over
+// the job so far and (a live epoch) over the window since the previous
+// epoch. Empty when the job was not reduced (a rank missing, the reference
+// not shared, or this rank's record not sent): then this rank hands its
+// daemon nothing.
 struct OwnVerdict {
   RankAttribution attribution;
   bool late = false;
 };
-std::optional<OwnVerdict> own_verdict(const RankView& p, Collectives& world, FinalizeBuffers& b,
-                                      const RankRecord& record, const RecordsMoved& moved,
-                                      bool steps_complete, MpiDeadline deadline) {
-  RankMeasures reference;
-  CauseThresholds threshold;
+std::vector<OwnVerdict> own_verdicts(const RankView& p, Collectives& world, FinalizeBuffers& b,
+                                     const RankRecord& record, const RecordsMoved& moved,
+                                     const RankJudgements& judgements, bool steps_complete,
+                                     MpiDeadline deadline) {
   // Posted by every rank that came this far, whether its record was sent
   // or not: the broadcast must match on every rank.
-  const bool shared =
-      share_reference(p, world, b, moved.gathered, steps_complete && moved.gathered.missing.empty(),
-                      deadline, reference, threshold);
-  if (!shared || !moved.sent) return std::nullopt;
-  OwnVerdict verdict{attribute(record.measures, reference, threshold), false};
-  verdict.late = is_late(verdict.attribution, record.measures, threshold);
-  return verdict;
+  const std::vector<SharedJudgement> shared = share_reference(
+      p, world, b, judgements, steps_complete && moved.gathered.missing.empty(), deadline);
+  if (shared.empty() || !moved.sent) return {};
+  std::vector<OwnVerdict> verdicts;
+  for (std::size_t i = 0; i < shared.size(); ++i) {
+    const RankMeasures measures =
+        i == 0 ? record.measures : measures_since(record.measures, p.baseline->own);
+    OwnVerdict verdict{attribute(measures, shared[i].reference, shared[i].threshold), false};
+    verdict.late = is_late(verdict.attribution, measures, shared[i].threshold);
+    verdicts.push_back(verdict);
+  }
+  return verdicts;
 }
 
 // Each node's loss to its daemon, attributed as the report attributes it.
 // False when the job was not reduced.
 bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
-                    const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
-                    MpiDeadline deadline) {
-  std::optional<OwnVerdict> mine =
-      own_verdict(p, world, b, record, moved, steps_complete, deadline);
-  if (!mine) return false;
+                    const RankRecord& record, const RecordsMoved& moved,
+                    const RankJudgements& judgements, bool steps_complete, MpiDeadline deadline) {
+  std::vector<OwnVerdict> mine =
+      own_verdicts(p, world, b, record, moved, judgements, steps_complete, deadline);
+  if (mine.empty()) return false;
   // Only a late rank's loss is the job's: the report names the same ranks.
-  if (!mine->late) mine->attribution.causes.fill(0.0);
-  report_node_loss(p, node, b, record, mine->attribution, deadline);
+  if (!mine[0].late) mine[0].attribution.causes.fill(0.0);
+  report_node_loss(p, node, b, record, mine[0].attribution, deadline);
   return true;
 }
 
 // A live epoch's figures of this rank to its node's daemon: its waiting
-// caused so far and, where it is late, its main cause: the running job's
-// series (docs/metrics.md). False when the job was not reduced.
+// caused so far and in the epoch's window, each with its main cause where
+// it is late: the running job's series (docs/metrics.md). False when the
+// job was not reduced; else this rank's window starts anew here.
 bool hand_live_figures(const RankView& p, Collectives& world, FinalizeBuffers& b,
-                       const RankRecord& record, const RecordsMoved& moved, bool steps_complete,
+                       const RankRecord& record, const RecordsMoved& moved,
+                       const RankJudgements& judgements, bool steps_complete,
                        MpiDeadline deadline) {
-  const std::optional<OwnVerdict> mine =
-      own_verdict(p, world, b, record, moved, steps_complete, deadline);
-  if (!mine) return false;
+  const std::vector<OwnVerdict> mine =
+      own_verdicts(p, world, b, record, moved, judgements, steps_complete, deadline);
+  if (mine.size() != 2) return false;
+  const RankMeasures& before = p.baseline->own;
   const std::string& socket = p.session->options->socket_path;
-  if (job_socket(socket).empty()) return true;
-  send_job_line(socket,
-                job_live_request(job_id(record.pid), p.epoch, record.measures.elapsed_seconds,
-                                 p.session->options->live_interval_seconds, p.size, p.rank,
-                                 record.measures.wait_caused_seconds,
-                                 mine->late ? mine->attribution.main_cause : std::nullopt),
-                /*retry=*/false);
+  if (!job_socket(socket).empty()) {
+    JobLiveRequest live;
+    live.job_id = job_id(record.pid);
+    live.epoch = p.epoch;
+    live.elapsed_seconds = record.measures.elapsed_seconds;
+    live.interval_seconds = p.session->options->live_interval_seconds;
+    live.ranks = static_cast<unsigned>(p.size);
+    live.rank = static_cast<unsigned>(p.rank);
+    live.wait_caused_seconds = record.measures.wait_caused_seconds;
+    if (mine[0].late) live.cause = mine[0].attribution.main_cause;
+    live.window_seconds = record.measures.elapsed_seconds - before.elapsed_seconds;
+    live.window_wait_caused_seconds =
+        record.measures.wait_caused_seconds - before.wait_caused_seconds;
+    if (mine[1].late) live.window_cause = mine[1].attribution.main_cause;
+    send_job_line(socket, job_live_request(live), /*retry=*/false);
+  }
+  p.baseline->own = record.measures;
   return true;
+}
+
+// A live epoch's facts of its own window, on rank 0 (live_window.h); the
+// epoch's time and cadence are the live reduction's to add.
+JobFacts::Live live_facts(const RankView& p, RankJudgements& judgements) {
+  JobFacts::Live live;
+  live.epoch = p.epoch;
+  live.window_start_seconds = judgements.window_start_seconds;
+  live.window_end_seconds = judgements.window_end_seconds;
+  live.window = std::move(judgements.window);
+  return live;
 }
 
 }  // namespace
@@ -613,14 +675,21 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
   add_node_view(p, node, b, record, deadline);
   const std::vector<float> node_lateness = reduce_node_lateness(p, node, b, steps, deadline);
   RecordsMoved moved = move_records(p, world, b, record, steps.lateness, node_lateness, deadline);
+  RankJudgements judged =
+      p.rank == 0 ? judge_gathered(p, moved.gathered, record) : RankJudgements{};
   JobReduced reduced;
   reduced.reduced =
-      p.live ? hand_live_figures(p, world, b, record, moved, steps.complete, deadline)
-             : hand_node_loss(p, world, node, b, record, moved, steps.complete, deadline);
+      p.live ? hand_live_figures(p, world, b, record, moved, judged, steps.complete, deadline)
+             : hand_node_loss(p, world, node, b, record, moved, judged, steps.complete, deadline);
   // Nothing pending writes into the buffers, or they are kept for good.
   reduced.settled = world.settled() && node.settled() && !moved.pending;
   if (p.rank != 0) return reduced;
   reduced.facts = job_facts(p, *p.session, steps, record, moved.gathered);
+  if (p.live) {
+    reduced.facts.live = live_facts(p, judged);
+    // The next window starts at this epoch, where it was reduced.
+    if (reduced.reduced) p.baseline->keep(moved.gathered.summaries, p.size);
+  }
   reduced.gathered = std::move(moved.gathered);
   return reduced;
 }

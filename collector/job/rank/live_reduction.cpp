@@ -133,9 +133,9 @@ void LiveReduction::run_epoch(long epoch) {
   // Kept, never freed, where an operation on them is left pending.
   auto* b = new FinalizeBuffers;
   b->frozen = process_.session->freeze();
-  const RankView view{process_.rank, process_.size, process_.node_rank,
-                      comm_,         node_,         &b->frozen,
-                      &process_,     true,          epoch};
+  const RankView view{process_.rank, process_.size, process_.node_rank, comm_,
+                      node_,         &b->frozen,    &process_,          true,
+                      epoch,         &baseline_};
   JobReduced reduced = reduce_job(view, *b, MpiDeadline::never(), kNoTimeout);
   // Before the barrier: rank 0 keeps the epoch for --report only once every
   // rank has kept its part (SpillHeader::epochs).
@@ -159,7 +159,12 @@ void LiveReduction::run_epoch(long epoch) {
 void LiveReduction::publish(long epoch, JobReduced& reduced) const {
   const JobOptions& options = process_.session->options();
   JobFacts& facts = reduced.facts;
-  facts.live = JobFacts::Live{epoch, clock_seconds(CLOCK_REALTIME), interval_, false};
+  // reduce_job gave the epoch's window (live_window.h); its time and cadence here.
+  if (!facts.live) facts.live.emplace();
+  JobFacts::Live& live = *facts.live;
+  live.epoch = epoch;
+  live.reduced_unix_seconds = clock_seconds(CLOCK_REALTIME);
+  live.interval_seconds = interval_;
   // What a job killed before the next epoch leaves (live_epoch.h).
   if (!options.spill_dir.empty() && process_.session->spill() != nullptr && reduced.reduced) {
     SpillWriter::write_beside(options.spill_dir, kLiveEpochFile,
@@ -171,10 +176,10 @@ void LiveReduction::publish(long epoch, JobReduced& reduced) const {
   if ((options.live_path.empty() && options.html_path.empty()) || publish == nullptr) return;
   const JobReport report =
       build_job_report(std::move(facts), reduced.gathered.summaries, reduced.gathered.records);
-  JobOptions live = options;
-  live.json_path = options.live_path;
-  live.banner = false;
-  publish(report, live);
+  JobOptions as_live = options;
+  as_live.json_path = options.live_path;
+  as_live.banner = false;
+  publish(report, as_live);
 }
 
 bool LiveReduction::stop(MpiDeadline deadline) {

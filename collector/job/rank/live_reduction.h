@@ -88,6 +88,7 @@ class LiveReduction {
   double next_resume_ = 0;  // when the fiber wants the thread next
   long start_word_ = 0;     // the start broadcast's buffer, MPI's while pending
   long epochs_ = 0;         // rank 0: the epochs started
+  LiveBaseline baseline_;   // the last reduced epoch's measures (live_window.h)
 };
 
 }  // namespace corenoise

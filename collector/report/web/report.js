@@ -739,12 +739,26 @@
   function jobLive(live) {
     if (!live) return null;
     const when = "live epoch " + live.epoch + ", reduced " + utcTime(live.reduced_unix_seconds);
-    return el("p", { className: "warning", id: "live" },
+    return el("div", null, el("p", { className: "warning", id: "live" },
       live.ended_without_finalize
         ? "The job so far, at its last " + when + ": the job ended after it without MPI_Finalize (killed, or a time limit; " + live.ranks_finalized + " ranks reached it); the figures cover its steps up to that epoch."
         : live.rebuilt_from_spill
           ? "The job so far, at its last " + when + ": every rank reached MPI_Finalize after it, but the final reduction did not complete; the figures cover its steps up to that epoch."
-          : "Live: the job so far, at " + when + "; the job is running, and this page reloads every " + live.interval_seconds + " s.");
+          : "Live: the job so far, at " + when + "; the job is running, and this page reloads every " + live.interval_seconds + " s."),
+      liveWindow(live.window));
+  }
+
+  // Who was late in the epoch's own window (since the epoch before): named
+  // there however long the job ran before (docs/job.md, "Live").
+  function liveWindow(window) {
+    if (!window) return null;
+    const late = window.late_ranks || [];
+    const span = "In its window, " + seconds(window.start_seconds) + " to " + seconds(window.end_seconds) + " into the job: ";
+    return el("p", { className: "meta", id: "live-window" }, span,
+      late.length
+        ? late.slice(0, 5).map((r) => "rank " + r.rank + " made the others wait " + seconds(r.wait_caused_seconds) + " (" + r.cause + ")").join("; ") +
+          (late.length > 5 ? "; " + (late.length - 5) + " more" : "") + "."
+        : "no rank was late.");
   }
 
   // A running job's page reloads at its cadence, to show the next epoch

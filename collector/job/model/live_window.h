@@ -1,0 +1,46 @@
+// A live epoch's own window (docs/job.md, "Live"): every rank's figures
+// since the previous epoch, judged as the job's are (job_selection.h).
+// An epoch's report over the job so far names a rank once its waiting
+// caused passes a share of the whole job, which takes longer the longer
+// the job ran before its noise began (an hour in, ~12 minutes for a rank
+// that lost 30 % of its CPU). Its window names it at the first epoch
+// after: the difference of two epochs' cumulative figures is what the
+// rank did between them.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "collector/job/model/job_report.h"
+#include "collector/job/model/job_selection.h"
+#include "collector/job/model/rank_measures.h"
+#include "collector/job/model/rank_summary.h"
+
+namespace corenoise {
+
+// What a rank did between two readings of its cumulative measures: each
+// figure's difference, never below 0 (a rank's wait caused is recomputed
+// each epoch from bins that may have merged since, kMaxStepBins); the
+// effective clock, a median, is the later reading's.
+RankMeasures measures_since(const RankMeasures& now, const RankMeasures& before);
+
+// The previous epoch's measures, to take the window's from: each rank
+// keeps its own, and rank 0 every rank's (kRankMeasureCount doubles a
+// rank: 20 MB at 100,000 ranks, beside the 40 MB of their summaries).
+// Zero before the first epoch: its window is the job so far.
+struct LiveBaseline {
+  RankMeasures own;
+  std::vector<RankMeasures> ranks;  // by rank; empty but on rank 0
+
+  // Every summary's measures since the baseline's, without a warm-up.
+  std::vector<RankSummary> window_of(std::span<const RankSummary> now) const;
+  // The epoch was reduced: its figures are the next window's start.
+  void keep(std::span<const RankSummary> now, int ranks_total);
+};
+
+// The window's late ranks that caused waiting in it, most first (at most
+// kWorstRanks), with their main cause there.
+std::vector<JobFacts::Live::WindowRank> window_ranks(std::span<const RankSummary> window,
+                                                     const JobJudgement& judged);
+
+}  // namespace corenoise
