@@ -22,6 +22,29 @@ std::string plural(std::size_t count, const char* one, const char* many) {
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
+// "thread omp-worker 1.2 s", "IRQ 36 (virtio1-req.0) on cpu 1: 52000
+// times, 50000 more than the node's other CPUs".
+std::string culprit_text(const JobCulprit& c) {
+  std::ostringstream out;
+  switch (c.kind) {
+    case JobCulprit::Kind::thread:
+    case JobCulprit::Kind::process:
+      out << (c.kind == JobCulprit::Kind::thread ? "thread " : "process ") << c.name << " "
+          << seconds_text(c.seconds);
+      break;
+    case JobCulprit::Kind::irq:
+    case JobCulprit::Kind::softirq:
+      out << (c.kind == JobCulprit::Kind::irq ? "IRQ " : "softirq ") << c.line
+          << (c.name.empty() ? "" : " (" + c.name + ")") << " on cpu " << c.cpu << ": "
+          << static_cast<long long>(c.count) << " times, " << static_cast<long long>(c.excess)
+          << " more than the node's other CPUs";
+      break;
+  }
+  return out.str();
+}
+
+std::string pattern_text(const LatenessPattern& p);
+
 // A live epoch's report: which epoch, how the job ended if it did, and
 // who was late in the epoch's own window (live_window.h).
 void print_live(std::ostringstream& out, const JobFacts::Live& live, int ranks) {
@@ -41,7 +64,8 @@ void print_live(std::ostringstream& out, const JobFacts::Live& live, int ranks) 
   for (std::size_t i = 0; i < live.window.size() && i < kShown; ++i) {
     const JobFacts::Live::WindowRank& r = live.window[i];
     out << (i ? "; " : "") << "rank " << r.rank << " made the others wait "
-        << seconds_text(r.wait_caused_seconds) << " (" << to_string(r.cause) << ")";
+        << seconds_text(r.wait_caused_seconds) << " (" << to_string(r.cause)
+        << (r.pattern ? ", " + pattern_text(*r.pattern) : "") << ")";
   }
   if (live.window.size() > kShown) out << "; " << live.window.size() - kShown << " more";
   out << "\n";
@@ -167,10 +191,7 @@ void print_rank(std::ostringstream& out, const JobRank& r, double elapsed,
       << ": caused " << seconds_text(r.measures.wait_caused_seconds) << " of waiting"
       << saving_text(r.saving_seconds, elapsed) << "; " << cause_words(cause) << " ("
       << seconds_text(r.attribution.causes[index_of(cause)]) << " over the job";
-  for (const JobCulprit& c : r.culprits) {
-    out << "; " << (c.kind == JobCulprit::Kind::thread ? "thread" : "process") << " " << c.name
-        << " " << seconds_text(c.seconds);
-  }
+  for (const JobCulprit& c : r.culprits) out << "; " << culprit_text(c);
   out << ")\n";
   if (r.pattern) out << "      " << pattern_text(*r.pattern) << "\n";
   if (r.daemon) {

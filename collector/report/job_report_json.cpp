@@ -25,6 +25,14 @@ json causes_json(const std::array<double, kJobCauseCount>& seconds) {
 json culprit_json(const JobCulprit& c) {
   if (c.kind == JobCulprit::Kind::thread)
     return {{"kind", "thread"}, {"name", c.name}, {"seconds", c.seconds}};
+  if (c.kind == JobCulprit::Kind::irq || c.kind == JobCulprit::Kind::softirq) {
+    return {{"kind", c.kind == JobCulprit::Kind::irq ? "irq" : "softirq"},
+            {"line", c.line},
+            {"name", c.name},
+            {"cpu", c.cpu},
+            {"count", c.count},
+            {"more_than_other_cpus", c.excess}};
+  }
   return {{"kind", "process"},
           {"name", c.name},
           {"pid", c.pid},
@@ -195,7 +203,8 @@ json live_json(const std::optional<JobFacts::Live>& live, int ranks_total) {
   for (const JobFacts::Live::WindowRank& r : live->window) {
     window.push_back({{"rank", r.rank},
                       {"cause", std::string(to_string(r.cause))},
-                      {"wait_caused_seconds", r.wait_caused_seconds}});
+                      {"wait_caused_seconds", r.wait_caused_seconds},
+                      {"lateness_pattern", r.pattern ? pattern_json(*r.pattern) : json(nullptr)}});
   }
   return {{"epoch", live->epoch},
           {"reduced_unix_seconds", live->reduced_unix_seconds},

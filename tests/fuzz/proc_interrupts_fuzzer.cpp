@@ -1,5 +1,6 @@
-// sum_cpu_column, the parser of /proc/interrupts and /proc/softirqs, on
-// arbitrary bytes. It must never read out of bounds or crash, and a sum it
+// sum_cpu_column, the parser of /proc/interrupts and /proc/softirqs, and
+// corenoise job's (collector/job/rank/interrupt_lines.h), on arbitrary
+// bytes. It must never read out of bounds or crash, and a sum it
 // returns must belong to a CPU that the header names ("CPU<n>"), since the
 // column is found by that name, never by position alone (offline CPUs have
 // no column).
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "collector/job/rank/interrupt_lines.h"
 #include "probe/proc_counters.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -39,6 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The fixtures' CPUs, an offline one (2) and one far beyond any column.
   for (unsigned cpu : {0u, 1u, 2u, 3u, 4095u}) {
     if (corenoise::sum_cpu_column(text, cpu)) FUZZ_CHECK(header_names(text, cpu));
+  }
+  // Every line it keeps has a count per column and an id; the lines
+  // between two readings are of the columns' CPUs.
+  corenoise::InterruptTable table, softirqs;
+  corenoise::parse_interrupts(text, table);
+  corenoise::parse_softirqs(text, softirqs);
+  for (const auto& line : table.lines) {
+    FUZZ_CHECK(line.counts.size() == table.cpus.size() && !line.id.empty());
+  }
+  for (const auto& line : corenoise::interrupt_lines_between(softirqs, table, 3)) {
+    FUZZ_CHECK(line.cpu >= 0 && header_names(text, static_cast<unsigned>(line.cpu)));
+    FUZZ_CHECK(line.excess >= corenoise::kMinInterruptExcess && line.count >= line.excess);
   }
   return 0;
 }

@@ -197,17 +197,29 @@ TEST(JobPage, ChromiumDrawsHeaderWaitingAndTables) {
 // says neither.
 TEST(JobPage, ALiveEpochsPageSaysSoAndReloadsWhileTheJobRuns) {
   json job = make_job();
-  job["live"] = {{"epoch", 7},
-                 {"reduced_unix_seconds", 1767261600.0},
-                 {"interval_seconds", 30.0},
-                 {"rebuilt_from_spill", false},
-                 {"ranks_finalized", nullptr},
-                 {"ended_without_finalize", false}};
+  job["live"] = {
+      {"epoch", 7},
+      {"reduced_unix_seconds", 1767261600.0},
+      {"interval_seconds", 30.0},
+      {"rebuilt_from_spill", false},
+      {"ranks_finalized", nullptr},
+      {"ended_without_finalize", false},
+      {"window",
+       {{"start_seconds", 180.25},
+        {"end_seconds", 210.5},
+        {"late_ranks",
+         json::array(
+             {{{"rank", 17}, {"cause", "other-processes"}, {"wait_caused_seconds", 4.125}}})}}}};
   std::string dom = render_in_chromium(render_report_page(job), "#noreload");
   ASSERT_EQ(rendered(dom), "ok") << dom.substr(0, 3000);
   std::string header = text_of(element(dom, "<header id=\"summary\"", "header"));
   EXPECT_NE(header.find("Live: the job so far, at live epoch 7, reduced 2026-01-01 10:00:00 UTC; "
                         "the job is running, and this page reloads every 30 s."),
+            std::string::npos)
+      << header;
+  // Who was late in the epoch's own window.
+  EXPECT_NE(header.find("In its window, 180.250 s to 210.500 s into the job: rank 17 made the "
+                        "others wait 4.125 s (other-processes)."),
             std::string::npos)
       << header;
   // Kept still by #noreload; else the reload is armed at the cadence.
@@ -219,8 +231,10 @@ TEST(JobPage, ALiveEpochsPageSaysSoAndReloadsWhileTheJobRuns) {
   job["live"]["ended_without_finalize"] = true;
   job["live"]["rebuilt_from_spill"] = true;
   job["live"]["ranks_finalized"] = 1;
+  job["live"]["window"]["late_ranks"] = json::array();
   dom = render_in_chromium(render_report_page(job));
   header = text_of(element(dom, "<header id=\"summary\"", "header"));
+  EXPECT_NE(header.find("210.500 s into the job: no rank was late."), std::string::npos) << header;
   EXPECT_NE(header.find("the job ended after it without MPI_Finalize"), std::string::npos)
       << header;
   EXPECT_EQ(dom.find("data-reload-seconds"), std::string::npos);

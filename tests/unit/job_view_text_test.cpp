@@ -62,5 +62,21 @@ TEST(RankAdvice, FindTheProcessOnlyWhereOneIsNamed) {
   EXPECT_EQ(interrupts, cause_advice(JobCause::interrupts));
 }
 
+// A device's IRQ named on the rank's CPU: the advice says which to move
+// first; a softirq or the timer, with no affinity of its own, is not.
+TEST(RankAdvice, InterruptsPointAtTheDevicesIrqNamedFirst) {
+  JobCulprit softirq{JobCulprit::Kind::softirq, "", 0, 1, 0};
+  softirq.line = "BLOCK";
+  JobCulprit timer{JobCulprit::Kind::irq, "Local timer interrupts", 0, 1, 0};
+  timer.line = "LOC";
+  JobCulprit disk{JobCulprit::Kind::irq, "virtio1-req.0", 0, 1, 0};
+  disk.line = "36";
+  EXPECT_EQ(rank_advice(late_rank(JobCause::interrupts, {softirq, timer, disk})),
+            std::string(cause_advice(JobCause::interrupts)) +
+                std::string("; IRQ 36 first (/proc/irq/36/smp_affinity_list)"));
+  EXPECT_EQ(rank_advice(late_rank(JobCause::interrupts, {softirq, timer})),
+            cause_advice(JobCause::interrupts));
+}
+
 }  // namespace
 }  // namespace corenoise

@@ -18,6 +18,7 @@ namespace {
 // other processes per CPU, and its corenoised's verdicts.
 struct NodeViews {
   std::map<std::pair<std::string, unsigned>, std::vector<RankRecord::Culprit>> culprits;
+  std::map<std::pair<std::string, unsigned>, std::vector<RankRecord::InterruptLine>> interrupts;
   std::map<std::string, std::map<unsigned, DaemonVerdict>> verdicts;
   std::set<std::string> hosts;
 };
@@ -29,21 +30,26 @@ NodeViews node_views(const std::vector<RankRecord>& records,
   NodeViews views;
   const auto add = [&views](const std::string& host,
                             const std::vector<RankRecord::Culprit>& culprits,
+                            const std::vector<RankRecord::InterruptLine>& interrupts,
                             const std::optional<std::map<unsigned, DaemonVerdict>>& daemon) {
     views.hosts.insert(host);
     for (const auto& c : culprits) {
       if (c.cpu >= 0) views.culprits[{host, static_cast<unsigned>(c.cpu)}].push_back(c);
     }
+    for (const auto& line : interrupts) {
+      if (line.cpu >= 0) views.interrupts[{host, static_cast<unsigned>(line.cpu)}].push_back(line);
+    }
     if (daemon) views.verdicts[host] = *daemon;
   };
-  for (const auto& r : records) add(r.host, r.node_culprits, r.node_daemon);
-  for (const auto& [first, d] : digests) add(d.host, d.culprits, d.daemon);
+  for (const auto& r : records) add(r.host, r.node_culprits, r.node_interrupts, r.node_daemon);
+  for (const auto& [first, d] : digests) add(d.host, d.culprits, d.interrupts, d.daemon);
   return views;
 }
 
 // The culprits of the causes found: its busiest threads (three at most)
 // for own-threads, the node's other processes on its CPUs for
-// other-processes.
+// other-processes, the interrupt lines that fired more on its CPUs than on
+// the node's others for interrupts and more-work.
 std::vector<JobCulprit> culprits_of(const RankRecord& r, const RankAttribution& a,
                                     const NodeViews& views) {
   std::vector<JobCulprit> culprits;
@@ -59,6 +65,24 @@ std::vector<JobCulprit> culprits_of(const RankRecord& r, const RankAttribution& 
       if (it == views.culprits.end()) continue;
       for (const auto& c : it->second)
         culprits.push_back({JobCulprit::Kind::process, c.command, c.pid, cpu, c.seconds});
+    }
+  }
+  // More work too: a kernel without IRQ time accounting
+  // (CONFIG_IRQ_TIME_ACCOUNTING, off in many distributions' and clouds'
+  // kernels) charges a hard IRQ's time to the task it interrupted, which
+  // then reads as more work at the same clock.
+  if (a.causes[index_of(JobCause::interrupts)] > 0 || a.causes[index_of(JobCause::more_work)] > 0) {
+    for (unsigned cpu : r.cpus) {
+      auto it = views.interrupts.find({r.host, cpu});
+      if (it == views.interrupts.end()) continue;
+      for (const auto& line : it->second) {
+        JobCulprit c{line.softirq ? JobCulprit::Kind::softirq : JobCulprit::Kind::irq, line.name, 0,
+                     cpu, 0};
+        c.line = line.id;
+        c.count = line.count;
+        c.excess = line.excess;
+        culprits.push_back(std::move(c));
+      }
     }
   }
   return culprits;
@@ -184,6 +208,20 @@ std::optional<LatenessPattern> pattern_of(const JobReport& report, const RankAtt
                           report.elapsed_seconds, per_step, facts.column_end_seconds);
 }
 
+// A live epoch's window names a rank late in it before the job so far
+// does: its pattern over the job (chronic since the window's noise began)
+// where its row of the lateness matrix came.
+void add_window_patterns(JobReport& report, const std::vector<RankRecord>& full) {
+  for (JobFacts::Live::WindowRank& w : report.facts.live->window) {
+    const auto row = std::find_if(full.begin(), full.end(),
+                                  [&](const RankRecord& r) { return r.rank == w.rank; });
+    if (row == full.end()) continue;
+    RankAttribution late;
+    late.main_cause = w.cause;
+    w.pattern = pattern_of(report, late, static_cast<std::size_t>(row - full.begin()));
+  }
+}
+
 }  // namespace
 
 const JobRank* JobReport::rank(int number) const {
@@ -240,6 +278,7 @@ JobReport build_job_report(JobFacts facts, std::span<const RankSummary> all,
                             pattern_of(report, a, row), saving_of(report.facts, r.rank)});
   }
   for (std::size_t i : worst_ranks(all, judged)) report.worst_ranks.push_back(all[i].number());
+  if (report.facts.live) add_window_patterns(report, full);
   findings_and_sites(report.facts, all.size(), full, report);
   report.by_node = nodes_of(all, judged, full, report.facts);
   report.nodes = report.by_node.size();

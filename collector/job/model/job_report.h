@@ -94,6 +94,10 @@ struct JobFacts {
       int rank = 0;
       JobCause cause = JobCause::more_work;
       double wait_caused_seconds = 0;  // in the window
+      // Its pattern over the job (build_job_report, where its lateness
+      // row came): chronic since the window's noise began, before the job
+      // so far names it.
+      std::optional<LatenessPattern> pattern;
     };
     double window_start_seconds = 0;  // since the job's start, by rank 0's clock
     double window_end_seconds = 0;
@@ -102,15 +106,22 @@ struct JobFacts {
   std::optional<Live> live;
 };
 
-// Who took a late rank's time: one of its own threads (own-threads), or
-// another process on one of its CPUs (other-processes).
+// Who took a late rank's time: one of its own threads (own-threads),
+// another process on one of its CPUs (other-processes), or an interrupt
+// line that fired more on its CPU than on the node's others (interrupts:
+// counted, not timed, RankRecord::InterruptLine).
 struct JobCulprit {
-  enum class Kind { thread, process };
+  enum class Kind { thread, process, irq, softirq };
   Kind kind = Kind::thread;
-  std::string name;  // the thread's or the process's command, as the kernel names it
+  // The thread's or the process's command, as the kernel names it; an
+  // IRQ's device or an architecture line's description ("" for a softirq).
+  std::string name;
   long pid = 0;      // a process's; 0 for a thread
-  unsigned cpu = 0;  // the CPU a process ran on; 0 for a thread
+  unsigned cpu = 0;  // the CPU a process ran on, or a line fired on; 0 for a thread
   double seconds = 0;
+  std::string line;   // an interrupt's: "41", "LOC", "NET_RX"
+  double count = 0;   // an interrupt's, on `cpu` over the job
+  double excess = 0;  // of those, more than on the node's median other CPU
 };
 
 struct JobRank {

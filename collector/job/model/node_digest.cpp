@@ -34,6 +34,7 @@ NodeDigest node_digest(const RankRecord& first, const std::vector<RankRecord>& n
   NodeDigest digest;
   digest.host = first.host;
   digest.culprits = first.node_culprits;
+  digest.interrupts = first.node_interrupts;
   digest.daemon = first.node_daemon;
   digest.lateness = std::move(lateness);
   digest.findings = job_findings(node_records);
@@ -56,6 +57,7 @@ json to_wire(const NodeDigest& digest) {
   }
   json wire = {{"host", digest.host},
                {"culprits", culprits_to_wire(digest.culprits)},
+               {"interrupts", interrupts_to_wire(digest.interrupts)},
                {"lateness", digest.lateness},
                {"findings", findings},
                {"sites", sites_to_wire(digest.sites)}};
@@ -67,6 +69,7 @@ NodeDigest digest_from_wire(const json& wire) {
   NodeDigest digest;
   digest.host = wire.at("host").get<std::string>();
   digest.culprits = culprits_from_wire(wire.at("culprits"));
+  if (wire.contains("interrupts")) digest.interrupts = interrupts_from_wire(wire.at("interrupts"));
   if (wire.contains("daemon") && wire.at("daemon").is_object())
     digest.daemon = verdicts_from_json(wire.at("daemon"));
   digest.lateness = wire.at("lateness").get<std::vector<float>>();

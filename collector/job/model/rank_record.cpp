@@ -71,6 +71,21 @@ std::vector<RankRecord::Culprit> culprits_from_wire(const json& wire) {
   return culprits;
 }
 
+json interrupts_to_wire(const std::vector<RankRecord::InterruptLine>& lines) {
+  json out = json::array();
+  for (const auto& l : lines) out.push_back({l.cpu, l.id, l.name, l.softirq, l.count, l.excess});
+  return out;
+}
+
+std::vector<RankRecord::InterruptLine> interrupts_from_wire(const json& wire) {
+  std::vector<RankRecord::InterruptLine> lines;
+  for (const auto& l : wire) {
+    lines.push_back({l.at(0).get<int>(), l.at(1).get<std::string>(), l.at(2).get<std::string>(),
+                     l.at(3).get<bool>(), l.at(4).get<double>(), l.at(5).get<double>()});
+  }
+  return lines;
+}
+
 json to_wire(const RankRecord& r) {
   json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
   wire["measures"] =
@@ -80,6 +95,7 @@ json to_wire(const RankRecord& r) {
   wire["threads"] = threads;
   wire["sites"] = sites_to_wire(r.sites);
   if (!r.node_culprits.empty()) wire["culprits"] = culprits_to_wire(r.node_culprits);
+  if (!r.node_interrupts.empty()) wire["interrupts"] = interrupts_to_wire(r.node_interrupts);
   if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
   json pools = json::array();
   for (const auto& pool : r.config.unset_pools) pools.push_back({pool.variable, pool.library});
@@ -106,6 +122,7 @@ RankRecord record_from_wire(const json& wire) {
     r.threads.push_back({t.at(0).get<std::string>(), t.at(1).get<double>()});
   r.sites = sites_from_wire(wire.at("sites"));
   if (wire.contains("culprits")) r.node_culprits = culprits_from_wire(wire.at("culprits"));
+  if (wire.contains("interrupts")) r.node_interrupts = interrupts_from_wire(wire.at("interrupts"));
   if (wire.contains("daemon") && !wire.at("daemon").is_null())
     r.node_daemon = verdicts_from_json(wire.at("daemon"));
   if (wire.contains("config")) {

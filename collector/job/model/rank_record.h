@@ -51,6 +51,18 @@ struct RankRecord {
     double seconds = 0;
   };
   std::vector<Culprit> node_culprits;
+  // The interrupt lines that fired more on one of the node's CPUs than on
+  // its other CPUs (the median), from /proc/interrupts and /proc/softirqs
+  // (collector/job/rank/interrupt_lines.h).
+  struct InterruptLine {
+    int cpu = -1;
+    std::string id;    // "41", "LOC"; a softirq's name ("NET_RX")
+    std::string name;  // the IRQ's device or the line's description; "" for a softirq
+    bool softirq = false;
+    double count = 0;   // on that CPU, over the job so far
+    double excess = 0;  // more than on the node's median other CPU
+  };
+  std::vector<InterruptLine> node_interrupts;
   std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;
   RankConfig config;  // what its configuration showed (rank_config.h)
   // Its measures at the end of the job's warm-up (JobFacts::warmup_steps),
@@ -68,6 +80,8 @@ nlohmann::json sites_to_wire(const std::vector<RankRecord::Site>& sites);
 std::vector<RankRecord::Site> sites_from_wire(const nlohmann::json& wire);
 nlohmann::json culprits_to_wire(const std::vector<RankRecord::Culprit>& culprits);
 std::vector<RankRecord::Culprit> culprits_from_wire(const nlohmann::json& wire);
+nlohmann::json interrupts_to_wire(const std::vector<RankRecord::InterruptLine>& lines);
+std::vector<RankRecord::InterruptLine> interrupts_from_wire(const nlohmann::json& wire);
 RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
 
 // The verdicts as the wire carries them:

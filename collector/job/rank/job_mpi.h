@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collector/job/rank/comm_ranks.h"
+#include "collector/job/rank/interrupt_lines.h"
 #include "collector/job/rank/job_session.h"
 #include "collector/job/rank/node_tasks.h"
 #include "collector/mpi/mpi_deadline.h"
@@ -35,6 +36,7 @@ struct JobProcess {
   int rank = 0, size = 1;
   int node_rank = 0;
   std::vector<TaskTime> tasks_at_start;  // the node's tasks, on its reporting rank
+  InterruptTable interrupts_at_start;    // its interrupt counts (interrupt_lines.h), the same
   CommRanks comms;                       // the program's communicators, the recording thread's
   std::string mpi_library;               // the object defining PMPI_Init (program_mpi.h)
   std::string mpi_library_version;       // MPI_Get_library_version's first line

@@ -36,6 +36,7 @@
 #include "collector/job/model/spill_layout.h"
 #include "collector/job/model/step_math.h"
 #include "collector/job/rank/finalize_state.h"
+#include "collector/job/rank/interrupt_lines.h"
 #include "collector/job/rank/job_daemon.h"
 #include "collector/job/rank/job_mpi.h"
 #include "collector/job/rank/job_publisher.h"
@@ -393,6 +394,8 @@ void add_node_view(const RankView& p, Collectives& node, FinalizeBuffers& b, Ran
   for (const CpuCulprit& c : culprits_between(p.process->tasks_at_start, now, pids, 3, 0.01)) {
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   }
+  record.node_interrupts = interrupt_lines_between(
+      p.process->interrupts_at_start, read_interrupt_table(p.session->options->proc_root), 3);
   record.node_daemon = daemon_verdicts(p.session->options->socket_path);
 }
 

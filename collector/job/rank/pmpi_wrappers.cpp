@@ -99,7 +99,10 @@ void start() {
     std::fprintf(stderr, "corenoise job: %s\n", warnings.c_str());
   // The node's tasks before the first step, for naming what ran beside
   // the job (node_tasks.h); one rank per node pays for the scan.
-  if (process.node_rank == 0) process.tasks_at_start = scan_tasks(options.proc_root);
+  if (process.node_rank == 0) {
+    process.tasks_at_start = scan_tasks(options.proc_root);
+    process.interrupts_at_start = read_interrupt_table(options.proc_root);
+  }
   // Before the session's clock starts: the daemon will take no report of
   // more time than it saw this rank run (docs/control.md, "Threat model").
   // Its answer matters only at the end, where a refusal is said once a node.

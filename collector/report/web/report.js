@@ -748,6 +748,13 @@
       liveWindow(live.window));
   }
 
+  // A window rank's pattern over the job, in a few words.
+  function windowPattern(p) {
+    if (!p || typeof p !== "object") return "";
+    if (p.kind === "chronic") return p.onset_step > 1 ? ", chronic since " + seconds(p.onset_seconds) : ", chronic from the start";
+    return ", in bursts";
+  }
+
   // Who was late in the epoch's own window (since the epoch before): named
   // there however long the job ran before (docs/job.md, "Live").
   function liveWindow(window) {
@@ -756,7 +763,7 @@
     const span = "In its window, " + seconds(window.start_seconds) + " to " + seconds(window.end_seconds) + " into the job: ";
     return el("p", { className: "meta", id: "live-window" }, span,
       late.length
-        ? late.slice(0, 5).map((r) => "rank " + r.rank + " made the others wait " + seconds(r.wait_caused_seconds) + " (" + r.cause + ")").join("; ") +
+        ? late.slice(0, 5).map((r) => "rank " + r.rank + " made the others wait " + seconds(r.wait_caused_seconds) + " (" + r.cause + windowPattern(r.lateness_pattern) + ")").join("; ") +
           (late.length > 5 ? "; " + (late.length - 5) + " more" : "") + "."
         : "no rank was late.");
   }
@@ -901,6 +908,8 @@
   }
 
   function culpritText(c) {
+    if (c.kind === "irq" || c.kind === "softirq")
+      return (c.kind === "irq" ? "IRQ " : "softirq ") + c.line + (c.name ? " (" + c.name + ")" : "") + " on cpu " + c.cpu + ": " + fixed(c.count, 0) + " times, " + fixed(c.more_than_other_cpus, 0) + " more than the node's other CPUs";
     const where = [isNum(c.pid) ? "pid " + c.pid : null, isNum(c.cpu) ? "cpu " + c.cpu : null].filter(Boolean);
     return c.kind + " " + c.name + (where.length ? " (" + where.join(", ") + ")" : "") + " " + seconds(c.seconds);
   }
