@@ -31,7 +31,10 @@ inline std::string chromium_binary() {
   return chromium != nullptr && *chromium != '\0' ? chromium : "/usr/bin/chromium";
 }
 
-inline std::string run_command(const std::string& command) {
+// A command's standard output. Not named run_command: process.h's has
+// that name and these arguments, and a test linking both (an MPI job's
+// page) would get one of them for both calls.
+inline std::string command_output(const std::string& command) {
   std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return out;
@@ -60,13 +63,13 @@ inline std::string render_in_chromium(const std::string& page, const std::string
   std::ofstream(file, std::ios::binary) << page;
   // A fresh profile each time, and nothing that reaches for the network:
   // the page must draw from its own bytes.
-  const std::string dom =
-      run_command("timeout 120 " + shell_word(chromium) +
-                  " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                  " --disable-background-networking --disable-component-update --disable-sync"
-                  " --user-data-dir=" +
-                  (dir / "profile").string() + " --virtual-time-budget=10000 --dump-dom 'file://" +
-                  file.string() + fragment + "' 2>/dev/null");
+  const std::string dom = command_output(
+      "timeout 120 " + shell_word(chromium) +
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+      " --disable-background-networking --disable-component-update --disable-sync"
+      " --user-data-dir=" +
+      (dir / "profile").string() + " --virtual-time-budget=10000 --dump-dom 'file://" +
+      file.string() + fragment + "' 2>/dev/null");
   std::filesystem::remove_all(dir);
   if (dom.empty()) ADD_FAILURE() << chromium << " dumped no DOM";
   return dom;
