@@ -58,6 +58,10 @@ void print_live(std::ostringstream& out, const JobFacts::Live& live, int ranks) 
     out << "; every rank reached MPI_Finalize after it, but the final reduction did not "
            "complete";
   }
+  if (!live.window_judged) {
+    out << "\n  LIVE: its window is not judged (the step bins merged since the last epoch)\n";
+    return;
+  }
   out << "\n  LIVE: in its window, " << seconds_text(live.window_start_seconds) << " to "
       << seconds_text(live.window_end_seconds) << " into the job: ";
   if (live.window.empty()) out << "no rank late";

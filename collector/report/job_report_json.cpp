@@ -212,10 +212,10 @@ json live_json(const std::optional<JobFacts::Live>& live, int ranks_total) {
           {"rebuilt_from_spill", live->rebuilt},
           {"ranks_finalized", live->rebuilt ? json(live->ranks_finalized) : json(nullptr)},
           {"ended_without_finalize", live->ended_without_finalize(ranks_total)},
-          {"window",
-           {{"start_seconds", live->window_start_seconds},
-            {"end_seconds", live->window_end_seconds},
-            {"late_ranks", std::move(window)}}}};
+          {"window", live->window_judged ? json{{"start_seconds", live->window_start_seconds},
+                                                {"end_seconds", live->window_end_seconds},
+                                                {"late_ranks", std::move(window)}}
+                                         : json(nullptr)}};
 }
 
 json worst_steps_json(const std::vector<JobStep>& steps) {

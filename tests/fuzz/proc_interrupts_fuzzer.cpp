@@ -43,14 +43,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (corenoise::sum_cpu_column(text, cpu)) FUZZ_CHECK(header_names(text, cpu));
   }
   // Every line it keeps has a count per column and an id; the lines
-  // between two readings are of the columns' CPUs.
-  corenoise::InterruptTable table, softirqs;
-  corenoise::parse_interrupts(text, table);
-  corenoise::parse_softirqs(text, softirqs);
-  for (const auto& line : table.lines) {
-    FUZZ_CHECK(line.counts.size() == table.cpus.size() && !line.id.empty());
+  // between two readings (the text, and the text with its counts bumped
+  // where a line's last byte is a digit) are of the columns' CPUs.
+  const corenoise::InterruptTables first{corenoise::parse_interrupts(text),
+                                         corenoise::parse_softirqs(text)};
+  for (const auto& line : first.interrupts.lines) {
+    FUZZ_CHECK(line.counts.size() == first.interrupts.cpus.size() && !line.id.empty());
   }
-  for (const auto& line : corenoise::interrupt_lines_between(softirqs, table, 3)) {
+  std::string bumped(text);
+  for (std::size_t i = 0; i + 1 < bumped.size(); ++i) {
+    if (bumped[i + 1] == '\n' && bumped[i] >= '0' && bumped[i] <= '8') ++bumped[i];
+  }
+  const corenoise::InterruptTables second{corenoise::parse_interrupts(bumped),
+                                          corenoise::parse_softirqs(bumped)};
+  for (const auto& line : corenoise::interrupt_lines_between(first, second, 1, 3)) {
     FUZZ_CHECK(line.cpu >= 0 && header_names(text, static_cast<unsigned>(line.cpu)));
     FUZZ_CHECK(line.excess >= corenoise::kMinInterruptExcess && line.count >= line.excess);
   }

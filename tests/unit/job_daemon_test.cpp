@@ -171,6 +171,39 @@ TEST(JobRequestTest, ANodeWithoutLossIsStillAValidReport) {
   EXPECT_EQ(job.ranks, 1u);
 }
 
+// A live line as the library sends it: every figure brought within the
+// daemon's bounds (a window no longer than the job, no more waiting caused
+// than the others can have waited, rounded down to the microsecond), so
+// that the daemon's parser takes it; a window's cause only with a window.
+TEST(JobRequestTest, ALiveLineIsBroughtWithinTheDaemonsBounds) {
+  JobLiveRequest live;
+  live.job_id = "slurm-7";
+  live.epoch = 0;  // to 1
+  live.elapsed_seconds = 60;
+  live.interval_seconds = 0.25;  // to the least cadence
+  live.ranks = 3;
+  live.rank = 7;                   // to the last rank
+  live.wait_caused_seconds = 500;  // to 60 x 2
+  live.window_seconds = 90;        // to the job's 60
+  live.window_wait_caused_seconds = 0.1234567891;
+  live.window_cause = JobCause::steal;
+  const JobLiveRequest sent =
+      std::get<JobLiveRequest>(parse_request(job_live_request(live).dump()));
+  EXPECT_EQ(sent.epoch, 1);
+  EXPECT_EQ(sent.interval_seconds, kMinLiveIntervalSeconds);
+  EXPECT_EQ(sent.rank, 2u);
+  EXPECT_EQ(sent.wait_caused_seconds, 120);
+  EXPECT_EQ(sent.window_seconds, 60);
+  EXPECT_EQ(sent.window_wait_caused_seconds, 0.123456);
+  EXPECT_EQ(sent.window_cause, JobCause::steal);
+  // No window (the epoch's was not judged): no window's cause either.
+  live.window_seconds = 0;
+  const json line = job_live_request(live);
+  EXPECT_FALSE(line.contains("window_seconds"));
+  EXPECT_FALSE(line.contains("window_cause"));
+  EXPECT_NO_THROW(parse_request(line.dump()));
+}
+
 // The job's id from the launcher, else rank 0's pid; unset and restored
 // around the test.
 class JobIdTest : public ::testing::Test {

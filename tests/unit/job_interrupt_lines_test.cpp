@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "collector/job/model/job_report.h"
 #include "collector/job/rank/interrupt_lines.h"
 
 namespace corenoise {
@@ -37,69 +39,117 @@ std::string softirqs(unsigned block) {
          std::to_string(block) + "          0\n";
 }
 
-InterruptTable table(unsigned disk, unsigned timer, unsigned block) {
-  InterruptTable t;
-  parse_interrupts(interrupts(disk, timer), t);
-  parse_softirqs(softirqs(block), t);
-  return t;
+InterruptTables tables(unsigned disk, unsigned timer, unsigned block) {
+  return {parse_interrupts(interrupts(disk, timer)), parse_softirqs(softirqs(block))};
 }
 
 TEST(InterruptLines, TheTablesAreReadWithTheirNamesAndOnlyPerCpuLines) {
-  const InterruptTable t = table(3431065, 100200, 0);
-  EXPECT_EQ(t.cpus, (std::vector<unsigned>{0, 1, 2}));
+  const InterruptTables t = tables(3431065, 100200, 0);
+  EXPECT_EQ(t.interrupts.cpus, (std::vector<unsigned>{0, 1, 2}));
   std::vector<std::string> ids;
-  for (const auto& line : t.lines) ids.push_back(line.id);
+  for (const auto& line : t.interrupts.lines) ids.push_back(line.id);
   // ERR and MIS have one count, BAD none that parse: left out.
-  EXPECT_EQ(ids,
-            (std::vector<std::string>{"26", "36", "41", "NMI", "LOC", "HI", "TIMER", "BLOCK"}));
-  EXPECT_EQ(t.lines[1].name, "virtio1-req.0");
-  EXPECT_EQ(t.lines[1].counts[1], 3431065u);
-  EXPECT_EQ(t.lines[4].name, "Local timer interrupts");
-  EXPECT_TRUE(t.lines[7].softirq);
-  EXPECT_EQ(t.lines[7].name, "");
+  EXPECT_EQ(ids, (std::vector<std::string>{"26", "36", "41", "NMI", "LOC"}));
+  EXPECT_EQ(t.interrupts.lines[1].name, "virtio1-req.0");
+  EXPECT_EQ(t.interrupts.lines[1].counts[1], 3431065u);
+  EXPECT_EQ(t.interrupts.lines[4].name, "Local timer interrupts");
+  EXPECT_TRUE(t.softirqs.softirqs);
+  ASSERT_EQ(t.softirqs.lines.size(), 3u);
+  EXPECT_EQ(t.softirqs.lines[2].id, "BLOCK");
+  EXPECT_EQ(t.softirqs.lines[2].name, "");
 }
 
 TEST(InterruptLines, ALineThatFiredMuchMoreOnOneCpuIsNamedThereAndNothingElse) {
-  const InterruptTable before = table(1000, 100200, 0);
+  const InterruptTables before = tables(1000, 100200, 0);
   // 50,000 disk IRQs and 40,000 BLOCK softirqs on CPU 1; timer ticks on
   // every CPU alike.
-  InterruptTable after = table(51000, 160200, 40000);
-  for (auto& line : after.lines) {
+  InterruptTables after = tables(51000, 160200, 40000);
+  for (auto& line : after.interrupts.lines) {
     if (line.id == "LOC") line.counts = {160000, 160200, 160500};
   }
-  const std::vector<RankRecord::InterruptLine> named = interrupt_lines_between(before, after, 3);
+  const std::vector<RankRecord::InterruptLine> named =
+      interrupt_lines_between(before, after, 10, 3);
   ASSERT_EQ(named.size(), 2u);
   EXPECT_EQ(named[0].cpu, 1);
   EXPECT_EQ(named[0].id, "36");
   EXPECT_EQ(named[0].name, "virtio1-req.0");
   EXPECT_FALSE(named[0].softirq);
+  EXPECT_TRUE(named[0].from_a_device());
   EXPECT_EQ(named[0].count, 50000);
   EXPECT_EQ(named[0].excess, 50000);  // the other CPUs' median: 0
   EXPECT_EQ(named[1].id, "BLOCK");
   EXPECT_TRUE(named[1].softirq);
+  EXPECT_TRUE(named[1].from_a_device());
   // At most `per_cpu` a CPU, the most first.
-  EXPECT_EQ(interrupt_lines_between(before, after, 1).size(), 1u);
-  EXPECT_EQ(interrupt_lines_between(before, after, 1)[0].id, "36");
+  ASSERT_EQ(interrupt_lines_between(before, after, 10, 1).size(), 1u);
+  EXPECT_EQ(interrupt_lines_between(before, after, 10, 1)[0].id, "36");
+  // Over a job of 10 minutes, 100 a second more is the least: 60,000.
+  EXPECT_TRUE(interrupt_lines_between(before, after, 600, 3).empty());
+}
+
+TEST(InterruptLines, ACounterThatWrappedCountsWhatItFired) {
+  InterruptTables before = tables(1000, 100200, 0), after = tables(1000, 100200, 0);
+  before.interrupts.lines[1].counts[1] = 0xffffff00u;  // 256 before the wrap
+  after.interrupts.lines[1].counts[1] = 4744;          // 5,000 fired
+  const auto named = interrupt_lines_between(before, after, 1, 3);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].count, 5000);
 }
 
 TEST(InterruptLines, SmallOrEvenExcessesAndChangedCpusNameNothing) {
-  const InterruptTable before = table(1000, 100200, 0);
+  const InterruptTables before = tables(1000, 100200, 0);
   // 900 more than the others: below kMinInterruptExcess.
-  EXPECT_TRUE(interrupt_lines_between(before, table(1900, 100200, 0), 3).empty());
-  // A CPU went off line between the readings: its columns do not match.
-  InterruptTable fewer;
-  parse_interrupts(
+  EXPECT_TRUE(interrupt_lines_between(before, tables(1900, 100200, 0), 1, 3).empty());
+  // A CPU went off line between the readings: its columns do not match;
+  // the softirqs' table (the possible CPUs) still counts.
+  InterruptTables fewer = tables(1000, 100200, 60000);
+  fewer.interrupts = parse_interrupts(
       "           CPU0       CPU2       \n"
-      " 36:          5    99999  PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n",
-      fewer);
-  EXPECT_TRUE(interrupt_lines_between(before, fewer, 3).empty());
-  // A softirq table whose CPUs differ from the interrupts' is left out.
-  InterruptTable mixed;
-  parse_interrupts(interrupts(1000, 100200), mixed);
-  parse_softirqs("   CPU0   CPU1\n BLOCK: 1 2\n", mixed);
-  EXPECT_EQ(mixed.lines.back().id, "LOC");
+      " 36:          5    99999  PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n");
+  const auto named = interrupt_lines_between(before, fewer, 1, 3);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].id, "BLOCK");
   // Neither file: nothing.
-  EXPECT_TRUE(read_interrupt_table("/nonexistent").lines.empty());
+  EXPECT_TRUE(read_interrupt_tables("/nonexistent").interrupts.lines.empty());
+}
+
+// Which lines a late rank's report names (job_report.h's culprits): those
+// of its own CPUs, three at most; for more work only a device's; for a
+// rank not late, none.
+TEST(InterruptLines, ALateRanksReportNamesItsOwnCpusDeviceLines) {
+  std::vector<RankRecord> records(2);
+  for (int r = 0; r < 2; ++r) {
+    RankRecord& rec = records[static_cast<std::size_t>(r)];
+    rec.rank = r;
+    rec.host = "n1";
+    rec.cpus = {static_cast<unsigned>(r)};
+    rec.measures.elapsed_seconds = 20;
+    rec.measures.compute_seconds = rec.measures.compute_cpu_seconds = 8;
+    rec.measures.wait_seconds = rec.measures.wait_cpu_seconds = 12;
+    rec.measures.steps = 100;
+    rec.measures.clock_hz = 2e9;
+  }
+  RankMeasures& late = records[1].measures;
+  late.compute_seconds = late.compute_cpu_seconds = 11;
+  late.wait_seconds = late.wait_cpu_seconds = 9;
+  late.wait_caused_seconds = 3;
+  const auto line = [](int cpu, const char* id, const char* name, bool softirq, double excess) {
+    return RankRecord::InterruptLine{cpu, id, name, softirq, excess, excess};
+  };
+  records[0].node_interrupts = {line(1, "36", "virtio1-req.0", false, 50000),
+                                line(1, "LOC", "Local timer interrupts", false, 90000),
+                                line(1, "BLOCK", "", true, 40000),
+                                line(1, "NET_RX", "", true, 30000),
+                                line(1, "41", "virtio3-rx", false, 20000),
+                                line(0, "42", "virtio3-tx", false, 80000)};
+  const JobReport report = build_job_report(JobFacts{}, records);
+  ASSERT_EQ(report.ranks.size(), 2u);
+  const JobRank& rank1 = report.ranks[1];
+  ASSERT_EQ(rank1.attribution.main_cause, JobCause::more_work);
+  std::vector<std::string> named;
+  for (const JobCulprit& c : rank1.culprits) named.push_back(c.line);
+  EXPECT_EQ(named, (std::vector<std::string>{"36", "BLOCK", "NET_RX"}));
+  EXPECT_TRUE(report.ranks[0].culprits.empty());
 }
 
 }  // namespace

@@ -46,6 +46,39 @@ NodeViews node_views(const std::vector<RankRecord>& records,
   return views;
 }
 
+// A late rank's interrupt lines: those that fired most beyond the node's
+// other CPUs on its CPUs, three at most. For interrupts, and for more work
+// where a device's line did: a kernel without IRQ time accounting
+// (CONFIG_IRQ_TIME_ACCOUNTING, off in many distributions' and clouds'
+// kernels) charges a hard IRQ's time to the task it interrupted, which
+// then reads as more work at the same clock.
+void add_interrupt_lines(const RankRecord& r, const RankAttribution& a, const NodeViews& views,
+                         std::vector<JobCulprit>& culprits) {
+  constexpr std::size_t kShown = 3;
+  const bool interrupts = a.main_cause == JobCause::interrupts;
+  if (!interrupts && a.main_cause != JobCause::more_work) return;
+  std::vector<const RankRecord::InterruptLine*> lines;
+  for (unsigned cpu : r.cpus) {
+    const auto it = views.interrupts.find({r.host, cpu});
+    if (it == views.interrupts.end()) continue;
+    for (const auto& line : it->second) {
+      if (interrupts || line.from_a_device()) lines.push_back(&line);
+    }
+  }
+  const std::size_t shown = std::min(kShown, lines.size());
+  std::partial_sort(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(shown), lines.end(),
+                    [](const auto* x, const auto* y) { return x->excess > y->excess; });
+  for (std::size_t i = 0; i < shown; ++i) {
+    const RankRecord::InterruptLine& line = *lines[i];
+    JobCulprit c{line.softirq ? JobCulprit::Kind::softirq : JobCulprit::Kind::irq, line.name, 0,
+                 static_cast<unsigned>(line.cpu), 0};
+    c.line = line.id;
+    c.count = line.count;
+    c.excess = line.excess;
+    culprits.push_back(std::move(c));
+  }
+}
+
 // The culprits of the causes found: its busiest threads (three at most)
 // for own-threads, the node's other processes on its CPUs for
 // other-processes, the interrupt lines that fired more on its CPUs than on
@@ -67,24 +100,7 @@ std::vector<JobCulprit> culprits_of(const RankRecord& r, const RankAttribution& 
         culprits.push_back({JobCulprit::Kind::process, c.command, c.pid, cpu, c.seconds});
     }
   }
-  // More work too: a kernel without IRQ time accounting
-  // (CONFIG_IRQ_TIME_ACCOUNTING, off in many distributions' and clouds'
-  // kernels) charges a hard IRQ's time to the task it interrupted, which
-  // then reads as more work at the same clock.
-  if (a.causes[index_of(JobCause::interrupts)] > 0 || a.causes[index_of(JobCause::more_work)] > 0) {
-    for (unsigned cpu : r.cpus) {
-      auto it = views.interrupts.find({r.host, cpu});
-      if (it == views.interrupts.end()) continue;
-      for (const auto& line : it->second) {
-        JobCulprit c{line.softirq ? JobCulprit::Kind::softirq : JobCulprit::Kind::irq, line.name, 0,
-                     cpu, 0};
-        c.line = line.id;
-        c.count = line.count;
-        c.excess = line.excess;
-        culprits.push_back(std::move(c));
-      }
-    }
-  }
+  add_interrupt_lines(r, a, views, culprits);
   return culprits;
 }
 

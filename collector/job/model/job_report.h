@@ -99,6 +99,9 @@ struct JobFacts {
       // so far names it.
       std::optional<LatenessPattern> pattern;
     };
+    // False at the first epoch after the step bins merged (live_window.h):
+    // no window then; the next epoch's is judged from this one.
+    bool window_judged = true;
     double window_start_seconds = 0;  // since the job's start, by rank 0's clock
     double window_end_seconds = 0;
     std::vector<WindowRank> window;  // its late ranks, most caused first (kWorstRanks)

@@ -46,6 +46,7 @@ json live_to_wire(const JobFacts::Live& live) {
   return {{"epoch", live.epoch},
           {"reduced_unix_seconds", live.reduced_unix_seconds},
           {"interval_seconds", live.interval_seconds},
+          {"window_judged", live.window_judged},
           {"window_start_seconds", live.window_start_seconds},
           {"window_end_seconds", live.window_end_seconds},
           {"window", std::move(window)}};
@@ -57,6 +58,7 @@ JobFacts::Live live_from_wire(const json& w) {
   live.epoch = w.at("epoch").get<long>();
   live.reduced_unix_seconds = w.at("reduced_unix_seconds").get<double>();
   live.interval_seconds = w.at("interval_seconds").get<double>();
+  live.window_judged = w.at("window_judged").get<bool>();
   live.window_start_seconds = w.at("window_start_seconds").get<double>();
   live.window_end_seconds = w.at("window_end_seconds").get<double>();
   for (const json& r : w.at("window")) {

@@ -28,13 +28,29 @@ RankMeasures measures_since(const RankMeasures& now, const RankMeasures& before)
 // keeps its own, and rank 0 every rank's (kRankMeasureCount doubles a
 // rank: 20 MB at 100,000 ranks, beside the 40 MB of their summaries).
 // Zero before the first epoch: its window is the job so far.
+//
+// A rank's waiting caused is recomputed at each epoch from its step bins
+// (job_reduction.cpp), exact for the bins every rank had finished, which
+// no later step changes. Past kMaxStepBins the bins merge, and a merged
+// bin charges its waiting to the rank last in the whole bin: the waiting
+// caused before and after a merge are not on one footing, and their
+// difference is no window's. So a window is judged only between two
+// epochs whose steps were compared in bins of one size; the first after
+// a merge is not (every rank decides alike: the bins' shape is reduced).
 struct LiveBaseline {
   RankMeasures own;
   std::vector<RankMeasures> ranks;  // by rank; empty but on rank 0
+  long epochs = 0;                  // reduced so far
+  long steps_per_bin = 0;           // the last reduced epoch's; 0: its steps were not compared
 
+  // Whether this epoch's window can be judged, its steps compared in bins
+  // of `steps_per_bin` (0: not compared).
+  bool window_known(long steps_per_bin_now) const {
+    return steps_per_bin_now > 0 && (epochs == 0 || steps_per_bin == steps_per_bin_now);
+  }
   // Every summary's measures since the baseline's, without a warm-up.
   std::vector<RankSummary> window_of(std::span<const RankSummary> now) const;
-  // The epoch was reduced: its figures are the next window's start.
+  // Rank 0, the epoch reduced: every rank's figures start the next window.
   void keep(std::span<const RankSummary> now, int ranks_total);
 };
 

@@ -61,6 +61,20 @@ struct RankRecord {
     bool softirq = false;
     double count = 0;   // on that CPU, over the job so far
     double excess = 0;  // more than on the node's median other CPU
+
+    // A device's line (an IRQ by number, or the softirqs devices raise:
+    // NET_RX, NET_TX, BLOCK, IRQ_POLL, TASKLET, HI), not one the CPU's own
+    // activity drives (the timer, scheduler IPIs, RCU): those fire more on
+    // a busy CPU than on an idle one, whoever made it busy.
+    bool from_a_device() const {
+      if (softirq) {
+        for (const char* s : {"NET_RX", "NET_TX", "BLOCK", "IRQ_POLL", "TASKLET", "HI"}) {
+          if (id == s) return true;
+        }
+        return false;
+      }
+      return !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
+    }
   };
   std::vector<InterruptLine> node_interrupts;
   std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "probe/proc_text.h"
 
@@ -58,24 +59,26 @@ bool parse_line(std::string_view line, std::size_t columns, InterruptTable::Line
   return true;
 }
 
-void parse_table(std::string_view text, bool softirq, InterruptTable& table) {
-  const std::vector<unsigned> cpus = header_cpus(next_line(text));
-  if (cpus.empty()) return;
-  if (table.cpus.empty() && table.lines.empty()) table.cpus = cpus;
-  if (cpus != table.cpus) return;
+InterruptTable parse_table(std::string_view text, bool softirqs) {
+  InterruptTable table;
+  table.softirqs = softirqs;
+  table.cpus = header_cpus(next_line(text));
+  if (table.cpus.empty()) return table;
   while (!text.empty()) {
     InterruptTable::Line line;
-    line.softirq = softirq;
-    if (parse_line(next_line(text), cpus.size(), line)) {
-      if (softirq) line.name.clear();
+    if (parse_line(next_line(text), table.cpus.size(), line)) {
+      if (softirqs) line.name.clear();
       table.lines.push_back(std::move(line));
     }
   }
+  return table;
 }
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream text;
+  text << in.rdbuf();  // one read, not a character at a time
+  return text.str();
 }
 
 // The median of `sorted` without its element at `skip` (the lower middle).
@@ -84,36 +87,19 @@ double median_without(const std::vector<std::uint64_t>& sorted, std::size_t skip
   return static_cast<double>(sorted[k < skip ? k : k + 1]);
 }
 
-}  // namespace
-
-void parse_interrupts(std::string_view text, InterruptTable& table) {
-  parse_table(text, false, table);
-}
-void parse_softirqs(std::string_view text, InterruptTable& table) {
-  parse_table(text, true, table);
-}
-
-InterruptTable read_interrupt_table(const std::string& proc_root) {
-  InterruptTable table;
-  parse_interrupts(read_all(proc_root + "/interrupts"), table);
-  parse_softirqs(read_all(proc_root + "/softirqs"), table);
-  return table;
-}
-
-std::vector<RankRecord::InterruptLine> interrupt_lines_between(const InterruptTable& before,
-                                                               const InterruptTable& after,
-                                                               std::size_t per_cpu) {
+// One table's lines beyond the other CPUs', into `by_cpu` (by OS index).
+void add_lines_between(const InterruptTable& before, const InterruptTable& after, double least,
+                       std::map<unsigned, std::vector<RankRecord::InterruptLine>>& by_cpu) {
   const std::size_t columns = after.cpus.size();
-  if (columns < 2 || before.cpus != after.cpus) return {};
-  std::map<std::pair<std::string, bool>, const InterruptTable::Line*> earlier;
-  for (const auto& line : before.lines) earlier[{line.id, line.softirq}] = &line;
-  std::vector<std::vector<RankRecord::InterruptLine>> by_cpu(columns);
+  if (columns < 2 || before.cpus != after.cpus) return;
+  std::map<std::string, const InterruptTable::Line*> earlier;
+  for (const auto& line : before.lines) earlier[line.id] = &line;
   std::vector<std::uint64_t> fired(columns), sorted(columns);
   for (const auto& line : after.lines) {
-    const auto found = earlier.find({line.id, line.softirq});
+    const auto found = earlier.find(line.id);
     for (std::size_t c = 0; c < columns; ++c) {
       const std::uint64_t then = found == earlier.end() ? 0 : found->second->counts[c];
-      fired[c] = line.counts[c] >= then ? line.counts[c] - then : 0;  // a counter that wrapped
+      fired[c] = (line.counts[c] - then) & 0xffffffffu;  // the kernel's per-CPU counts wrap at 2^32
     }
     sorted = fired;
     std::sort(sorted.begin(), sorted.end());
@@ -122,13 +108,33 @@ std::vector<RankRecord::InterruptLine> interrupt_lines_between(const InterruptTa
       const std::size_t at = static_cast<std::size_t>(
           std::lower_bound(sorted.begin(), sorted.end(), fired[c]) - sorted.begin());
       const double others = median_without(sorted, at);
-      if (count - others < kMinInterruptExcess || count < 1.5 * others) continue;
-      by_cpu[c].push_back({static_cast<int>(after.cpus[c]), line.id, line.name, line.softirq, count,
-                           count - others});
+      if (count - others < least || count < 1.5 * others) continue;
+      by_cpu[after.cpus[c]].push_back({static_cast<int>(after.cpus[c]), line.id, line.name,
+                                       after.softirqs, count, count - others});
     }
   }
+}
+
+}  // namespace
+
+InterruptTable parse_interrupts(std::string_view text) { return parse_table(text, false); }
+InterruptTable parse_softirqs(std::string_view text) { return parse_table(text, true); }
+
+InterruptTables read_interrupt_tables(const std::string& proc_root) {
+  return {parse_interrupts(read_all(proc_root + "/interrupts")),
+          parse_softirqs(read_all(proc_root + "/softirqs"))};
+}
+
+std::vector<RankRecord::InterruptLine> interrupt_lines_between(const InterruptTables& before,
+                                                               const InterruptTables& after,
+                                                               double seconds,
+                                                               std::size_t per_cpu) {
+  const double least = std::max(kMinInterruptExcess, kMinInterruptExcessRate * seconds);
+  std::map<unsigned, std::vector<RankRecord::InterruptLine>> by_cpu;
+  add_lines_between(before.interrupts, after.interrupts, least, by_cpu);
+  add_lines_between(before.softirqs, after.softirqs, least, by_cpu);
   std::vector<RankRecord::InterruptLine> out;
-  for (auto& lines : by_cpu) {
+  for (auto& [cpu, lines] : by_cpu) {
     const std::size_t shown = std::min(per_cpu, lines.size());
     std::partial_sort(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(shown),
                       lines.end(),

@@ -3,8 +3,9 @@
 // and the architecture's lines: LOC, RES, CAL, ...) and /proc/softirqs
 // (NET_RX, BLOCK, TIMER, ...): world-readable, so a rank needs no
 // privilege to say which line took its CPU. Read by one rank per node at
-// MPI_Init and again at each reduction (its cost: the kernel prints every
-// line for every CPU, ~0.1 ms here, a few ms on a 128-CPU node).
+// MPI_Init and again at each reduction: one read of each file (the kernel
+// prints every line for every CPU: 4 KB here, a few MB on a node of 256
+// CPUs and a thousand IRQs).
 //
 // Counts, not time: the kernel keeps no time per line without tracing.
 // What makes a line a culprit on a CPU is how much more it fired there
@@ -22,34 +23,43 @@
 
 namespace corenoise {
 
-// One reading of both files: every line's count per CPU.
+// One reading of one of the files: every line's count per CPU.
 struct InterruptTable {
-  std::vector<unsigned> cpus;  // the columns' CPUs, as the header names them
+  // The columns' CPUs, as the header names them: /proc/interrupts has the
+  // online CPUs, /proc/softirqs the possible ones.
+  std::vector<unsigned> cpus;
   struct Line {
-    std::string id;    // "41", "LOC"; a softirq's name ("NET_RX")
-    std::string name;  // "mlx5_comp3", "Local timer interrupts"; "" for a softirq
-    bool softirq = false;
+    std::string id;                     // "41", "LOC"; a softirq's name ("NET_RX")
+    std::string name;                   // "mlx5_comp3", "Local timer interrupts"; "" for a softirq
     std::vector<std::uint64_t> counts;  // per column of `cpus`
   };
   std::vector<Line> lines;
+  bool softirqs = false;  // read from /proc/softirqs
 };
 
 // Parsers, for tests and fuzzing: anything garbled is left out (a line
-// whose counts do not parse), never an error. Each appends to `table`; a
-// second file's columns must match the first's CPUs, or it is left out.
-void parse_interrupts(std::string_view text, InterruptTable& table);
-void parse_softirqs(std::string_view text, InterruptTable& table);
+// whose counts do not parse), never an error.
+InterruptTable parse_interrupts(std::string_view text);
+InterruptTable parse_softirqs(std::string_view text);
 
-// Both files under `proc_root`; empty where neither can be read.
-InterruptTable read_interrupt_table(const std::string& proc_root);
+// Both files under `proc_root`, each its own table (empty where it cannot
+// be read).
+struct InterruptTables {
+  InterruptTable interrupts, softirqs;
+};
+InterruptTables read_interrupt_tables(const std::string& proc_root);
 
-// Per CPU, the lines that fired more there between `before` and `after`
-// than on the node's median other CPU: at least kMinExcess more and 1.5
-// times as often; the `per_cpu` most first. Empty when the two readings'
-// CPUs differ (a CPU went on or off line).
+// Per CPU, the lines that fired more there over the `seconds` between
+// `before` and `after` than on the node's median other CPU: at least
+// kMinInterruptExcess and kMinInterruptExcessRate a second more, and 1.5
+// times as often; the `per_cpu` most first. The kernel's counts are 32
+// bits a CPU and wrap (a busy NIC queue, in half a day): taken modulo
+// 2^32. A table whose CPUs changed between the readings (a CPU went on or
+// off line) gives nothing.
 inline constexpr double kMinInterruptExcess = 1000;
-std::vector<RankRecord::InterruptLine> interrupt_lines_between(const InterruptTable& before,
-                                                               const InterruptTable& after,
-                                                               std::size_t per_cpu);
+inline constexpr double kMinInterruptExcessRate = 100;
+std::vector<RankRecord::InterruptLine> interrupt_lines_between(const InterruptTables& before,
+                                                               const InterruptTables& after,
+                                                               double seconds, std::size_t per_cpu);
 
 }  // namespace corenoise

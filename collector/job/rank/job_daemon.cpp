@@ -116,7 +116,8 @@ json job_live_request(JobLiveRequest live) {
   // Within what the other ranks can have waited, rounded down.
   const auto within = [&](double caused, double seconds) {
     const double most = seconds * static_cast<double>(live.ranks - 1);
-    return std::floor(std::clamp(caused, 0.0, most) * 1e6) / 1e6;
+    // floor(x * 1e6) / 1e6 may round up past x by an ulp.
+    return std::min(std::floor(std::clamp(caused, 0.0, most) * 1e6) / 1e6, most);
   };
   live.wait_caused_seconds = within(live.wait_caused_seconds, live.elapsed_seconds);
   live.window_seconds = std::clamp(live.window_seconds, 0.0, live.elapsed_seconds);

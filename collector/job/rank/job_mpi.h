@@ -36,7 +36,7 @@ struct JobProcess {
   int rank = 0, size = 1;
   int node_rank = 0;
   std::vector<TaskTime> tasks_at_start;  // the node's tasks, on its reporting rank
-  InterruptTable interrupts_at_start;    // its interrupt counts (interrupt_lines.h), the same
+  InterruptTables interrupts_at_start;   // its interrupt counts (interrupt_lines.h), the same
   CommRanks comms;                       // the program's communicators, the recording thread's
   std::string mpi_library;               // the object defining PMPI_Init (program_mpi.h)
   std::string mpi_library_version;       // MPI_Get_library_version's first line

@@ -94,6 +94,7 @@ std::string site_name(const CallSite& site) {
 
 struct StepResult {
   bool complete = false;
+  long compared_steps_per_bin = 0;  // the bins' size where the steps were compared, else 0
   long steps = 0;  // compared: every rank's (a live epoch's, every rank had finished)
   double wait_caused = 0;
   long warmup_steps = 0;                    // agreed by every rank (step_math.h)
@@ -305,6 +306,7 @@ StepResult reduce_steps(const RankView& p, Collectives& world, FinalizeBuffers& 
   // The what-if alone is lost if this one fails: the steps are not.
   if (!reduce_second_waits(p, world, b, deadline)) b.second.clear();
   result.complete = true;
+  result.compared_steps_per_bin = b.low[1];
   read_reduced_bins(p, b, result);
   return result;
 }
@@ -395,7 +397,8 @@ void add_node_view(const RankView& p, Collectives& node, FinalizeBuffers& b, Ran
     record.node_culprits.push_back({c.cpu, c.pid, c.command, c.seconds});
   }
   record.node_interrupts = interrupt_lines_between(
-      p.process->interrupts_at_start, read_interrupt_table(p.session->options->proc_root), 3);
+      p.process->interrupts_at_start, read_interrupt_tables(p.session->options->proc_root),
+      record.measures.elapsed_seconds, 3);
   record.node_daemon = daemon_verdicts(p.session->options->socket_path);
 }
 
@@ -477,10 +480,10 @@ struct RankJudgements {
   double window_start_seconds = 0, window_end_seconds = 0;
 };
 RankJudgements judge_gathered(const RankView& p, const GatheredRecords& gathered,
-                              const RankRecord& own) {
+                              const RankRecord& own, bool window_known) {
   RankJudgements out;
   out.judged.push_back(judge_ranks(gathered.summaries));
-  if (!p.live) return out;
+  if (!window_known) return out;
   const std::vector<RankSummary> window = p.baseline->window_of(gathered.summaries);
   out.judged.push_back(judge_ranks(window));
   out.window = window_ranks(window, out.judged.back());
@@ -510,7 +513,8 @@ std::vector<SharedJudgement> share_reference(const RankView& p, Collectives& wor
   const std::size_t verdict = count * kEach;
   shared.assign(verdict + 1, 0.0);
   if (p.rank == 0) {
-    for (std::size_t i = 0; i < count; ++i) {
+    // A window not judged (live_window.h) sends zeros, which no rank reads.
+    for (std::size_t i = 0; i < std::min(count, judgements.judged.size()); ++i) {
       const JobJudgement& judged = judgements.judged[i];
       double* at = shared.data() + i * kEach;
       std::copy_n(as_array(judged.reference), kRankMeasureCount, at);
@@ -590,15 +594,17 @@ struct OwnVerdict {
 };
 std::vector<OwnVerdict> own_verdicts(const RankView& p, Collectives& world, FinalizeBuffers& b,
                                      const RankRecord& record, const RecordsMoved& moved,
-                                     const RankJudgements& judgements, bool steps_complete,
+                                     const RankJudgements& judgements, const StepResult& steps,
                                      MpiDeadline deadline) {
+  const bool steps_complete = steps.complete;
   // Posted by every rank that came this far, whether its record was sent
   // or not: the broadcast must match on every rank.
   const std::vector<SharedJudgement> shared = share_reference(
       p, world, b, judgements, steps_complete && moved.gathered.missing.empty(), deadline);
   if (shared.empty() || !moved.sent) return {};
   std::vector<OwnVerdict> verdicts;
-  for (std::size_t i = 0; i < shared.size(); ++i) {
+  const bool window = p.live && p.baseline->window_known(steps.compared_steps_per_bin);
+  for (std::size_t i = 0; i < (window ? shared.size() : 1); ++i) {
     const RankMeasures measures =
         i == 0 ? record.measures : measures_since(record.measures, p.baseline->own);
     OwnVerdict verdict{attribute(measures, shared[i].reference, shared[i].threshold), false};
@@ -612,9 +618,10 @@ std::vector<OwnVerdict> own_verdicts(const RankView& p, Collectives& world, Fina
 // False when the job was not reduced.
 bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, FinalizeBuffers& b,
                     const RankRecord& record, const RecordsMoved& moved,
-                    const RankJudgements& judgements, bool steps_complete, MpiDeadline deadline) {
+                    const RankJudgements& judgements, const StepResult& steps,
+                    MpiDeadline deadline) {
   std::vector<OwnVerdict> mine =
-      own_verdicts(p, world, b, record, moved, judgements, steps_complete, deadline);
+      own_verdicts(p, world, b, record, moved, judgements, steps, deadline);
   if (mine.empty()) return false;
   // Only a late rank's loss is the job's: the report names the same ranks.
   if (!mine[0].late) mine[0].attribution.causes.fill(0.0);
@@ -623,17 +630,18 @@ bool hand_node_loss(const RankView& p, Collectives& world, Collectives& node, Fi
 }
 
 // A live epoch's figures of this rank to its node's daemon: its waiting
-// caused so far and in the epoch's window, each with its main cause where
-// it is late: the running job's series (docs/metrics.md). False when the
-// job was not reduced; else this rank's window starts anew here.
+// caused so far and, where judged, in the epoch's window, each with its
+// main cause where it is late: the running job's series (docs/metrics.md).
+// False when the job was not reduced; else this rank's window starts anew
+// here.
 bool hand_live_figures(const RankView& p, Collectives& world, FinalizeBuffers& b,
                        const RankRecord& record, const RecordsMoved& moved,
-                       const RankJudgements& judgements, bool steps_complete,
+                       const RankJudgements& judgements, const StepResult& steps,
                        MpiDeadline deadline) {
   const std::vector<OwnVerdict> mine =
-      own_verdicts(p, world, b, record, moved, judgements, steps_complete, deadline);
-  if (mine.size() != 2) return false;
-  const RankMeasures& before = p.baseline->own;
+      own_verdicts(p, world, b, record, moved, judgements, steps, deadline);
+  if (mine.empty()) return false;
+  LiveBaseline& before = *p.baseline;
   const std::string& socket = p.session->options->socket_path;
   if (!job_socket(socket).empty()) {
     JobLiveRequest live;
@@ -645,21 +653,26 @@ bool hand_live_figures(const RankView& p, Collectives& world, FinalizeBuffers& b
     live.rank = static_cast<unsigned>(p.rank);
     live.wait_caused_seconds = record.measures.wait_caused_seconds;
     if (mine[0].late) live.cause = mine[0].attribution.main_cause;
-    live.window_seconds = record.measures.elapsed_seconds - before.elapsed_seconds;
-    live.window_wait_caused_seconds =
-        record.measures.wait_caused_seconds - before.wait_caused_seconds;
-    if (mine[1].late) live.window_cause = mine[1].attribution.main_cause;
+    if (mine.size() == 2) {
+      live.window_seconds = record.measures.elapsed_seconds - before.own.elapsed_seconds;
+      live.window_wait_caused_seconds =
+          record.measures.wait_caused_seconds - before.own.wait_caused_seconds;
+      if (mine[1].late) live.window_cause = mine[1].attribution.main_cause;
+    }
     send_job_line(socket, job_live_request(live), /*retry=*/false);
   }
-  p.baseline->own = record.measures;
+  before.own = record.measures;
+  before.steps_per_bin = steps.compared_steps_per_bin;
+  ++before.epochs;
   return true;
 }
 
 // A live epoch's facts of its own window, on rank 0 (live_window.h); the
 // epoch's time and cadence are the live reduction's to add.
-JobFacts::Live live_facts(const RankView& p, RankJudgements& judgements) {
+JobFacts::Live live_facts(const RankView& p, RankJudgements& judgements, bool window_known) {
   JobFacts::Live live;
   live.epoch = p.epoch;
+  live.window_judged = window_known;
   live.window_start_seconds = judgements.window_start_seconds;
   live.window_end_seconds = judgements.window_end_seconds;
   live.window = std::move(judgements.window);
@@ -678,18 +691,20 @@ JobReduced reduce_job(const RankView& p, FinalizeBuffers& b, MpiDeadline deadlin
   add_node_view(p, node, b, record, deadline);
   const std::vector<float> node_lateness = reduce_node_lateness(p, node, b, steps, deadline);
   RecordsMoved moved = move_records(p, world, b, record, steps.lateness, node_lateness, deadline);
+  // Before hand_live_figures moves the baseline on (every rank decides alike).
+  const bool window_known = p.live && p.baseline->window_known(steps.compared_steps_per_bin);
   RankJudgements judged =
-      p.rank == 0 ? judge_gathered(p, moved.gathered, record) : RankJudgements{};
+      p.rank == 0 ? judge_gathered(p, moved.gathered, record, window_known) : RankJudgements{};
   JobReduced reduced;
-  reduced.reduced =
-      p.live ? hand_live_figures(p, world, b, record, moved, judged, steps.complete, deadline)
-             : hand_node_loss(p, world, node, b, record, moved, judged, steps.complete, deadline);
+  reduced.reduced = p.live
+                        ? hand_live_figures(p, world, b, record, moved, judged, steps, deadline)
+                        : hand_node_loss(p, world, node, b, record, moved, judged, steps, deadline);
   // Nothing pending writes into the buffers, or they are kept for good.
   reduced.settled = world.settled() && node.settled() && !moved.pending;
   if (p.rank != 0) return reduced;
   reduced.facts = job_facts(p, *p.session, steps, record, moved.gathered);
   if (p.live) {
-    reduced.facts.live = live_facts(p, judged);
+    reduced.facts.live = live_facts(p, judged, window_known);
     // The next window starts at this epoch, where it was reduced.
     if (reduced.reduced) p.baseline->keep(moved.gathered.summaries, p.size);
   }

@@ -101,7 +101,7 @@ void start() {
   // the job (node_tasks.h); one rank per node pays for the scan.
   if (process.node_rank == 0) {
     process.tasks_at_start = scan_tasks(options.proc_root);
-    process.interrupts_at_start = read_interrupt_table(options.proc_root);
+    process.interrupts_at_start = read_interrupt_tables(options.proc_root);
   }
   // Before the session's clock starts: the daemon will take no report of
   // more time than it saw this rank run (docs/control.md, "Threat model").
