@@ -80,9 +80,13 @@ for path in sorted(glob.glob(os.path.join(work, "snap-*.json"))):
     r1 = next((r for r in d["ranks"] if r["rank"] == 1), None)
     p = (r1 or {}).get("lateness_pattern") or {}
     stretches = ", ".join(f'{s["start_seconds"]:.0f}-{s["end_seconds"]:.0f} s' for s in p.get("stretches", [])[:4])
-    late = d["live"]["window"]["late_ranks"]
-    w = f'{late[0]["rank"]} {late[0]["cause"]}' if late else "-"
-    print(f'{d["live"]["epoch"]:5d} {t:6.0f} {d["steps"]:7d}  {d["worst_ranks"][:2]!s:8}  {w:20} '
+    window = d["live"]["window"]  # null at the first epoch after the step bins merged
+    late = window["late_ranks"] if window else []
+    w = "(not judged)" if window is None else f'{late[0]["rank"]} {late[0]["cause"]}' if late else "-"
+    p_w = (late[0].get("lateness_pattern") or {}) if late else {}
+    if p_w.get("kind") == "chronic":
+        w += f' chronic since {p_w["onset_seconds"]:.0f} s' if p_w.get("onset_seconds") else " chronic"
+    print(f'{d["live"]["epoch"]:5d} {t:6.0f} {d["steps"]:7d}  {d["worst_ranks"][:2]!s:8}  {w:36} '
           f'{(r1 or {}).get("cause", "-"):16} {p.get("kind", "-")} '
           f'{"since %.0f s" % p["onset_seconds"] if p.get("kind") == "chronic" else stretches}')
 for series in ("corenoise_job_live_wait_caused_seconds", "corenoise_job_live_window_wait_caused_seconds"):
