@@ -39,6 +39,7 @@
 #include "collector/job/model/job_options.h"
 #include "collector/job/model/job_report.h"
 #include "collector/job/model/job_selection.h"
+#include "collector/job/model/live_window.h"
 #include "collector/job/model/node_digest.h"
 #include "collector/job/model/rank_summary.h"
 #include "collector/report/job_output.h"
@@ -171,9 +172,32 @@ struct Row {
   double record_bytes = 0, node_first_bytes = 0;
   double node_first_ms = 0;
   double judge_s = 0, parse_s = 0, build_s = 0, write_s = 0;
+  double window_s = 0, window_mb = 0;  // a live epoch's window (live_window.h)
+  std::size_t window_named = 0;
   double added_mb = 0;
   double json_mb = 0, page_mb = 0;
 };
+
+// A live epoch's own window, on rank 0 (job_reduction.cpp's
+// judge_gathered): the previous epoch's measures kept for every rank (here
+// each figure at 90 %, as 30 s into a 300 s job), the windows judged and
+// their late ranks named. Its time, and what the kept measures add to
+// rank 0 (they stay from the first epoch to MPI_Finalize: in "added").
+void simulate_window(const std::vector<RankSummary>& all, Row& row) {
+  const double before = status_mb("VmRSS:");
+  LiveBaseline baseline;
+  baseline.ranks.resize(all.size());
+  for (const RankSummary& s : all) {
+    RankMeasures& kept = baseline.ranks[static_cast<std::size_t>(s.number())];
+    for (std::size_t i = 0; i < kRankMeasureCount; ++i)
+      as_array(kept)[i] = 0.9 * as_array(s.measures)[i];
+  }
+  baseline.epochs = 1;
+  const auto start = Clock::now();
+  row.window_named = window_ranks(all, baseline, judge_windows(all, baseline)).size();
+  row.window_s = seconds_since(start);
+  row.window_mb = status_mb("VmRSS:") - before;
+}
 
 Row simulate(int ranks) {
   Row row;
@@ -190,6 +214,7 @@ Row simulate(int ranks) {
   const std::vector<int> asked = ranks_in_full(all, judge_ranks(all), 64);
   row.judge_s = seconds_since(start);
   row.asked = asked.size();
+  simulate_window(all, row);
 
   JobFacts facts;
   facts.version = "sim";
@@ -288,6 +313,10 @@ int main(int argc, char** argv) {
                 row.added_mb, row.json_mb, row.page_mb);
     std::printf("        node's first rank: its digest of %d records in %.1f ms\n",
                 corenoise::kRanksPerNode, row.node_first_ms);
+    std::printf(
+        "        a live epoch's window: judged in %.3f s, %zu ranks named; the measures kept for "
+        "it %.1f MB\n",
+        row.window_s, row.window_named, row.window_mb);
   }
   return 0;
 }

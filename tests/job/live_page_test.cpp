@@ -31,13 +31,14 @@ TEST(JobLivePage, ThePageOfARunningJobSaysItsEpochAndNamesTheLateRankInItsWindow
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string page = dir + "/page.html";
-  // ~8 s: rank 1 three times as slow from step 100 on; epochs every second.
+  // ~14 s: rank 1 three times as slow from step 100 on; epochs every second;
+  // Chromium draws the page in 2-5 s of it.
   const std::string job =
       "cd " + dir + " && (timeout -k 5 120 " + testing::shell_word(MPIEXEC_MPICH_BIN) +
       " -bind-to core -n 2 " + testing::shell_word(CORENOISE_BIN) +
       " job --no-daemon --quiet --live-interval 1 --html " + page + " -- " +
       testing::shell_word(BSP_STEP_APP_BIN) +
-      " --steps 600 --step-products 96 --late-rank 1 --late-steps 100:600 --late-factor 3"
+      " --steps 1000 --step-products 96 --late-rank 1 --late-steps 100:1000 --late-factor 3"
       " > out.txt 2> err.txt; echo $? > rc.txt) &";
   ASSERT_EQ(std::system(("bash -c " + testing::shell_word(job)).c_str()), 0);
   // A live epoch's page after the slowdown (its window names rank 1).

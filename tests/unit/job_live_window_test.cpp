@@ -80,6 +80,15 @@ struct HourThenNoise {
   }
 };
 
+// Every summary's window as a summary of its own, judged as the job is:
+// what judge_windows must agree with, without the copy.
+std::vector<RankSummary> copied_windows(const std::vector<RankSummary>& now,
+                                        const LiveBaseline& baseline) {
+  std::vector<RankSummary> out(now);
+  for (RankSummary& s : out) s.measures = baseline.window_of(s);
+  return out;
+}
+
 TEST(LiveWindow, ARankLateInTheLastWindowOfAnHourIsNamedThereAndNotYetOverTheJob) {
   const HourThenNoise job;
   // Over the job so far, 9 s of an hour is not yet worth naming.
@@ -87,38 +96,42 @@ TEST(LiveWindow, ARankLateInTheLastWindowOfAnHourIsNamedThereAndNotYetOverTheJob
   EXPECT_TRUE(worst_ranks(job.now, so_far).empty());
   LiveBaseline baseline;
   baseline.keep(job.hour, kRanks);
-  const std::vector<RankSummary> window = baseline.window_of(job.now);
-  ASSERT_EQ(window.size(), job.now.size());
-  EXPECT_NEAR(window[5].measures.elapsed_seconds, 30, 1e-9);
-  EXPECT_EQ(window[5].has_warmup, 0);
-  const std::vector<JobFacts::Live::WindowRank> named = window_ranks(window, judge_ranks(window));
+  EXPECT_NEAR(baseline.window_of(job.now[5]).elapsed_seconds, 30, 1e-9);
+  const JobJudgement judged = judge_windows(job.now, baseline);
+  const std::vector<JobFacts::Live::WindowRank> named = window_ranks(job.now, baseline, judged);
   ASSERT_EQ(named.size(), 1u);
   EXPECT_EQ(named[0].rank, 5);
   EXPECT_EQ(named[0].cause, JobCause::other_processes);
   EXPECT_NEAR(named[0].wait_caused_seconds, 9 * (kRanks - 1), 0.01);
+  // The same judgement as of the windows copied.
+  const std::vector<RankSummary> copies = copied_windows(job.now, baseline);
+  const JobJudgement of_copies = judge_ranks(copies);
+  EXPECT_EQ(judged.late, of_copies.late);
+  EXPECT_EQ(judged.threshold.seconds, of_copies.threshold.seconds);
+  for (std::size_t i = 0; i < kRankMeasureCount; ++i)
+    EXPECT_EQ(as_array(judged.reference)[i], as_array(of_copies.reference)[i]) << i;
 }
 
 TEST(LiveWindow, ACleanWindowNamesNobodyAndTheNextWindowStartsWhereItEnded) {
   const HourThenNoise job;
-  LiveBaseline baseline;
-  baseline.keep(job.hour, kRanks);
-  // The window before the noise: the hour against nothing kept.
-  const std::vector<RankSummary> first = LiveBaseline{}.window_of(job.hour);
-  EXPECT_NEAR(first[3].measures.elapsed_seconds, 3600, 1e-9);
-  EXPECT_TRUE(window_ranks(first, judge_ranks(first)).empty());
+  // The first epoch's window, with nothing kept: the hour itself.
+  const LiveBaseline first;
+  EXPECT_NEAR(first.window_of(job.hour[3]).elapsed_seconds, 3600, 1e-9);
+  EXPECT_TRUE(window_ranks(job.hour, first, judge_windows(job.hour, first)).empty());
   // After the noisy window is kept, a clean one names nobody.
+  LiveBaseline baseline;
   baseline.keep(job.now, kRanks);
   std::vector<RankMeasures> later;
   for (int r = 0; r < kRanks; ++r)
     later.push_back(plus(job.now[static_cast<std::size_t>(r)].measures, clean(30, r)));
-  const std::vector<RankSummary> window = baseline.window_of(summaries(later));
-  EXPECT_NEAR(window[5].measures.other_processes_seconds, 0, 1e-9);
-  EXPECT_TRUE(window_ranks(window, judge_ranks(window)).empty());
+  const std::vector<RankSummary> now = summaries(later);
+  EXPECT_NEAR(baseline.window_of(now[5]).other_processes_seconds, 0, 1e-9);
+  EXPECT_TRUE(window_ranks(now, baseline, judge_windows(now, baseline)).empty());
 }
 
 TEST(LiveWindow, AFigureThatFellIsZeroAndTheClockIsTheLaterReading) {
   RankMeasures before = clean(100, 1), now = clean(130, 1);
-  before.wait_caused_seconds = 2;  // bins merged since: recomputed lower
+  before.wait_caused_seconds = 2;  // recomputed lower (the window is not judged then)
   now.wait_caused_seconds = 1.5;
   now.clock_hz = 1.5e9;
   const RankMeasures since = measures_since(now, before);
@@ -128,9 +141,23 @@ TEST(LiveWindow, AFigureThatFellIsZeroAndTheClockIsTheLaterReading) {
   // A rank the baseline never had (it had not reported): its whole job.
   LiveBaseline baseline;
   baseline.keep(summaries({clean(100, 0)}), 2);
-  const std::vector<RankSummary> window = baseline.window_of(summaries({now, now}));
-  EXPECT_NEAR(window[0].measures.elapsed_seconds, 30, 1e-9);
-  EXPECT_NEAR(window[1].measures.elapsed_seconds, 130, 1e-9);
+  const std::vector<RankSummary> both = summaries({now, now});
+  EXPECT_NEAR(baseline.window_of(both[0]).elapsed_seconds, 30, 1e-9);
+  EXPECT_NEAR(baseline.window_of(both[1]).elapsed_seconds, 130, 1e-9);
+}
+
+// Bins of one size from epoch to epoch, or the first epoch: judged; the
+// first after a merge, or where the steps were not compared: not.
+TEST(LiveWindow, AWindowIsJudgedOnlyBetweenEpochsOfOneBinSize) {
+  LiveBaseline baseline;
+  EXPECT_TRUE(baseline.window_known(1));
+  EXPECT_FALSE(baseline.window_known(0));
+  baseline.epochs = 3;
+  baseline.steps_per_bin = 1;
+  EXPECT_TRUE(baseline.window_known(1));
+  EXPECT_FALSE(baseline.window_known(2));
+  baseline.steps_per_bin = 0;
+  EXPECT_FALSE(baseline.window_known(2));
 }
 
 }  // namespace

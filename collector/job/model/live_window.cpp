@@ -15,15 +15,9 @@ RankMeasures measures_since(const RankMeasures& now, const RankMeasures& before)
   return window;
 }
 
-std::vector<RankSummary> LiveBaseline::window_of(std::span<const RankSummary> now) const {
-  std::vector<RankSummary> window(now.begin(), now.end());
-  for (RankSummary& s : window) {
-    const auto rank = static_cast<std::size_t>(s.number());
-    if (rank < ranks.size()) s.measures = measures_since(s.measures, ranks[rank]);
-    s.warmup = {};
-    s.has_warmup = 0;
-  }
-  return window;
+RankMeasures LiveBaseline::window_of(const RankSummary& now) const {
+  const auto rank = static_cast<std::size_t>(now.number());
+  return rank < ranks.size() ? measures_since(now.measures, ranks[rank]) : now.measures;
 }
 
 void LiveBaseline::keep(std::span<const RankSummary> now, int ranks_total) {
@@ -34,13 +28,41 @@ void LiveBaseline::keep(std::span<const RankSummary> now, int ranks_total) {
   }
 }
 
-std::vector<JobFacts::Live::WindowRank> window_ranks(std::span<const RankSummary> window,
+JobJudgement judge_windows(std::span<const RankSummary> now, const LiveBaseline& baseline) {
+  constexpr std::size_t kClock = offsetof(RankMeasures, clock_hz) / sizeof(double);
+  JobJudgement judged;
+  const MeasureFields fields{now.size(), [&](std::size_t i, std::size_t field) {
+                               const double later = as_array(now[i].measures)[field];
+                               const auto rank = static_cast<std::size_t>(now[i].number());
+                               if (field == kClock || rank >= baseline.ranks.size()) return later;
+                               return std::max(0.0, later - as_array(baseline.ranks[rank])[field]);
+                             }};
+  judged.reference = reference_rank(fields);
+  judged.threshold = cause_threshold(fields, judged.reference);
+  judged.late.reserve(now.size());
+  for (const RankSummary& s : now)
+    judged.late.push_back(judged.attribution_of(baseline.window_of(s)).main_cause);
+  return judged;
+}
+
+std::vector<JobFacts::Live::WindowRank> window_ranks(std::span<const RankSummary> now,
+                                                     const LiveBaseline& baseline,
                                                      const JobJudgement& judged) {
-  std::vector<JobFacts::Live::WindowRank> named;
-  for (std::size_t i : worst_ranks(window, judged)) {
-    named.push_back({window[i].number(), *judged.late[i], window[i].measures.wait_caused_seconds});
+  std::vector<JobFacts::Live::WindowRank> late;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    if (!judged.late[i]) continue;
+    const double caused = baseline.window_of(now[i]).wait_caused_seconds;
+    if (caused > 0) late.push_back({now[i].number(), *judged.late[i], caused});
   }
-  return named;
+  const auto more_caused = [](const auto& a, const auto& b) {
+    return a.wait_caused_seconds > b.wait_caused_seconds ||
+           (a.wait_caused_seconds == b.wait_caused_seconds && a.rank < b.rank);
+  };
+  const std::size_t shown = std::min(kWorstRanks, late.size());
+  std::partial_sort(late.begin(), late.begin() + static_cast<std::ptrdiff_t>(shown), late.end(),
+                    more_caused);
+  late.resize(shown);
+  return late;
 }
 
 }  // namespace corenoise

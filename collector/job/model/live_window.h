@@ -26,7 +26,7 @@ RankMeasures measures_since(const RankMeasures& now, const RankMeasures& before)
 
 // The previous epoch's measures, to take the window's from: each rank
 // keeps its own, and rank 0 every rank's (kRankMeasureCount doubles a
-// rank: 20 MB at 100,000 ranks, beside the 40 MB of their summaries).
+// rank: 19 MB at 100,000 ranks, beside the 41 MB of their summaries).
 // Zero before the first epoch: its window is the job so far.
 //
 // A rank's waiting caused is recomputed at each epoch from its step bins
@@ -48,15 +48,22 @@ struct LiveBaseline {
   bool window_known(long steps_per_bin_now) const {
     return steps_per_bin_now > 0 && (epochs == 0 || steps_per_bin == steps_per_bin_now);
   }
-  // Every summary's measures since the baseline's, without a warm-up.
-  std::vector<RankSummary> window_of(std::span<const RankSummary> now) const;
+  // A summary's measures since the baseline's (its whole job where the
+  // baseline has no figures of its rank).
+  RankMeasures window_of(const RankSummary& now) const;
   // Rank 0, the epoch reduced: every rank's figures start the next window.
   void keep(std::span<const RankSummary> now, int ranks_total);
 };
 
-// The window's late ranks that caused waiting in it, most first (at most
-// kWorstRanks), with their main cause there.
-std::vector<JobFacts::Live::WindowRank> window_ranks(std::span<const RankSummary> window,
+// The ranks' windows judged as judge_ranks judges the job
+// (job_selection.h), each window's figures taken from `now` and the
+// baseline as they are read, never copied: 41 MB at 100,000 ranks.
+JobJudgement judge_windows(std::span<const RankSummary> now, const LiveBaseline& baseline);
+
+// The windows' late ranks that caused waiting in them, most first (at
+// most kWorstRanks), with their main cause there.
+std::vector<JobFacts::Live::WindowRank> window_ranks(std::span<const RankSummary> now,
+                                                     const LiveBaseline& baseline,
                                                      const JobJudgement& judged);
 
 }  // namespace corenoise

@@ -484,9 +484,8 @@ RankJudgements judge_gathered(const RankView& p, const GatheredRecords& gathered
   RankJudgements out;
   out.judged.push_back(judge_ranks(gathered.summaries));
   if (!window_known) return out;
-  const std::vector<RankSummary> window = p.baseline->window_of(gathered.summaries);
-  out.judged.push_back(judge_ranks(window));
-  out.window = window_ranks(window, out.judged.back());
+  out.judged.push_back(judge_windows(gathered.summaries, *p.baseline));
+  out.window = window_ranks(gathered.summaries, *p.baseline, out.judged.back());
   out.window_start_seconds = p.baseline->own.elapsed_seconds;
   out.window_end_seconds = own.measures.elapsed_seconds;
   return out;
