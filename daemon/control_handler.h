@@ -42,6 +42,10 @@ class ControlHandler {
   // job's series, within the same admission as `job`.
   virtual nlohmann::json job_live(const JobLiveRequest& request,
                                   const std::optional<PeerCredentials>& peer) = 0;
+  // A rank's question about its job: what else ran on its job's CPUs, as
+  // the daemon's tracer saw it, within the same admission as `job`.
+  virtual nlohmann::json job_culprits(const JobCulpritsRequest& request,
+                                      const std::optional<PeerCredentials>& peer) = 0;
   // A `job-start` or `job` line the protocol refused (`error` is the reply
   // the client gets), from `peer`: for the handler to count. Nothing by
   // default.

@@ -307,7 +307,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
       request = parse_request(line);
     } catch (const ProtocolError& e) {
       send(error_reply(e.what()));
-      if (e.command == "job" || e.command == "job-start" || e.command == "job-live") {
+      if (e.command == "job" || e.command == "job-start" || e.command == "job-live" ||
+          e.command == "job-culprits") {
         state_->handler.job_malformed(e.what(), peer_.credentials);
       }
       return;
@@ -374,6 +375,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
             send(ok_reply(handler.job_start(r, peer_.credentials)));
           } else if constexpr (std::is_same_v<T, JobLiveRequest>) {
             send(ok_reply(handler.job_live(r, peer_.credentials)));
+          } else if constexpr (std::is_same_v<T, JobCulpritsRequest>) {
+            send(ok_reply(handler.job_culprits(r, peer_.credentials)));
           } else if constexpr (std::is_same_v<T, RunRequest>) {
             busy_ = true;
             handler.run(r, make_reply());

@@ -148,6 +148,7 @@ void Daemon::rebuild_runner(bool starting) {
   runner_ = std::make_unique<Runner>(config_.probe, topology_);
   const std::vector<unsigned> cpus = watched_cpus(config_, topology_);
   if (trace_mode_ != config_.probe.trace || traced_cpus_ != cpus) {
+    job_tracer_.reset();            // its thread joined, its instance removed
     if (trace_) trace_->release();  // an abandoned round may hold it on
     trace_.reset();
     trace_mode_ = config_.probe.trace;
@@ -163,12 +164,38 @@ void Daemon::rebuild_runner(bool starting) {
     if (trace_) log_info("tracing the detour windows: culprits are named (docs/verdicts.md)");
     if (!why_not.empty()) log_info("not tracing the detour windows: " + why_not);
     trace_status_ = trace::trace_status(config_.probe.trace, trace_ != nullptr, why_not);
+    rebuild_job_tracer();
   }
   runner_->set_trace(trace_);
   if (calibration_ &&
       calibration_->fingerprint != calibration_fingerprint(config_.probe, runner_->isa())) {
     log_notice("probe settings changed: the calibration no longer applies and is redone");
     calibration_.reset();
+  }
+}
+
+void Daemon::rebuild_job_tracer() {
+  job_tracer_.reset();
+  if (!trace_) return;
+  std::vector<unsigned> cpus;
+  for (const auto& pu : topology_.pus()) cpus.push_back(pu.cpu);
+  const std::string proc_root = config_.probe.proc_root;
+  // The host's /proc, as users see it: PID 1's mount table, not the
+  // daemon's sandbox (ProtectProc=). Unreadable: assumed hidden.
+  std::ifstream mounts(proc_root + "/1/mountinfo");
+  const bool hidden =
+      !mounts.is_open() || proc_hides_pids({std::istreambuf_iterator<char>(mounts), {}});
+  try {
+    std::string why_not;
+    auto source = trace::open_trace_source(trace::TraceMode::automatic, cpus, &why_not);
+    if (!source) throw std::runtime_error(why_not);
+    job_tracer_ = std::make_unique<JobTracer>(
+        std::move(source), [proc_root](pid_t tid) { return task_owner(proc_root, tid); }, hidden);
+    job_tracer_->follow(job_admission_.running_jobs());
+    log_info(std::string("tracing running jobs' CPUs for job-culprits") +
+             (hidden ? " (/proc hides other users' processes: their tasks go unnamed)" : ""));
+  } catch (const std::exception& e) {
+    log_error(std::string("cannot trace running jobs' CPUs: ") + e.what());
   }
 }
 
@@ -586,7 +613,8 @@ void Daemon::forget_exited_ranks() {
   if (forgotten > 0) {
     log_debug("forgot " + std::to_string(forgotten) + " exited ranks' job-start");
   }
-  ranks_timer_.expires_after(std::chrono::seconds(30));
+  if (job_tracer_) job_tracer_->follow(job_admission_.running_jobs());
+  ranks_timer_.expires_after(std::chrono::seconds(job_tracer_ ? 1 : 30));
   ranks_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !stopping_) forget_exited_ranks();
   });
@@ -800,7 +828,34 @@ json Daemon::job_live(const JobLiveRequest& request, const std::optional<PeerCre
 json Daemon::job_start(const JobStartRequest& request, const std::optional<PeerCredentials>& peer) {
   const JobAdmissionVerdict verdict = job_admission_.start(peer, request, admission_time());
   if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
+  if (job_tracer_) job_tracer_->follow(job_admission_.running_jobs());
   return {{"ok", true}};
+}
+
+json Daemon::job_culprits(const JobCulpritsRequest& request,
+                          const std::optional<PeerCredentials>& peer) {
+  const JobAdmissionVerdict verdict =
+      job_admission_.admit_question(peer, request.job_id, admission_time());
+  if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
+  JobCulpritsReply reply{trace_status_, {}};
+  if (!job_tracer_) {
+    if (trace_) reply.trace = "unavailable: the running jobs' CPUs could not be traced";
+    return reply;
+  }
+  const auto charges = job_tracer_->charges(peer->uid, request.job_id);
+  if (!charges) {
+    reply.trace = "busy";
+    return reply;
+  }
+  for (const TracedCpu& c : *charges) {
+    JobTracedCpu cpu{c.cpu, c.seconds, {}, c.other_seconds, c.overran};
+    for (const trace::Culprit& x : c.culprits) {
+      cpu.culprits.push_back(
+          {trace::kind_name(x.kind), x.name, x.id, trace::describe(x), x.seconds});
+    }
+    reply.cpus.push_back(std::move(cpu));
+  }
+  return reply;
 }
 
 void Daemon::job_malformed(std::string_view error, const std::optional<PeerCredentials>& peer) {
@@ -903,7 +958,8 @@ void Daemon::shut_down() {
     for (auto& r : request.replies) r({{"ok", false}, {"error", "the daemon is stopping"}});
   }
   queue_.clear();
-  // main() ends with _exit: the trace's destructor would not run.
+  // main() ends with _exit: the traces' destructors would not run.
+  job_tracer_.reset();  // its thread joined, its instance removed
   if (trace_) trace_->release();
   // Scrapes in flight are dropped with the loop. main() leaves with
   // _exit() once the loop returns; everything that must outlive us (the

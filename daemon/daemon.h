@@ -55,6 +55,8 @@ class Daemon : public ControlHandler {
   void calibrate(Reply reply) override;
   nlohmann::json job_start(const JobStartRequest& request,
                            const std::optional<PeerCredentials>& peer) override;
+  nlohmann::json job_culprits(const JobCulpritsRequest& request,
+                              const std::optional<PeerCredentials>& peer) override;
   nlohmann::json job_live(const JobLiveRequest& request,
                           const std::optional<PeerCredentials>& peer) override;
   nlohmann::json job(const JobRequest& request,
@@ -98,9 +100,12 @@ class Daemon : public ControlHandler {
   // exporter's rendered text. (Refused lines make no snapshot at all:
   // LiveCounters.)
   void publish_snapshot_soon();
-  // Every 30 s: drops the job registrations of ranks that exited (and
-  // their pidfds).
+  // Every 30 s (every second while the jobs are traced): drops the job
+  // registrations of ranks that exited (and their pidfds), and has the
+  // job tracer follow the jobs still running.
   void forget_exited_ranks();
+  // Opens or closes the job tracer with the rounds' tracing (trace_).
+  void rebuild_job_tracer();
   void reload();
   void apply_config(DaemonConfig fresh);
   void update_calibration(const ModeReport& report, bool recalibrate);
@@ -139,6 +144,8 @@ class Daemon : public ControlHandler {
   std::optional<trace::TraceMode> trace_mode_;  // what trace_ was opened for
   std::string trace_status_ = "off";            // NodeReport::trace's words, for status
   std::vector<unsigned> traced_cpus_;           // what trace_ was opened for
+  // The running jobs' CPUs, recorded while trace_ is open (job_tracer.h).
+  std::unique_ptr<JobTracer> job_tracer_;
   SnapshotStore store_;
   CalibrationStore calibration_store_;
   std::optional<Calibration> calibration_;

@@ -313,6 +313,39 @@ JobAdmissionVerdict JobAdmission::admit_live(const std::optional<PeerCredentials
   return verdict;
 }
 
+JobAdmissionVerdict JobAdmission::admit_question(const std::optional<PeerCredentials>& peer,
+                                                 const std::string& job_id, AdmissionTime now) {
+  if (auto refused = check_sender(facts_, peer)) return *refused;
+  if (auto refused = spend(peer->uid, now.steady_seconds)) return *refused;
+  auto found = registration_of(*peer, job_id, sender_text(*peer));
+  if (auto* refused = std::get_if<JobAdmissionVerdict>(&found)) return *refused;
+  const Registration& r = *std::get<Registration*>(found);
+  JobAdmissionVerdict verdict;
+  if (r.scheduler_job) verdict.scheduler_job_id = r.scheduler_job->id;
+  return verdict;
+}
+
+std::vector<TracedJob> JobAdmission::running_jobs() const {
+  std::map<std::pair<uid_t, std::string>, TracedJob> jobs;
+  for (const auto& [pid, r] : registrations_) {
+    if (!r.process->running()) continue;
+    TracedJob& job = jobs[{r.uid, r.job_id}];
+    job.uid = r.uid;
+    job.job_id = r.job_id;
+    job.pids.insert(pid);
+    for (unsigned cpu : r.affinity) {
+      const bool in_cpuset = !r.scheduler_job || !r.scheduler_job->cpus ||
+                             std::find(r.scheduler_job->cpus->begin(), r.scheduler_job->cpus->end(),
+                                       cpu) != r.scheduler_job->cpus->end();
+      if (in_cpuset) job.cpus.insert(cpu);
+    }
+  }
+  std::vector<TracedJob> out;
+  out.reserve(jobs.size());
+  for (auto& [key, job] : jobs) out.push_back(std::move(job));
+  return out;
+}
+
 namespace {
 
 // The `top` ranks that caused the most waiting, one per rank and cause:

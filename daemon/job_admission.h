@@ -51,6 +51,7 @@
 
 #include "daemon/control/control_requests.h"
 #include "daemon/job_limits.h"
+#include "daemon/job_tracer.h"
 #include "daemon/peer_process.h"
 
 namespace corenoise {
@@ -155,6 +156,16 @@ class JobAdmission {
   // The live lines of the ranks still running, unreported: the `top` that
   // caused the most waiting.
   JobLiveView live_view(std::size_t top) const;
+
+  // A rank's question about its job (`job-culprits`): rules 1 to 3 and 6 of
+  // the header. Never throws but std::bad_alloc.
+  JobAdmissionVerdict admit_question(const std::optional<PeerCredentials>& peer,
+                                     const std::string& job_id, AdmissionTime now);
+  // The jobs of the registered ranks still running, each by user and id:
+  // their processes and the CPUs each was admitted on (its affinity at
+  // job-start, within its Slurm job's cpuset where the kernel confirmed
+  // one): what the daemon traces for them (daemon/job_tracer.h).
+  std::vector<TracedJob> running_jobs() const;
 
   // Drops the registrations whose process has exited (of `uid` only, if
   // given); returns how many.

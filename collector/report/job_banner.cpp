@@ -39,6 +39,10 @@ std::string culprit_text(const JobCulprit& c) {
           << static_cast<long long>(c.count) << " times, " << static_cast<long long>(c.excess)
           << " more than the node's other CPUs";
       break;
+    case JobCulprit::Kind::traced:
+      out << c.name << " on cpu " << c.cpu << " (traced): " << seconds_text(c.seconds) << ", "
+          << percent_text(c.share) << " of the CPU";
+      break;
   }
   return out.str();
 }

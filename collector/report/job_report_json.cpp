@@ -23,6 +23,10 @@ json causes_json(const std::array<double, kJobCauseCount>& seconds) {
 }
 
 json culprit_json(const JobCulprit& c) {
+  if (c.kind == JobCulprit::Kind::traced) {
+    return {{"kind", "traced"}, {"traced_kind", c.line}, {"name", c.name},
+            {"cpu", c.cpu},     {"seconds", c.seconds},  {"share_of_cpu", c.share}};
+  }
   if (c.kind == JobCulprit::Kind::thread)
     return {{"kind", "thread"}, {"name", c.name}, {"seconds", c.seconds}};
   if (c.kind == JobCulprit::Kind::irq || c.kind == JobCulprit::Kind::softirq) {

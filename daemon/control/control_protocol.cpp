@@ -237,6 +237,12 @@ JobStartRequest parse_job_start(const json& r) {
   return start;
 }
 
+JobCulpritsRequest parse_job_culprits(const json& r) {
+  check_fields("job-culprits", r, {"job_id"});
+  check_required("job-culprits", r, {"job_id"});
+  return JobCulpritsRequest{parse_job_id("job-culprits", r["job_id"])};
+}
+
 // A bound as the errors print it: 86400, 1e+07, 12.5.
 std::string number_text(double x) {
   char text[32];
@@ -445,9 +451,10 @@ ControlRequest request_named(const std::string& command, const json& request) {
   if (command == "job") return parse_job(request);
   if (command == "job-start") return parse_job_start(request);
   if (command == "job-live") return parse_job_live(request);
+  if (command == "job-culprits") return parse_job_culprits(request);
   throw ProtocolError("unknown command " + echo(command) +
                       " (expected status, results, pause, resume, run, publish, calibrate, "
-                      "job-start, job-live or job)");
+                      "job-start, job-live, job-culprits or job)");
 }
 
 }  // namespace
@@ -561,13 +568,16 @@ json to_json(const ControlRequest& request) {
     if (!start->cgroup.empty()) out["cgroup"] = start->cgroup;
   } else if (const auto* live = std::get_if<JobLiveRequest>(&request)) {
     add_job_live(*live, out);
+  } else if (const auto* question = std::get_if<JobCulpritsRequest>(&request)) {
+    out["job_id"] = question->job_id;
   }
   return out;
 }
 
 std::string_view command_name(const ControlRequest& request) {
-  constexpr std::string_view kNames[] = {"status",  "results",   "pause", "resume",    "run",
-                                         "publish", "calibrate", "job",   "job-start", "job-live"};
+  constexpr std::string_view kNames[] = {"status",    "results",  "pause",       "resume",
+                                         "run",       "publish",  "calibrate",   "job",
+                                         "job-start", "job-live", "job-culprits"};
   static_assert(std::size(kNames) == std::variant_size_v<ControlRequest>);
   return kNames[request.index()];
 }
@@ -577,7 +587,8 @@ bool needs_privilege(const ControlRequest& request) {
          !std::holds_alternative<ResultsRequest>(request) &&
          !std::holds_alternative<JobRequest>(request) &&
          !std::holds_alternative<JobStartRequest>(request) &&
-         !std::holds_alternative<JobLiveRequest>(request);
+         !std::holds_alternative<JobLiveRequest>(request) &&
+         !std::holds_alternative<JobCulpritsRequest>(request);
 }
 
 std::string user_socket_beside(std::string_view control_socket) {

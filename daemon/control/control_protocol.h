@@ -37,9 +37,9 @@ struct ResultsRequest {};
 struct ResumeRequest {};
 struct CalibrateRequest {};
 
-using ControlRequest =
-    std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest, RunRequest,
-                 PublishRequest, CalibrateRequest, JobRequest, JobStartRequest, JobLiveRequest>;
+using ControlRequest = std::variant<StatusRequest, ResultsRequest, PauseRequest, ResumeRequest,
+                                    RunRequest, PublishRequest, CalibrateRequest, JobRequest,
+                                    JobStartRequest, JobLiveRequest, JobCulpritsRequest>;
 
 // Bounds of a `job` report. Every local user who can connect may send one
 // (the daemon takes it only from a rank: daemon/job_admission.h), so each
@@ -91,7 +91,7 @@ nlohmann::json to_json(const ControlRequest& request);
 std::string_view command_name(const ControlRequest& request);
 // True for pause, resume, run, publish and calibrate: the commands only root
 // or the control group may send, on the control socket only. False for
-// status and results, which only read, and for job-start, job-live and job, which the
+// status and results, which only read, and for job-start, job-live, job-culprits and job, which the
 // job's own ranks send as the job's user, which can only add bounded
 // amounts to the job counters, and which the daemon takes only within what
 // the kernel says of the sender (daemon/job_admission.h).

@@ -192,6 +192,44 @@ void to_json(json& out, const JobReply& in) { out = {{"ok", true}, {"cpus", in.c
 
 void from_json(const json& in, JobReply& out) { in.at("cpus").get_to(out.cpus); }
 
+void to_json(json& out, const JobCulpritsReply& in) {
+  json cpus = json::array();
+  for (const JobTracedCpu& c : in.cpus) {
+    json culprits = json::array();
+    for (const JobTracedCulprit& x : c.culprits) {
+      culprits.push_back({{"kind", x.kind},
+                          {"name", x.name},
+                          {"id", x.id},
+                          {"text", x.text},
+                          {"seconds", x.seconds}});
+    }
+    cpus.push_back({{"cpu", c.cpu},
+                    {"seconds", c.seconds},
+                    {"culprits", std::move(culprits)},
+                    {"other_seconds", c.other_seconds},
+                    {"overran", c.overran}});
+  }
+  out = {{"ok", true}, {"trace", in.trace}, {"cpus", std::move(cpus)}};
+}
+
+void from_json(const json& in, JobCulpritsReply& out) {
+  in.at("trace").get_to(out.trace);
+  out.cpus.clear();
+  for (const json& c : in.at("cpus")) {
+    JobTracedCpu cpu;
+    c.at("cpu").get_to(cpu.cpu);
+    c.at("seconds").get_to(cpu.seconds);
+    c.at("other_seconds").get_to(cpu.other_seconds);
+    c.at("overran").get_to(cpu.overran);
+    for (const json& x : c.at("culprits")) {
+      cpu.culprits.push_back({x.at("kind").get<std::string>(), x.at("name").get<std::string>(),
+                              x.at("id").get<int>(), x.at("text").get<std::string>(),
+                              x.at("seconds").get<double>()});
+    }
+    out.cpus.push_back(std::move(cpu));
+  }
+}
+
 void to_json(json& out, const PauseReply& in) {
   out = {{"ok", true}, {"paused", in.paused}};
   put_optional(out, "paused_until_unix_seconds", in.paused_until_unix_seconds);

@@ -130,6 +130,29 @@ struct JobReply {
   std::size_t cpus = 0;
 };
 
+// `job-culprits`: what else ran on the asking rank's job's CPUs of this
+// node since the job began there (daemon/job_tracer.h).
+struct JobTracedCulprit {
+  std::string kind;  // trace::kind_name(): task, irq, softirq, work, events_lost
+  std::string name;  // a command, an IRQ's device, a softirq, a work function
+  int id = -1;       // a thread id, an IRQ's number, a softirq vector; -1 where none
+  std::string text;  // trace::describe(): "inj[1234]", "IRQ 36 (virtio1-req.0)"
+  double seconds = 0;
+};
+struct JobTracedCpu {
+  unsigned cpu = 0;
+  double seconds = 0;                      // recorded for the job on this CPU
+  std::vector<JobTracedCulprit> culprits;  // most time first
+  double other_seconds = 0;                // beyond the named, summed
+  bool overran = false;                    // the ring buffer dropped events
+};
+struct JobCulpritsReply {
+  // "on"; "off" or "unavailable: WHY" where the daemon does not trace;
+  // "busy" where it traces as many jobs as it may, not this one.
+  std::string trace;
+  std::vector<JobTracedCpu> cpus;
+};
+
 // `pause` and `resume`.
 struct PauseReply {
   bool paused = false;
@@ -172,6 +195,8 @@ void to_json(nlohmann::json& out, const ResultsReply& in);
 void from_json(const nlohmann::json& in, ResultsReply& out);
 void to_json(nlohmann::json& out, const JobReply& in);
 void from_json(const nlohmann::json& in, JobReply& out);
+void to_json(nlohmann::json& out, const JobCulpritsReply& in);
+void from_json(const nlohmann::json& in, JobCulpritsReply& out);
 void to_json(nlohmann::json& out, const PauseReply& in);
 void from_json(const nlohmann::json& in, PauseReply& out);
 void to_json(nlohmann::json& out, const ScheduledReply& in);

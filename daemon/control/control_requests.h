@@ -91,6 +91,13 @@ struct JobLiveRequest {
   std::optional<JobCause> window_cause;
 };
 
+// A rank's question at a reduction of its job: what else ran on its job's
+// CPUs on this node, as the daemon's tracer saw it (daemon/job_tracer.h).
+// Taken only from a registered rank (daemon/job_admission.h).
+struct JobCulpritsRequest {
+  std::string job_id;  // as in its job-start
+};
+
 // Who is on the other end of a connection: SO_PEERCRED of the accepted
 // socket, i.e. the process that called connect() (its process id, in the
 // daemon's pid namespace) and its effective uid and gid at that moment.

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include "daemon/control/control_replies.h"
+
 namespace corenoise {
 namespace {
 
@@ -657,6 +659,28 @@ TEST(ControlProtocol, JobLiveLinesAreBoundedAndRoundTrip) {
   EXPECT_EQ(plain.window_seconds, 0);
   EXPECT_FALSE(plain.window_cause);
   EXPECT_EQ(to_json(ControlRequest{plain}), without);
+}
+
+TEST(ControlProtocol, JobCulpritsQuestionsAndRepliesRoundTrip) {
+  const json wire = to_json(ControlRequest{JobCulpritsRequest{"slurm-9"}});
+  EXPECT_EQ(wire, (json{{"command", "job-culprits"}, {"job_id", "slurm-9"}}));
+  EXPECT_EQ(std::get<JobCulpritsRequest>(parse_request(wire.dump())).job_id, "slurm-9");
+  EXPECT_FALSE(needs_privilege(ControlRequest{JobCulpritsRequest{}}));
+  for (const json& bad :
+       {json{{"command", "job-culprits"}}, json{{"command", "job-culprits"}, {"job_id", ""}},
+        json{{"command", "job-culprits"}, {"job_id", "j"}, {"cpus", 1}}}) {
+    try {
+      parse_request(bad.dump());
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.command, "job-culprits");
+    }
+  }
+  JobCulpritsReply reply{"on", {{1, 12.5, {{"task", "inj", 4242, "inj[4242]", 3.25}}, 0.5, false}}};
+  const json sent = reply;
+  const auto got = sent.get<JobCulpritsReply>();
+  EXPECT_EQ(json(got), sent);
+  EXPECT_EQ(sent.at("cpus").at(0).at("culprits").at(0).at("text"), "inj[4242]");
 }
 
 }  // namespace corenoise

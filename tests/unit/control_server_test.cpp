@@ -28,6 +28,7 @@
 
 #include "daemon/control/control_client.h"
 #include "daemon/control/control_protocol.h"
+#include "daemon/control/control_replies.h"
 
 namespace corenoise {
 namespace {
@@ -107,6 +108,12 @@ class FakeHandler : public ControlHandler {
     last_job_live = request;
     return {{"ok", true}};
   }
+  json job_culprits(const JobCulpritsRequest& request,
+                    const std::optional<PeerCredentials>&) override {
+    std::lock_guard lock(mutex_);
+    last_job_culprits = request;
+    return JobCulpritsReply{"off", {}};
+  }
   void job_malformed(std::string_view error, const std::optional<PeerCredentials>&) override {
     std::lock_guard lock(mutex_);
     malformed_jobs.emplace_back(error);
@@ -119,6 +126,7 @@ class FakeHandler : public ControlHandler {
   int job_start_calls = 0;
   int job_live_calls = 0;
   std::optional<JobLiveRequest> last_job_live;
+  std::optional<JobCulpritsRequest> last_job_culprits;
   bool pidfd_open_in_handler = false;
   std::optional<JobStartRequest> last_job_start;
   bool paused = false;

@@ -349,6 +349,47 @@ TEST_F(JobAdmissionTest, ASlurmJobsCgroupIsBelievedOnlyWhereTheKernelConfirmsIt)
   EXPECT_FALSE(own_word.scheduler_job_id);
 }
 
+// What the daemon traces for the running jobs: each user's job with its
+// ranks' processes and the CPUs they were admitted on, within the cpuset;
+// a question about a job only from its own registered rank.
+TEST_F(JobAdmissionTest, RunningJobsAreTheRegisteredRanksCpusAndOnlyTheirRanksMayAsk) {
+  process(101, kUser, {0, 1});
+  process(102, kUser, {2});
+  process(103, kUser + 1, {3});
+  process(104, kUser, {0, 1, 2, 3});
+  facts_.processes[104].slurm_cgroup = "/system.slice/slurmstepd.scope/job_5/step_0/user/task_0";
+  facts_.processes[104].slurm_job = {"5", std::vector<unsigned>{3}};
+  EXPECT_ACCEPTED(start(101, kUser, "a"));
+  EXPECT_ACCEPTED(start(102, kUser, "a"));
+  EXPECT_ACCEPTED(start(103, kUser + 1, "a"));
+  EXPECT_ACCEPTED(admission_.start(
+      peer(104, kUser),
+      JobStartRequest{"5", "0::/system.slice/slurmstepd.scope/job_5/step_0/user/task_0"}, at(0)));
+  std::vector<TracedJob> jobs = admission_.running_jobs();
+  ASSERT_EQ(jobs.size(), 3u);
+  const auto find = [&](uid_t uid, const std::string& id) {
+    for (const TracedJob& j : jobs)
+      if (j.uid == uid && j.job_id == id) return j;
+    ADD_FAILURE() << "no job " << id << " of uid " << uid;
+    return TracedJob{};
+  };
+  EXPECT_EQ(find(kUser, "a").pids, (std::set<pid_t>{101, 102}));
+  EXPECT_EQ(find(kUser, "a").cpus, (std::set<unsigned>{0, 1, 2}));
+  EXPECT_EQ(find(kUser + 1, "a").cpus, (std::set<unsigned>{3}));
+  EXPECT_EQ(find(kUser, "5").cpus, (std::set<unsigned>{3})) << "within its Slurm job's cpuset";
+
+  EXPECT_ACCEPTED(admission_.admit_question(peer(101, kUser), "a", at(1)));
+  EXPECT_REFUSED(admission_.admit_question(peer(101, kUser), "b", at(1)), JobRefusal::wrong_job,
+                 "started job 'a'");
+  process(105, kUser, {0});
+  EXPECT_REFUSED(admission_.admit_question(peer(105, kUser), "a", at(1)), JobRefusal::unregistered,
+                 "sent no job-start");
+  exits(102);
+  jobs = admission_.running_jobs();
+  EXPECT_EQ(find(kUser, "a").pids, (std::set<pid_t>{101})) << "an exited rank is not the job's";
+  EXPECT_EQ(find(kUser, "a").cpus, (std::set<unsigned>{0, 1}));
+}
+
 // A user's budget: live registrations, and lines a second.
 TEST_F(JobAdmissionTest, AUsersRanksAndLinesAreBounded) {
   FakeFacts facts;

@@ -19,6 +19,7 @@ namespace {
 struct NodeViews {
   std::map<std::pair<std::string, unsigned>, std::vector<RankRecord::Culprit>> culprits;
   std::map<std::pair<std::string, unsigned>, std::vector<RankRecord::InterruptLine>> interrupts;
+  std::map<std::pair<std::string, unsigned>, std::vector<RankRecord::TracedCulprit>> traced;
   std::map<std::string, std::map<unsigned, DaemonVerdict>> verdicts;
   std::set<std::string> hosts;
 };
@@ -31,6 +32,7 @@ NodeViews node_views(const std::vector<RankRecord>& records,
   const auto add = [&views](const std::string& host,
                             const std::vector<RankRecord::Culprit>& culprits,
                             const std::vector<RankRecord::InterruptLine>& interrupts,
+                            const std::vector<RankRecord::TracedCulprit>& traced,
                             const std::optional<std::map<unsigned, DaemonVerdict>>& daemon) {
     views.hosts.insert(host);
     for (const auto& c : culprits) {
@@ -39,10 +41,14 @@ NodeViews node_views(const std::vector<RankRecord>& records,
     for (const auto& line : interrupts) {
       if (line.cpu >= 0) views.interrupts[{host, static_cast<unsigned>(line.cpu)}].push_back(line);
     }
+    for (const auto& c : traced) {
+      if (c.cpu >= 0) views.traced[{host, static_cast<unsigned>(c.cpu)}].push_back(c);
+    }
     if (daemon) views.verdicts[host] = *daemon;
   };
-  for (const auto& r : records) add(r.host, r.node_culprits, r.node_interrupts, r.node_daemon);
-  for (const auto& [first, d] : digests) add(d.host, d.culprits, d.interrupts, d.daemon);
+  for (const auto& r : records)
+    add(r.host, r.node_culprits, r.node_interrupts, r.node_traced, r.node_daemon);
+  for (const auto& [first, d] : digests) add(d.host, d.culprits, d.interrupts, d.traced, d.daemon);
   return views;
 }
 
@@ -79,6 +85,32 @@ void add_interrupt_lines(const RankRecord& r, const RankAttribution& a, const No
   }
 }
 
+// A late rank's traced culprits: what the node's corenoised saw run on its
+// CPUs while the job ran, whatever its cause (the tracer sees what /proc
+// cannot: which IRQ, which kernel thread, which work item), three at most.
+void add_traced(const RankRecord& r, const RankAttribution& a, const NodeViews& views,
+                std::vector<JobCulprit>& culprits) {
+  constexpr std::size_t kShown = 3;
+  if (!a.main_cause) return;
+  std::vector<std::pair<unsigned, const RankRecord::TracedCulprit*>> seen;
+  for (unsigned cpu : r.cpus) {
+    const auto it = views.traced.find({r.host, cpu});
+    if (it == views.traced.end()) continue;
+    for (const auto& c : it->second) seen.emplace_back(cpu, &c);
+  }
+  const std::size_t shown = std::min(kShown, seen.size());
+  std::partial_sort(
+      seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(shown), seen.end(),
+      [](const auto& x, const auto& y) { return x.second->seconds > y.second->seconds; });
+  for (std::size_t i = 0; i < shown; ++i) {
+    const RankRecord::TracedCulprit& t = *seen[i].second;
+    JobCulprit c{JobCulprit::Kind::traced, t.text, 0, seen[i].first, t.seconds};
+    c.line = t.kind;
+    c.share = t.share;
+    culprits.push_back(std::move(c));
+  }
+}
+
 // The culprits of the causes found: its busiest threads (three at most)
 // for own-threads, the node's other processes on its CPUs for
 // other-processes, the interrupt lines that fired more on its CPUs than on
@@ -101,6 +133,7 @@ std::vector<JobCulprit> culprits_of(const RankRecord& r, const RankAttribution& 
     }
   }
   add_interrupt_lines(r, a, views, culprits);
+  add_traced(r, a, views, culprits);
   return culprits;
 }
 

@@ -114,7 +114,9 @@ struct JobFacts {
 // line that fired more on its CPU than on the node's others (interrupts:
 // counted, not timed, RankRecord::InterruptLine).
 struct JobCulprit {
-  enum class Kind { thread, process, irq, softirq };
+  // traced: what the node's corenoised's tracer saw run on the rank's CPU
+  // (a task, an IRQ, a softirq, a work item: `line` says which).
+  enum class Kind { thread, process, irq, softirq, traced };
   Kind kind = Kind::thread;
   // The thread's or the process's command, as the kernel names it; an
   // IRQ's device or an architecture line's description ("" for a softirq).
@@ -125,6 +127,7 @@ struct JobCulprit {
   std::string line;   // an interrupt's: "41", "LOC", "NET_RX"
   double count = 0;   // an interrupt's, on `cpu` over the job
   double excess = 0;  // of those, more than on the node's median other CPU
+  double share = 0;   // a traced culprit's: of the CPU's time recorded for the job
 };
 
 struct JobRank {

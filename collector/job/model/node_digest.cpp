@@ -35,6 +35,7 @@ NodeDigest node_digest(const RankRecord& first, const std::vector<RankRecord>& n
   digest.host = first.host;
   digest.culprits = first.node_culprits;
   digest.interrupts = first.node_interrupts;
+  digest.traced = first.node_traced;
   digest.daemon = first.node_daemon;
   digest.lateness = std::move(lateness);
   digest.findings = job_findings(node_records);
@@ -62,6 +63,7 @@ json to_wire(const NodeDigest& digest) {
                {"findings", findings},
                {"sites", sites_to_wire(digest.sites)}};
   if (digest.daemon) wire["daemon"] = verdicts_to_json(*digest.daemon);
+  if (!digest.traced.empty()) wire["traced"] = traced_to_wire(digest.traced);
   return wire;
 }
 
@@ -70,6 +72,7 @@ NodeDigest digest_from_wire(const json& wire) {
   digest.host = wire.at("host").get<std::string>();
   digest.culprits = culprits_from_wire(wire.at("culprits"));
   if (wire.contains("interrupts")) digest.interrupts = interrupts_from_wire(wire.at("interrupts"));
+  if (wire.contains("traced")) digest.traced = traced_from_wire(wire.at("traced"));
   if (wire.contains("daemon") && wire.at("daemon").is_object())
     digest.daemon = verdicts_from_json(wire.at("daemon"));
   digest.lateness = wire.at("lateness").get<std::vector<float>>();

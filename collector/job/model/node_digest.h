@@ -27,6 +27,7 @@ struct NodeDigest {
   std::string host;
   std::vector<RankRecord::Culprit> culprits;                // RankRecord::node_culprits
   std::vector<RankRecord::InterruptLine> interrupts;        // RankRecord::node_interrupts
+  std::vector<RankRecord::TracedCulprit> traced;            // RankRecord::node_traced
   std::optional<std::map<unsigned, DaemonVerdict>> daemon;  // RankRecord::node_daemon
   std::vector<float> lateness;          // per column, its latest rank's lateness
   std::vector<JobFinding> findings;     // job_findings() of the node's records

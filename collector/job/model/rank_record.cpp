@@ -86,6 +86,21 @@ std::vector<RankRecord::InterruptLine> interrupts_from_wire(const json& wire) {
   return lines;
 }
 
+json traced_to_wire(const std::vector<RankRecord::TracedCulprit>& culprits) {
+  json out = json::array();
+  for (const auto& c : culprits) out.push_back({c.cpu, c.kind, c.text, c.seconds, c.share});
+  return out;
+}
+
+std::vector<RankRecord::TracedCulprit> traced_from_wire(const json& wire) {
+  std::vector<RankRecord::TracedCulprit> culprits;
+  for (const auto& c : wire) {
+    culprits.push_back({c.at(0).get<int>(), c.at(1).get<std::string>(), c.at(2).get<std::string>(),
+                        c.at(3).get<double>(), c.at(4).get<double>()});
+  }
+  return culprits;
+}
+
 json to_wire(const RankRecord& r) {
   json wire = {{"rank", r.rank}, {"host", r.host}, {"cpus", r.cpus}, {"pid", r.pid}};
   wire["measures"] =
@@ -96,6 +111,7 @@ json to_wire(const RankRecord& r) {
   wire["sites"] = sites_to_wire(r.sites);
   if (!r.node_culprits.empty()) wire["culprits"] = culprits_to_wire(r.node_culprits);
   if (!r.node_interrupts.empty()) wire["interrupts"] = interrupts_to_wire(r.node_interrupts);
+  if (!r.node_traced.empty()) wire["traced"] = traced_to_wire(r.node_traced);
   if (r.node_daemon) wire["daemon"] = verdicts_to_json(*r.node_daemon);
   json pools = json::array();
   for (const auto& pool : r.config.unset_pools) pools.push_back({pool.variable, pool.library});
@@ -123,6 +139,7 @@ RankRecord record_from_wire(const json& wire) {
   r.sites = sites_from_wire(wire.at("sites"));
   if (wire.contains("culprits")) r.node_culprits = culprits_from_wire(wire.at("culprits"));
   if (wire.contains("interrupts")) r.node_interrupts = interrupts_from_wire(wire.at("interrupts"));
+  if (wire.contains("traced")) r.node_traced = traced_from_wire(wire.at("traced"));
   if (wire.contains("daemon") && !wire.at("daemon").is_null())
     r.node_daemon = verdicts_from_json(wire.at("daemon"));
   if (wire.contains("config")) {

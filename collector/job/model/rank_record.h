@@ -77,6 +77,17 @@ struct RankRecord {
     }
   };
   std::vector<InterruptLine> node_interrupts;
+  // What else ran on the job's CPUs of the node, as its corenoised's
+  // tracer saw it (`job-culprits`, daemon/job_tracer.h): each CPU's
+  // largest, three at most; empty where the daemon does not trace.
+  struct TracedCulprit {
+    int cpu = -1;
+    std::string kind;  // task, irq, softirq, work, events_lost
+    std::string text;  // as the daemon names it: "inj[1234]", "IRQ 36 (virtio1-req.0)"
+    double seconds = 0;
+    double share = 0;  // of the CPU's time recorded for the job
+  };
+  std::vector<TracedCulprit> node_traced;
   std::optional<std::map<unsigned, DaemonVerdict>> node_daemon;
   RankConfig config;  // what its configuration showed (rank_config.h)
   // Its measures at the end of the job's warm-up (JobFacts::warmup_steps),
@@ -96,6 +107,8 @@ nlohmann::json culprits_to_wire(const std::vector<RankRecord::Culprit>& culprits
 std::vector<RankRecord::Culprit> culprits_from_wire(const nlohmann::json& wire);
 nlohmann::json interrupts_to_wire(const std::vector<RankRecord::InterruptLine>& lines);
 std::vector<RankRecord::InterruptLine> interrupts_from_wire(const nlohmann::json& wire);
+nlohmann::json traced_to_wire(const std::vector<RankRecord::TracedCulprit>& culprits);
+std::vector<RankRecord::TracedCulprit> traced_from_wire(const nlohmann::json& wire);
 RankRecord record_from_wire(const nlohmann::json& wire);  // throws nlohmann's errors
 
 // The verdicts as the wire carries them:

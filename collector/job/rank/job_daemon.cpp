@@ -73,6 +73,43 @@ std::optional<std::map<unsigned, DaemonVerdict>> daemon_verdicts(const std::stri
   }
 }
 
+std::vector<RankRecord::TracedCulprit> traced_from_reply(const json& reply) {
+  constexpr std::size_t kPerCpu = 3;
+  constexpr double kLeastShare = 0.001;
+  JobCulpritsReply traced;
+  try {
+    traced = reply.get<JobCulpritsReply>();
+  } catch (const std::exception&) {
+    return {};  // not a job-culprits reply: none rather than guessed ones
+  }
+  std::vector<RankRecord::TracedCulprit> out;
+  for (const JobTracedCpu& cpu : traced.cpus) {
+    if (!(cpu.seconds > 0)) continue;
+    std::size_t kept = 0;
+    for (const JobTracedCulprit& c : cpu.culprits) {  // most time first
+      const double share = c.seconds / cpu.seconds;
+      if (kept == kPerCpu || !(share >= kLeastShare)) break;
+      out.push_back({static_cast<int>(cpu.cpu), c.kind, c.text, c.seconds, std::min(share, 1.0)});
+      ++kept;
+    }
+  }
+  return out;
+}
+
+std::vector<RankRecord::TracedCulprit> daemon_traced_culprits(const std::string& socket_path,
+                                                              const std::string& job_id) {
+  const std::string socket = job_socket(socket_path);
+  if (socket.empty()) return {};
+  try {
+    const json reply = ControlClient(socket, kTimeout)
+                           .request(to_json(ControlRequest{JobCulpritsRequest{job_id}}), kTimeout);
+    if (!reply.value("ok", false)) return {};
+    return traced_from_reply(reply);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 json job_request(const std::string& job_id, double ended_unix_seconds, double elapsed_seconds,
                  int ranks, const std::vector<JobCpuLoss>& loss) {
   JobRequest request;

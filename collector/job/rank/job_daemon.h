@@ -33,6 +33,15 @@ std::optional<std::map<unsigned, DaemonVerdict>> daemon_verdicts(const std::stri
 std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
     const nlohmann::json& results, double now_unix_seconds);
 
+// What else ran on this job's CPUs of the node since it began there, as
+// its corenoised's tracer saw it (`job-culprits`, docs/control.md): each
+// CPU's three largest culprits of at least 0.1 % of its recorded time.
+// Empty where no daemon answered, or it does not trace.
+std::vector<RankRecord::TracedCulprit> daemon_traced_culprits(const std::string& socket_path,
+                                                              const std::string& job_id);
+// The same from a `job-culprits` reply already read (pure; for tests).
+std::vector<RankRecord::TracedCulprit> traced_from_reply(const nlohmann::json& reply);
+
 // The `job` request for one node's loss (the protocol's own encoding,
 // daemon/control/control_protocol.h), each figure capped at elapsed_seconds and
 // rounded down to the microsecond.

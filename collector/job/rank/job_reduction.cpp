@@ -400,6 +400,7 @@ void add_node_view(const RankView& p, Collectives& node, FinalizeBuffers& b, Ran
       p.process->interrupts_at_start, read_interrupt_tables(p.session->options->proc_root),
       record.measures.elapsed_seconds, 3);
   record.node_daemon = daemon_verdicts(p.session->options->socket_path);
+  record.node_traced = daemon_traced_culprits(p.session->options->socket_path, job_id(record.pid));
 }
 
 // Above --full ranks, the node's lateness row on its first rank: each

@@ -908,6 +908,8 @@
   }
 
   function culpritText(c) {
+    if (c.kind === "traced")
+      return c.name + " on cpu " + c.cpu + " (traced): " + seconds(c.seconds) + ", " + fixed(100 * c.share_of_cpu, 1) + " % of the CPU";
     if (c.kind === "irq" || c.kind === "softirq")
       return (c.kind === "irq" ? "IRQ " : "softirq ") + c.line + (c.name ? " (" + c.name + ")" : "") + " on cpu " + c.cpu + ": " + fixed(c.count, 0) + " times, " + fixed(c.more_than_other_cpus, 0) + " more than the node's other CPUs";
     const where = [isNum(c.pid) ? "pid " + c.pid : null, isNum(c.cpu) ? "cpu " + c.cpu : null].filter(Boolean);

@@ -1,0 +1,233 @@
+#include "daemon/job_tracer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "probe/tsc.h"
+
+namespace corenoise {
+namespace {
+
+constexpr const char* kAnotherUsersTask = "another user's task";
+
+bool same(const trace::Culprit& a, const trace::Culprit& b) {
+  return a.kind == b.kind && a.id == b.id && a.name == b.name;
+}
+
+}  // namespace
+
+JobTracer::JobTracer(std::unique_ptr<trace::TraceSource> source, OwnerLookup owner_of, bool hidden,
+                     double read_every_seconds)
+    : source_(std::move(source)),
+      owner_of_(std::move(owner_of)),
+      hidden_(hidden),
+      read_every_seconds_(read_every_seconds) {
+  source_->round_ends();  // nothing recorded until a job is followed
+  thread_ = std::thread([this] { run(); });
+}
+
+JobTracer::~JobTracer() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  source_->release();
+}
+
+void JobTracer::run() {
+  const auto period = std::chrono::duration<double>(read_every_seconds_);
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, period, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    try {
+      read_now();
+    } catch (...) {
+      // Out of memory in a read: the next one tries again.
+    }
+    lock.lock();
+  }
+}
+
+void JobTracer::follow(const std::vector<TracedJob>& jobs) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t now = read_tsc();
+  std::map<Key, const TracedJob*> listed;
+  for (const TracedJob& j : jobs) listed[{j.uid, j.job_id}] = &j;
+  std::erase_if(jobs_, [&](const auto& entry) { return !listed.contains(entry.first); });
+  for (const auto& [key, ranks] : listed) {
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) {
+      if (jobs_.size() >= kMaxJobs) continue;
+      it = jobs_.emplace(key, Job{}).first;
+    }
+    it->second.ranks = *ranks;
+    for (unsigned cpu : ranks->cpus) it->second.cpus.try_emplace(cpu, Ledger{now, 0, {}, 0, false});
+    // A CPU a rank may no longer run on (a registration gone) keeps what
+    // it was charged: the job ran there.
+  }
+  std::set<unsigned> wanted;
+  for (const auto& [key, job] : jobs_) wanted.insert(job.ranks.cpus.begin(), job.ranks.cpus.end());
+  if (wanted == recording_) return;
+  for (unsigned cpu : wanted) {
+    if (!recording_.contains(cpu)) fresh_[cpu] = now;
+  }
+  recording_ = wanted;
+  if (wanted.empty()) {
+    source_->round_ends();
+  } else {
+    const std::vector<unsigned> list(wanted.begin(), wanted.end());
+    source_->round_begins(list);
+  }
+}
+
+void JobTracer::read_now() {
+  std::set<unsigned> cpus;
+  {
+    std::lock_guard lock(mutex_);
+    cpus = recording_;
+    for (const auto& [cpu, since] : fresh_) states_[cpu] = CpuState{since, {}};
+    fresh_.clear();
+  }
+  std::erase_if(states_, [&](const auto& entry) { return !cpus.contains(entry.first); });
+  const std::uint64_t now = read_tsc();
+  Owners owners;
+  for (unsigned cpu : cpus) {
+    std::vector<trace::Event> events;
+    try {
+      events = source_->take(cpu);
+    } catch (const std::exception&) {
+      continue;  // not traced, or unreadable now: the span goes on to the next read
+    }
+    CpuState& state = states_[cpu];
+    if (state.from == 0 || state.from > now) state.from = now;
+    const trace::Attribution span = trace::charge_span(events, state.from, now, state.carry);
+    for (const trace::Culprit& c : span.culprits) {
+      if (c.kind == trace::CulpritKind::task && c.id > 0 && !owners.contains(c.id))
+        owners[c.id] = owner_of_(c.id);
+    }
+    charge(cpu, state.from, now, span, owners);
+    state.from = now;
+  }
+}
+
+void JobTracer::charge(unsigned cpu, std::uint64_t from, std::uint64_t to,
+                       const trace::Attribution& span, const Owners& owners) {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, job] : jobs_) {
+    auto it = job.cpus.find(cpu);
+    if (it == job.cpus.end() || !job.ranks.cpus.contains(cpu)) continue;
+    Ledger& ledger = it->second;
+    // A span begun before the job came to this CPU is another's.
+    if (from < ledger.since) continue;
+    ledger.ticks += to - from;
+    ledger.overran = ledger.overran || span.overran;
+    for (const trace::Culprit& c : span.culprits) add(ledger, c, job, owners);
+  }
+}
+
+void JobTracer::add(Ledger& ledger, trace::Culprit c, const Job& job, const Owners& owners) const {
+  if (c.kind == trace::CulpritKind::task) {
+    if (c.id <= 0) return;  // the idle task
+    const auto found = owners.find(c.id);
+    const std::optional<TaskOwner> owner =
+        found != owners.end() ? found->second : std::optional<TaskOwner>{};
+    if (owner && job.ranks.pids.contains(owner->tgid)) return;  // the job's own
+    const bool visible = owner && (owner->kernel_thread || owner->uid == job.ranks.uid);
+    if (hidden_ && !visible) {
+      c.name = kAnotherUsersTask;
+      c.id = -1;
+      c.prio = -1;
+    }
+  }
+  auto it = std::find_if(ledger.named.begin(), ledger.named.end(),
+                         [&](const trace::Culprit& x) { return same(x, c); });
+  if (it != ledger.named.end()) {
+    it->ticks += c.ticks;
+    it->detours += c.detours;
+  } else if (ledger.named.size() < kMaxNamed) {
+    ledger.named.push_back(std::move(c));
+  } else {
+    ledger.other_ticks += c.ticks;
+  }
+}
+
+std::optional<std::vector<TracedCpu>> JobTracer::charges(uid_t uid,
+                                                         const std::string& job_id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = jobs_.find({uid, job_id});
+  if (it == jobs_.end()) return std::nullopt;
+  const double hertz = tsc_hertz();
+  std::vector<TracedCpu> out;
+  for (const auto& [cpu, ledger] : it->second.cpus) {
+    TracedCpu traced{cpu, static_cast<double>(ledger.ticks) / hertz, ledger.named,
+                     static_cast<double>(ledger.other_ticks) / hertz, ledger.overran};
+    trace::Attribution seconds;
+    seconds.culprits = std::move(traced.culprits);
+    trace::convert_to_seconds(seconds, hertz);
+    traced.culprits = std::move(seconds.culprits);
+    std::sort(traced.culprits.begin(), traced.culprits.end(),
+              [](const trace::Culprit& a, const trace::Culprit& b) {
+                return std::tie(b.ticks, a.name) < std::tie(a.ticks, b.name);
+              });
+    out.push_back(std::move(traced));
+  }
+  return out;
+}
+
+std::optional<TaskOwner> task_owner(const std::string& proc_root, pid_t tid) {
+  std::ifstream in(proc_root + "/" + std::to_string(tid) + "/status");
+  if (!in) return std::nullopt;
+  TaskOwner owner;
+  bool tgid = false, uid = false;
+  long ppid = -1;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "Tgid:") tgid = static_cast<bool>(fields >> owner.tgid);
+    if (key == "PPid:") fields >> ppid;
+    if (key == "Uid:") uid = static_cast<bool>(fields >> owner.uid);
+  }
+  if (!tgid || !uid) return std::nullopt;
+  // kthreadd (pid 2) starts every kernel thread, and is one.
+  owner.kernel_thread = owner.tgid == 2 || ppid == 2;
+  return owner;
+}
+
+bool proc_hides_pids(const std::string& mountinfo) {
+  // "22 28 0:21 / /proc rw,nosuid shared:12 - proc proc rw,hidepid=invisible":
+  // the mount point is the fifth field, the type and the super options
+  // follow the " - "; of mounts stacked on /proc the last is seen.
+  bool hides = false;
+  std::istringstream lines(mountinfo);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, point;
+    if (!(fields >> id >> parent >> device >> root >> point) || point != "/proc") continue;
+    const std::size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type, source, options;
+    if (!(rest >> type >> source >> options) || type != "proc") continue;
+    hides = false;
+    std::istringstream list(options);
+    std::string option;
+    while (std::getline(list, option, ',')) {
+      if (option.rfind("hidepid=", 0) != 0) continue;
+      const std::string value = option.substr(8);
+      hides = value != "0" && value != "off";
+    }
+  }
+  return hides;
+}
+
+}  // namespace corenoise
