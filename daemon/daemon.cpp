@@ -174,6 +174,11 @@ void Daemon::rebuild_runner(bool starting) {
   }
 }
 
+namespace {
+constexpr unsigned kJobTraceBufferKib = 1024;
+constexpr double kJobTraceReadSeconds = 0.25;
+}  // namespace
+
 void Daemon::rebuild_job_tracer() {
   job_tracer_.reset();
   if (!trace_) return;
@@ -187,10 +192,16 @@ void Daemon::rebuild_job_tracer() {
       !mounts.is_open() || proc_hides_pids({std::istreambuf_iterator<char>(mounts), {}});
   try {
     std::string why_not;
-    auto source = trace::open_trace_source(trace::TraceMode::automatic, cpus, &why_not);
+    // A job's CPU records continuously, unlike a probe's windows: a disk's
+    // or a NIC's IRQs with their softirqs and switches make some 50,000
+    // events a second (~2 MB). 1 MiB a CPU read four times a second holds
+    // twice that.
+    auto source = trace::open_trace_source(trace::TraceMode::automatic, cpus, &why_not,
+                                           "trace = on", kJobTraceBufferKib);
     if (!source) throw std::runtime_error(why_not);
     job_tracer_ = std::make_unique<JobTracer>(
-        std::move(source), [proc_root](pid_t tid) { return task_owner(proc_root, tid); }, hidden);
+        std::move(source), [proc_root](pid_t tid) { return task_owner(proc_root, tid); }, hidden,
+        kJobTraceReadSeconds);
     job_tracer_->follow(job_admission_.running_jobs());
     log_info(std::string("tracing running jobs' CPUs for job-culprits") +
              (hidden ? " (/proc hides other users' processes: their tasks go unnamed)" : ""));

@@ -166,7 +166,7 @@ constexpr FamilySpec kFamilies[kFamilyCount] = {
      "Ranks that sent live figures and then ended, by how: finalize (their job reported at "
      "MPI_Finalize) or without_finalize (exited without: killed, or ended without it)."},
     {"corenoise_job_reports_refused_total", MetricType::Counter,
-     "job-start, job-live and job lines refused since corenoised started, by reason "
+     "job-start, job-live, job-culprits and job lines refused since corenoised started, by reason "
      "(docs/control.md, Threat model)."},
 };
 

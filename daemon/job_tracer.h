@@ -9,7 +9,7 @@
 // Recording: a tracefs instance of its own (probe/trace/trace_source.h),
 // beside the probe rounds' one, switched on for the union of the followed
 // jobs' CPUs and off when none is. Its own thread reads each recorded CPU's
-// ring buffer every second (charge_span, probe/trace/span_charges.h) into
+// ring buffer four times a second (charge_span, probe/trace/span_charges.h) into
 // bounded per-job, per-CPU ledgers: at most kMaxNamed entries (the rest as
 // `other`), at most kMaxJobs jobs.
 //

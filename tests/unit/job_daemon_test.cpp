@@ -208,8 +208,9 @@ TEST(JobRequestTest, ALiveLineIsBroughtWithinTheDaemonsBounds) {
 // around the test.
 class JobIdTest : public ::testing::Test {
  protected:
-  static constexpr const char* kNames[] = {"SLURM_JOB_ID", "PMIX_NAMESPACE",
-                                           "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"};
+  static constexpr const char* kNames[] = {
+      "SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
+      "PMI_JOBID",    "PMI_RANK",       "PMI_FD"};
   void SetUp() override {
     for (const char* name : kNames) {
       const char* value = ::getenv(name);
@@ -230,6 +231,10 @@ class JobIdTest : public ::testing::Test {
 
 TEST_F(JobIdTest, LauncherIdFirstElseThePid) {
   EXPECT_EQ(job_id(4321), "pid-4321");
+  // MPICH's Hydra: the node's proxy, the ranks' parent.
+  ::setenv("PMI_RANK", "1", 1);
+  ::setenv("PMI_FD", "8", 1);
+  EXPECT_EQ(job_id(4321), "hydra-" + std::to_string(::getppid()));
   ::setenv("PMI_JOBID", "pmi-7", 1);
   EXPECT_EQ(job_id(4321), "pmi-7");
   ::setenv("SLURM_JOB_ID", "123456", 1);

@@ -25,16 +25,19 @@ TEST(TracedCulprits, TheDaemonsReplyKeepsEachCpusLargestAndDropsTheTrivial) {
                         {{"task", "inj", 99, "inj[99]", 6.0},
                          {"irq", "virtio1-req.0", 36, "IRQ 36 (virtio1-req.0)", 0.8},
                          {"task", "dd", 98, "dd[98]", 0.5},
+                         {"task", "dd", 97, "dd[97]", 0.4},
                          {"work", "vmstat_update", -1, "work vmstat_update", 0.1}},
                         0,
                         false});
   reply.cpus.push_back({0, 20.0, {{"task", "sshd", 5, "sshd[5]", 0.01}}, 0, false});
   const auto traced = traced_from_reply(json(reply));
-  ASSERT_EQ(traced.size(), 3u) << "three a CPU; 0.05 % of CPU 0 is below the floor";
+  ASSERT_EQ(traced.size(), 4u) << "0.05 % of CPU 0 is below the floor";
   EXPECT_EQ(traced[0].cpu, 1);
   EXPECT_EQ(traced[0].text, "inj[99]");
   EXPECT_DOUBLE_EQ(traced[0].share, 0.3);
-  EXPECT_EQ(traced[1].kind, "irq");
+  EXPECT_EQ(traced[1].text, "dd (2 tasks)");
+  EXPECT_DOUBLE_EQ(traced[1].seconds, 0.9);
+  EXPECT_EQ(traced[2].kind, "irq");
   EXPECT_TRUE(
       traced_from_reply(json{{"ok", true}, {"trace", "off"}, {"cpus", json::array()}}).empty());
   EXPECT_TRUE(traced_from_reply(json{{"ok", true}}).empty()) << "not a job-culprits reply";

@@ -87,10 +87,11 @@ void add_interrupt_lines(const RankRecord& r, const RankAttribution& a, const No
 
 // A late rank's traced culprits: what the node's corenoised saw run on its
 // CPUs while the job ran, whatever its cause (the tracer sees what /proc
-// cannot: which IRQ, which kernel thread, which work item), three at most.
+// cannot: which IRQ, which kernel thread, which work item), five at most:
+// an IRQ's time may be its handler's or its softirq's, and both are named.
 void add_traced(const RankRecord& r, const RankAttribution& a, const NodeViews& views,
                 std::vector<JobCulprit>& culprits) {
-  constexpr std::size_t kShown = 3;
+  constexpr std::size_t kShown = 5;
   if (!a.main_cause) return;
   std::vector<std::pair<unsigned, const RankRecord::TracedCulprit*>> seen;
   for (unsigned cpu : r.cpus) {

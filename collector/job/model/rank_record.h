@@ -79,7 +79,7 @@ struct RankRecord {
   std::vector<InterruptLine> node_interrupts;
   // What else ran on the job's CPUs of the node, as its corenoised's
   // tracer saw it (`job-culprits`, daemon/job_tracer.h): each CPU's
-  // largest, three at most; empty where the daemon does not trace.
+  // largest, five at most; empty where the daemon does not trace.
   struct TracedCulprit {
     int cpu = -1;
     std::string kind;  // task, irq, softirq, work, events_lost

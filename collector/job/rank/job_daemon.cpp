@@ -73,8 +73,36 @@ std::optional<std::map<unsigned, DaemonVerdict>> daemon_verdicts(const std::stri
   }
 }
 
+namespace {
+
+// One CPU's culprits with the tasks of one command merged (a shell loop's
+// dd is a new process each pass, as are a cron job's): "dd (3 tasks)".
+std::vector<JobTracedCulprit> merged_by_command(const std::vector<JobTracedCulprit>& culprits) {
+  std::vector<JobTracedCulprit> merged;
+  std::vector<int> tasks;
+  for (const JobTracedCulprit& c : culprits) {
+    const auto same = std::find_if(merged.begin(), merged.end(), [&](const JobTracedCulprit& m) {
+      return c.kind == "task" && m.kind == "task" && m.name == c.name;
+    });
+    if (same == merged.end()) {
+      merged.push_back(c);
+      tasks.push_back(1);
+      continue;
+    }
+    const auto at = static_cast<std::size_t>(same - merged.begin());
+    same->seconds += c.seconds;
+    same->id = -1;
+    same->text = c.name + " (" + std::to_string(++tasks[at]) + " tasks)";
+  }
+  std::stable_sort(merged.begin(), merged.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return merged;
+}
+
+}  // namespace
+
 std::vector<RankRecord::TracedCulprit> traced_from_reply(const json& reply) {
-  constexpr std::size_t kPerCpu = 3;
+  constexpr std::size_t kPerCpu = 5;
   constexpr double kLeastShare = 0.001;
   JobCulpritsReply traced;
   try {
@@ -86,7 +114,7 @@ std::vector<RankRecord::TracedCulprit> traced_from_reply(const json& reply) {
   for (const JobTracedCpu& cpu : traced.cpus) {
     if (!(cpu.seconds > 0)) continue;
     std::size_t kept = 0;
-    for (const JobTracedCulprit& c : cpu.culprits) {  // most time first
+    for (const JobTracedCulprit& c : merged_by_command(cpu.culprits)) {  // most time first
       const double share = c.seconds / cpu.seconds;
       if (kept == kPerCpu || !(share >= kLeastShare)) break;
       out.push_back({static_cast<int>(cpu.cpu), c.kind, c.text, c.seconds, std::min(share, 1.0)});
@@ -205,6 +233,11 @@ std::string job_id(long pid) {
       return id;
     }
   }
+  // MPICH's Hydra names no job in the ranks' environment, but starts a
+  // node's ranks of one job from one proxy (hydra_pmi_proxy), their
+  // parent: the daemon, one a node, needs no more.
+  if (std::getenv("PMI_RANK") != nullptr && std::getenv("PMI_FD") != nullptr)
+    return "hydra-" + std::to_string(::getppid());
   return "pid-" + std::to_string(pid);
 }
 

@@ -35,7 +35,8 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
 
 // What else ran on this job's CPUs of the node since it began there, as
 // its corenoised's tracer saw it (`job-culprits`, docs/control.md): each
-// CPU's three largest culprits of at least 0.1 % of its recorded time.
+// CPU's five largest culprits of at least 0.1 % of its recorded time, the
+// tasks of one command as one.
 // Empty where no daemon answered, or it does not trace.
 std::vector<RankRecord::TracedCulprit> daemon_traced_culprits(const std::string& socket_path,
                                                               const std::string& job_id);
@@ -64,8 +65,10 @@ std::string send_job_line(const std::string& socket_path, const nlohmann::json& 
 nlohmann::json job_start_request(const std::string& job_id);
 
 // The launcher's id for this job (SLURM_JOB_ID, PMIX_NAMESPACE,
-// OMPI_MCA_orte_ess_jobid, PMI_JOBID), else "pid-<pid>": a rank passes its
-// own, the same at its job-start and at its report.
+// OMPI_MCA_orte_ess_jobid, PMI_JOBID), Hydra's proxy under MPICH's
+// mpiexec ("hydra-<its pid>", shared by the node's ranks of one job), else
+// "pid-<pid>": a rank passes its own, the same at its job-start and at its
+// report.
 std::string job_id(long pid);
 
 }  // namespace corenoise
