@@ -48,6 +48,10 @@ install(FILES ${_deploy}/slurm/corenoise-slurm.default
   DESTINATION /etc/default RENAME corenoise-slurm)
 string(APPEND _conffiles "/etc/default/corenoise-slurm\n")
 
+# The drop-in a site installs to let corenoised trace (docs/daemon.md).
+install(FILES ${_deploy}/systemd/corenoised-trace.conf
+  DESTINATION share/doc/corenoise/examples/systemd)
+
 # Prometheus and Grafana: examples for the monitoring server, not this node.
 install(DIRECTORY ${_deploy}/prometheus ${_deploy}/grafana
   DESTINATION share/doc/corenoise/examples)

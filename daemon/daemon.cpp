@@ -164,7 +164,8 @@ void Daemon::rebuild_runner(bool starting) {
     if (trace_) log_info("tracing the detour windows: culprits are named (docs/verdicts.md)");
     if (!why_not.empty()) log_info("not tracing the detour windows: " + why_not);
     trace_status_ = trace::trace_status(config_.probe.trace, trace_ != nullptr, why_not);
-    rebuild_job_tracer();
+    // The job tracer's thread is made with the housekeeping affinity, in start().
+    if (started_) rebuild_job_tracer();
   }
   runner_->set_trace(trace_);
   if (calibration_ &&
@@ -202,9 +203,9 @@ void Daemon::rebuild_job_tracer() {
     job_tracer_ = std::make_unique<JobTracer>(
         std::move(source), [proc_root](pid_t tid) { return task_owner(proc_root, tid); }, hidden,
         kJobTraceReadSeconds);
-    job_tracer_->follow(job_admission_.running_jobs());
     log_info(std::string("tracing running jobs' CPUs for job-culprits") +
              (hidden ? " (/proc hides other users' processes: their tasks go unnamed)" : ""));
+    forget_exited_ranks();  // follows the jobs now, and every second from now
   } catch (const std::exception& e) {
     log_error(std::string("cannot trace running jobs' CPUs: ") + e.what());
   }
@@ -237,6 +238,8 @@ void Daemon::start() {
     user_control_->start();
     log_info("user socket at " + user_control_->options().socket_path);
   }
+  started_ = true;
+  rebuild_job_tracer();
   forget_exited_ranks();
 
   idle_reference_ = read_cpu_times(config_.probe.proc_root);
@@ -624,7 +627,13 @@ void Daemon::forget_exited_ranks() {
   if (forgotten > 0) {
     log_debug("forgot " + std::to_string(forgotten) + " exited ranks' job-start");
   }
-  if (job_tracer_) job_tracer_->follow(job_admission_.running_jobs());
+  if (job_tracer_ && job_tracer_->follow(job_admission_.running_jobs()) > 0 && !warned_blind_) {
+    log_warning(
+        "cannot read /proc of a registered rank: its job's own threads will be named as "
+        "culprits of its CPUs (tracing needs other users' /proc: ProtectProc=default, or "
+        "CAP_SYS_PTRACE; docs/daemon.md)");
+    warned_blind_ = true;
+  }
   ranks_timer_.expires_after(std::chrono::seconds(job_tracer_ ? 1 : 30));
   ranks_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !stopping_) forget_exited_ranks();
@@ -839,7 +848,6 @@ json Daemon::job_live(const JobLiveRequest& request, const std::optional<PeerCre
 json Daemon::job_start(const JobStartRequest& request, const std::optional<PeerCredentials>& peer) {
   const JobAdmissionVerdict verdict = job_admission_.start(peer, request, admission_time());
   if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
-  if (job_tracer_) job_tracer_->follow(job_admission_.running_jobs());
   return {{"ok", true}};
 }
 
@@ -858,9 +866,15 @@ json Daemon::job_culprits(const JobCulpritsRequest& request,
     reply.trace = "busy";
     return reply;
   }
+  // Each CPU's largest: a reply for every CPU of a big node stays small.
+  constexpr std::size_t kRepliedPerCpu = 16;
   for (const TracedCpu& c : *charges) {
     JobTracedCpu cpu{c.cpu, c.seconds, {}, c.other_seconds, c.overran};
     for (const trace::Culprit& x : c.culprits) {
+      if (cpu.culprits.size() == kRepliedPerCpu) {
+        cpu.other_seconds += x.seconds;
+        continue;
+      }
       cpu.culprits.push_back(
           {trace::kind_name(x.kind), x.name, x.id, trace::describe(x), x.seconds});
     }

@@ -146,6 +146,8 @@ class Daemon : public ControlHandler {
   std::vector<unsigned> traced_cpus_;           // what trace_ was opened for
   // The running jobs' CPUs, recorded while trace_ is open (job_tracer.h).
   std::unique_ptr<JobTracer> job_tracer_;
+  bool warned_blind_ = false;  // logged that a rank's /proc could not be read
+  bool started_ = false;       // start() ran: threads get the housekeeping affinity
   SnapshotStore store_;
   CalibrationStore calibration_store_;
   std::optional<Calibration> calibration_;

@@ -33,8 +33,9 @@
 // Threading: not thread-safe; the daemon calls it on its event-loop thread.
 // Cost: a few system calls a line; no file is read but, at a job-start
 // naming a Slurm cgroup, that cgroup's cgroup.procs and its job's cpuset;
-// nothing is scanned but the registrations of a user at its cap
-// (forget_exited).
+// no line scans the registrations but a job-start of a user at its cap
+// (forget_exited); the daemon's timer does, every 30 s, and every second
+// while it traces (running_jobs), never a user's line.
 #pragma once
 
 #include <sys/types.h>

@@ -13,8 +13,12 @@ namespace {
 
 constexpr const char* kAnotherUsersTask = "another user's task";
 
+// One ledger entry: a task by its command (a shell loop's dd is a new
+// process each pass, and each would take an entry of its own), anything
+// else by its number and name.
 bool same(const trace::Culprit& a, const trace::Culprit& b) {
-  return a.kind == b.kind && a.id == b.id && a.name == b.name;
+  if (a.kind != b.kind || a.name != b.name) return false;
+  return a.kind == trace::CulpritKind::task || a.id == b.id;
 }
 
 }  // namespace
@@ -55,7 +59,13 @@ void JobTracer::run() {
   }
 }
 
-void JobTracer::follow(const std::vector<TracedJob>& jobs) {
+std::size_t JobTracer::follow(const std::vector<TracedJob>& jobs) {
+  // A rank's own /proc entry, unreadable: its threads cannot be told from
+  // others' (a daemon that sees only its own user's processes).
+  std::size_t blind = 0;
+  for (const TracedJob& j : jobs) {
+    for (pid_t pid : j.pids) blind += owner_of_(pid) ? 0 : 1;
+  }
   std::lock_guard lock(mutex_);
   const std::uint64_t now = read_tsc();
   std::map<Key, const TracedJob*> listed;
@@ -74,7 +84,7 @@ void JobTracer::follow(const std::vector<TracedJob>& jobs) {
   }
   std::set<unsigned> wanted;
   for (const auto& [key, job] : jobs_) wanted.insert(job.ranks.cpus.begin(), job.ranks.cpus.end());
-  if (wanted == recording_) return;
+  if (wanted == recording_) return blind;
   for (unsigned cpu : wanted) {
     if (!recording_.contains(cpu)) fresh_[cpu] = now;
   }
@@ -85,6 +95,7 @@ void JobTracer::follow(const std::vector<TracedJob>& jobs) {
     const std::vector<unsigned> list(wanted.begin(), wanted.end());
     source_->round_begins(list);
   }
+  return blind;
 }
 
 void JobTracer::read_now() {
@@ -99,6 +110,10 @@ void JobTracer::read_now() {
   const std::uint64_t now = read_tsc();
   Owners owners;
   for (unsigned cpu : cpus) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;  // a stop or a reload waits on this thread
+    }
     std::vector<trace::Event> events;
     try {
       events = source_->take(cpu);
@@ -151,11 +166,24 @@ void JobTracer::add(Ledger& ledger, trace::Culprit c, const Job& job, const Owne
   if (it != ledger.named.end()) {
     it->ticks += c.ticks;
     it->detours += c.detours;
-  } else if (ledger.named.size() < kMaxNamed) {
-    ledger.named.push_back(std::move(c));
-  } else {
-    ledger.other_ticks += c.ticks;
+    if (it->id != c.id) it->id = -1;  // several tasks of one command
+    return;
   }
+  if (ledger.named.size() < kMaxNamed) {
+    ledger.named.push_back(std::move(c));
+    return;
+  }
+  // Full: the smallest goes to `other`, so that neither the first comers
+  // nor a user's many short tasks keep a larger culprit from being named.
+  auto smallest = std::min_element(
+      ledger.named.begin(), ledger.named.end(),
+      [](const trace::Culprit& a, const trace::Culprit& b) { return a.ticks < b.ticks; });
+  if (smallest->ticks >= c.ticks) {
+    ledger.other_ticks += c.ticks;
+    return;
+  }
+  ledger.other_ticks += smallest->ticks;
+  *smallest = std::move(c);
 }
 
 std::optional<std::vector<TracedCpu>> JobTracer::charges(uid_t uid,

@@ -10,8 +10,9 @@
 // beside the probe rounds' one, switched on for the union of the followed
 // jobs' CPUs and off when none is. Its own thread reads each recorded CPU's
 // ring buffer four times a second (charge_span, probe/trace/span_charges.h) into
-// bounded per-job, per-CPU ledgers: at most kMaxNamed entries (the rest as
-// `other`), at most kMaxJobs jobs.
+// bounded per-job, per-CPU ledgers: at most kMaxNamed entries, a task by its
+// command (the smallest goes to `other` when a larger comes), at most
+// kMaxJobs jobs.
 //
 // Threads: follow() and charges() from the daemon's event loop, the reads
 // on the tracer's own thread; one mutex guards the ledgers, never held
@@ -80,8 +81,9 @@ class JobTracer {
 
   // The running jobs now: recording follows their CPUs; a job no longer
   // listed is dropped with its ledgers. At most kMaxJobs are followed (those
-  // followed already first).
-  void follow(const std::vector<TracedJob>& jobs);
+  // followed already first). Returns how many of their ranks' processes
+  // the owner lookup cannot see (their threads would be charged as others').
+  std::size_t follow(const std::vector<TracedJob>& jobs);
   // The job's charges on its CPUs; nullopt where the job is not followed
   // (beyond kMaxJobs, or not registered).
   std::optional<std::vector<TracedCpu>> charges(uid_t uid, const std::string& job_id) const;

@@ -30,7 +30,8 @@ std::string describe(const Culprit& c) {
       // wake-up at the start of a window that a recorded-whole concurrent
       // round sees -- and nothing took its place.
       if (c.id == 0) return "the idle task (the probe thread waking up)";
-      std::string text = c.name + "[" + std::to_string(c.id) + "]";
+      // No id: several tasks of one command, or one not to be named.
+      std::string text = c.id < 0 ? c.name : c.name + "[" + std::to_string(c.id) + "]";
       if (!c.scheduling.empty()) text += " (" + c.scheduling + ")";
       return text;
     }

@@ -27,9 +27,14 @@ Attribution charge_span(std::span<const Event> events, std::uint64_t from, std::
       later.push_back(e);
       return;
     }
+    // Before the span: a CPU's buffer holds them from before it was
+    // recorded again; they say nothing of who runs now.
+    if (e.time < from) return;
     if (e.kind == EventKind::task_switch) {
       carry.known = true;
       carry.running = e;
+    } else if (e.kind == EventKind::lost) {
+      carry.known = false;  // who ran after the gap is unknown
     }
     replay.push_back(e);
   };

@@ -30,8 +30,10 @@ struct SpanCarry {
 // The time in [from, to) of each context that had the CPU: tasks by
 // thread id (the idle task is pid 0), IRQs, softirqs and work items. The
 // time before the first task switch ever seen is unknown and charged to
-// nothing (the culprits' ticks then sum to less than the span). `events`:
-// in time order; those at or past `to` wait in `carry` for the next span.
+// nothing (the culprits' ticks then sum to less than the span), as is the
+// time after a gap in the events (an overrun) until the next switch in a
+// later span. `events`: those before `from` are ignored, those at or past
+// `to` wait in `carry` for the next span.
 Attribution charge_span(std::span<const Event> events, std::uint64_t from, std::uint64_t to,
                         SpanCarry& carry);
 

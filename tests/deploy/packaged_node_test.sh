@@ -586,6 +586,44 @@ max_user_connections=64
 [[ "$(metric "$after_flood" corenoise_job_reports_total)" == "$total_reports" ]] || fail "the flood's reports were taken"
 in_node systemctl is-active --quiet corenoised || fail "corenoised is not active after the flood"
 
+# ---- tracing, as a site opts in ----------------------------------------------------------
+phase "tracing: the packaged drop-in and trace = on; cnalice's job names what ran on its CPU"
+example=/usr/share/doc/corenoise/examples/systemd/corenoised-trace.conf
+in_node mkdir -p /etc/systemd/system/corenoised.service.d
+in_node cp "$example" /etc/systemd/system/corenoised.service.d/trace.conf ||
+  fail "the package has no $example"
+in_node sh -c 'echo "trace = on" >>/etc/corenoise/corenoised.conf'
+in_node systemctl daemon-reload
+in_node systemctl restart corenoised || {
+  in_node journalctl --no-pager -u corenoised | tail -n 30 >&2
+  fail "corenoised did not restart with the tracing drop-in"
+}
+for _ in $(seq 100); do
+  in_node journalctl --no-pager -u corenoised | grep -q "tracing running jobs' CPUs" && break
+  sleep 0.1
+done
+in_node journalctl --no-pager -u corenoised | grep -q "tracing running jobs' CPUs" || {
+  in_node journalctl --no-pager -u corenoised | tail -n 30 >&2
+  fail "corenoised with the drop-in does not trace running jobs' CPUs"
+}
+main_pid="$(in_node systemctl show -P MainPID corenoised)"
+echo "corenoised traced as: $(in_node grep -E '^(Uid|CapEff):' "/proc/$main_pid/status" | tr -s '\t\n' '  ')"
+run_job cnalice 0 mpich yes mpiexec.mpich -n 2 -bind-to none
+traced="$(in_node python3 -c '
+import json, sys
+report = json.load(open("/home/cnalice/job.json"))
+for r in report["ranks"]:
+    for c in r["culprits"]:
+        if c["kind"] == "traced":
+            print("rank %d: %s (%s) %.3f s, %.1f %%" % (r["rank"], c["name"], c["traced_kind"],
+                                                      c["seconds"], 100 * c["share_of_cpu"]))
+')"
+[[ -n "$traced" ]] || fail "cnalice's traced job names no traced culprit: $(cat "$work/job-cnalice.log")"
+grep -q "^rank [0-9]*: corenoise\[[0-9]*\] (task)" <<<"$traced" ||
+  fail "cnalice's traced job does not name the injector: $traced"
+echo "traced culprits in cnalice's report:"
+printf '  %s\n' "${traced//$'\n'/$'\n'  }"
+
 # ---- what it measured ---------------------------------------------------------------------
 phase ""
 in_node systemctl status --no-pager corenoised >"$work/systemctl_status" 2>&1 || true

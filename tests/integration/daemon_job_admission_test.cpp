@@ -155,6 +155,25 @@ TEST_F(DaemonJobAdmission, AnOrdinaryUsersRankIsTakenOnceThroughTheUserSocket) {
   EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
 }
 
+// A rank's question about its job (job-culprits): only from a registered
+// rank, about its own job; an untraced daemon says so and names nothing.
+TEST_F(DaemonJobAdmission, OnlyARegisteredRankMayAskWhatRanOnItsJobsCpus) {
+  const JobSender nobody{kAsNobody + " /usr/bin/taskset -c 0", ""};
+  const std::string ask = R"({"command":"job-culprits","job_id":"slurm-7"})";
+  const auto replies = send_lines(
+      user_socket(),
+      {ask, job_start_line("slurm-7"), ask, R"({"command":"job-culprits","job_id":"slurm-8"})"},
+      nobody);
+  EXPECT_EQ(replies[0].value("error", "").rfind("job: refused (unregistered): ", 0), 0u)
+      << replies[0];
+  EXPECT_EQ(replies[2], json({{"ok", true}, {"trace", "off"}, {"cpus", json::array()}}))
+      << replies[2];
+  EXPECT_EQ(replies[3].value("error", "").rfind("job: refused (wrong_job): ", 0), 0u) << replies[3];
+  EXPECT_EQ(refused("unregistered"), 1.0);
+  EXPECT_EQ(refused("wrong_job"), 1.0);
+  expect_nothing_counted();
+}
+
 // Forgery: a CPU outside the sender's affinity (a rank bound to CPU 0
 // reporting CPU 1), and a CPU the node lacks.
 TEST_F(DaemonJobAdmission, ACpuOutsideTheSendersAffinityOrTheNodeIsRefused) {

@@ -1,5 +1,5 @@
 // A late rank's traced culprits (docs/job.md, "Named culprits"), end to end
-// as root: a real corenoised with `trace = on`, a real MPICH job of two
+// as root: a real corenoised with `trace = on`, a real job of two
 // bound ranks, and on one rank's CPU the two things the trace must name: a
 // noise injector (`corenoise inject`, another process) and a disk's IRQ,
 // driven by direct reads of a file on the test's own disk. The disk's IRQ
@@ -32,6 +32,7 @@ namespace {
 using nlohmann::json;
 using testing::MpiLauncher;
 
+const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
 const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
 
 // Each numbered IRQ's count per CPU, from /proc/interrupts.
@@ -82,8 +83,8 @@ std::vector<const json*> traced_of(const json& rank) {
   return out;
 }
 
-TEST(JobTraced, TheDaemonsTraceNamesTheInjectorAndTheDisksIrqForTheLateRankOnly) {
-  if (geteuid() != 0) GTEST_FAIL() << "tracing needs root";
+void expect_traced_named(const MpiLauncher& mpi) {
+  SCOPED_TRACE(mpi.family);
   testing::TempDir dir;
   // Real blocks on this test's disk (not tmpfs, which takes no direct reads).
   const std::string file =
@@ -111,9 +112,10 @@ TEST(JobTraced, TheDaemonsTraceNamesTheInjectorAndTheDisksIrqForTheLateRankOnly)
        "while :; do dd if=" + file + " of=/dev/null iflag=direct bs=4k 2>/dev/null; done"});
   const std::string report_path = dir.path() + "/report.json";
   const auto job = testing::run_command(
-      "timeout -k 5 120 " + kMpich.bound_job(2) + testing::shell_word(CORENOISE_BIN) +
+      "timeout -k 5 120 " + mpi.bound_job(2) + testing::shell_word(CORENOISE_BIN) +
       " job --socket " + testing::socket_path(dir) + " --json " + report_path + " -- " +
-      testing::shell_word(BSP_STEP_APP_BIN) + " --steps 400 --step-products 96");
+      testing::shell_word(mpi.family == "openmpi" ? BSP_STEP_APP_OPENMPI_BIN : BSP_STEP_APP_BIN) +
+      " --steps 400 --step-products 96");
   testing::run_command("pkill -f " + file);
   std::filesystem::remove(file);
   ASSERT_EQ(job.exit_code, 0) << job.err;
@@ -141,6 +143,11 @@ TEST(JobTraced, TheDaemonsTraceNamesTheInjectorAndTheDisksIrqForTheLateRankOnly)
     std::cout << job.err.substr(job.err.rfind('\n', at) + 1,
                                 job.err.find('\n', at) - job.err.rfind('\n', at))
               << "\n";
+}
+
+TEST(JobTraced, TheDaemonsTraceNamesTheInjectorAndTheDisksIrqForTheLateRankOnly) {
+  if (geteuid() != 0) GTEST_FAIL() << "tracing needs root";
+  for (const MpiLauncher* mpi : {&kMpich, &kOpenMpi}) expect_traced_named(*mpi);
 }
 
 }  // namespace

@@ -151,10 +151,28 @@ TEST(JobTracer, UnderHidepidAnotherUsersTaskIsNotNamedButTheKernelsAndTheUsersOw
   EXPECT_TRUE(named(cpu, CulpritKind::task, "kworker/0:2"));
 }
 
+TEST(JobTracer, TheTasksOfOneCommandAreOneEntry) {
+  Fixture f;
+  f.tracer->follow({job_on({1})});
+  f.start = read_tsc();
+  // A shell loop's dd: a new process each pass.
+  (*f.queued)[1] = {to_task(f.at(1), 301, "dd"), to_task(f.at(2), 302, "dd"),
+                    to_task(f.at(3), 303, "dd"), to_task(f.at(4), 7, "rank")};
+  f.wait_past(5);
+  f.tracer->read_now();
+  const TracedCpu cpu = f.tracer->charges(kUser, "slurm-1")->at(0);
+  ASSERT_EQ(cpu.culprits.size(), 1u);
+  EXPECT_EQ(cpu.culprits[0].ticks, 3'000'000u);
+  EXPECT_EQ(cpu.culprits[0].id, -1) << "several tasks: no one id";
+}
+
 TEST(JobTracer, RecordsOnlyTheFollowedJobsCpusAndForgetsAJobThatEnded) {
   Fixture f;
   EXPECT_TRUE(f.recording->empty());
-  f.tracer->follow({job_on({1, 3}), job_on({2}, "slurm-2")});
+  EXPECT_EQ(f.tracer->follow({job_on({1, 3}), job_on({2}, "slurm-2")}), 0u);
+  TracedJob unseen = job_on({1}, "slurm-3");
+  unseen.pids = {7, 4444};  // 4444's /proc cannot be read
+  EXPECT_EQ(f.tracer->follow({job_on({1, 3}), job_on({2}, "slurm-2"), unseen}), 1u);
   EXPECT_EQ(*f.recording, (std::vector<unsigned>{1, 2, 3}));
   f.tracer->follow({job_on({1, 3})});
   EXPECT_EQ(*f.recording, (std::vector<unsigned>{1, 3}));
@@ -190,14 +208,28 @@ TEST(JobTracer, KeepsAtMostItsNamedEntriesAndJobs) {
   f.start = read_tsc();
   std::vector<Event> events;
   const int tasks = static_cast<int>(JobTracer::kMaxNamed) + 8;
-  for (int i = 0; i < tasks; ++i) events.push_back(to_task(f.at(0.1 * (i + 1)), 1000 + i, "t"));
+  std::vector<std::string> names;
+  for (int i = 0; i < tasks; ++i) names.push_back("t" + std::to_string(i));
+  for (int i = 0; i < tasks; ++i)
+    events.push_back(
+        to_task(f.at(0.1 * (i + 1)), 1000 + i, names[static_cast<std::size_t>(i)].c_str()));
   events.push_back(to_task(f.at(0.1 * (tasks + 1)), 7, "rank"));
   (*f.queued)[0] = events;
   f.wait_past(0.1 * (tasks + 2));
   f.tracer->read_now();
-  const TracedCpu cpu = f.tracer->charges(kUser, "slurm-1")->at(0);
+  TracedCpu cpu = f.tracer->charges(kUser, "slurm-1")->at(0);
   EXPECT_EQ(cpu.culprits.size(), JobTracer::kMaxNamed);
   EXPECT_NEAR(cpu.other_seconds, 8 * 1e5 / tsc_hertz(), 1e-9);
+  // A larger one later takes the smallest's place: the first comers do not
+  // keep it out.
+  f.start = read_tsc();
+  (*f.queued)[0] = {to_task(f.at(0.1), 2000, "late-big"), to_task(f.at(1.1), 7, "rank")};
+  f.wait_past(1.2);
+  f.tracer->read_now();
+  cpu = f.tracer->charges(kUser, "slurm-1")->at(0);
+  EXPECT_EQ(cpu.culprits.size(), JobTracer::kMaxNamed);
+  EXPECT_EQ(cpu.culprits.front().name, "late-big");
+  EXPECT_NEAR(cpu.other_seconds, 9 * 1e5 / tsc_hertz(), 1e-9);
 
   std::vector<TracedJob> many;
   for (std::size_t i = 0; i < JobTracer::kMaxJobs + 1; ++i)

@@ -61,5 +61,18 @@ TEST(SpanCharges, EventsReadPastTheSpansEndWaitForTheNextSpan) {
   EXPECT_TRUE(carry.later.empty());
 }
 
+TEST(SpanCharges, EventsFromBeforeTheSpanAndTasksBeforeAGapSayNothingOfWhoRuns) {
+  SpanCarry carry;
+  // A CPU recorded again: its buffer still holds a switch from before.
+  const Attribution a = charge_span(std::vector<Event>{to_task(50, 99, "gone")}, 100, 200, carry);
+  EXPECT_TRUE(a.culprits.empty());
+  EXPECT_FALSE(carry.known);
+  // An overrun after the last switch: the next span is not the task's.
+  charge_span(std::vector<Event>{to_task(210, 7, "rank"), event(250, EventKind::lost, 10)}, 200,
+              300, carry);
+  EXPECT_FALSE(carry.known);
+  EXPECT_TRUE(charge_span({}, 300, 400, carry).culprits.empty());
+}
+
 }  // namespace
 }  // namespace corenoise::trace
