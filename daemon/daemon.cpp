@@ -180,6 +180,16 @@ constexpr unsigned kJobTraceBufferKib = 1024;
 constexpr double kJobTraceReadSeconds = 0.25;
 }  // namespace
 
+std::vector<TracedJob> Daemon::traced_jobs() const {
+  std::vector<TracedJob> jobs = job_admission_.running_jobs();
+  if (foreign_pids_) {
+    for (TracedJob& job : jobs) {
+      for (pid_t pid : job.pids) job.commands.merge(thread_commands(config_.probe.proc_root, pid));
+    }
+  }
+  return jobs;
+}
+
 void Daemon::rebuild_job_tracer() {
   job_tracer_.reset();
   if (!trace_) return;
@@ -200,11 +210,15 @@ void Daemon::rebuild_job_tracer() {
     auto source = trace::open_trace_source(trace::TraceMode::automatic, cpus, &why_not,
                                            "trace = on", kJobTraceBufferKib);
     if (!source) throw std::runtime_error(why_not);
+    foreign_pids_ = !in_initial_pid_namespace(proc_root);
     job_tracer_ = std::make_unique<JobTracer>(
         std::move(source), [proc_root](pid_t tid) { return task_owner(proc_root, tid); }, hidden,
-        kJobTraceReadSeconds);
+        kJobTraceReadSeconds, foreign_pids_);
     log_info(std::string("tracing running jobs' CPUs for job-culprits") +
-             (hidden ? " (/proc hides other users' processes: their tasks go unnamed)" : ""));
+             (hidden ? " (/proc hides other users' processes: their tasks go unnamed)" : "") +
+             (foreign_pids_ ? " (in a PID namespace of its own, whose thread ids the tracer's are "
+                              "not: a job's own tasks are told by their commands)"
+                            : ""));
     forget_exited_ranks();  // follows the jobs now, and every second from now
   } catch (const std::exception& e) {
     log_error(std::string("cannot trace running jobs' CPUs: ") + e.what());
@@ -627,7 +641,7 @@ void Daemon::forget_exited_ranks() {
   if (forgotten > 0) {
     log_debug("forgot " + std::to_string(forgotten) + " exited ranks' job-start");
   }
-  if (job_tracer_ && job_tracer_->follow(job_admission_.running_jobs()) > 0 && !warned_blind_) {
+  if (job_tracer_ && job_tracer_->follow(traced_jobs()) > 0 && !warned_blind_) {
     log_warning(
         "cannot read /proc of a registered rank: its job's own threads will be named as "
         "culprits of its CPUs (tracing needs other users' /proc: ProtectProc=default, or "

@@ -106,6 +106,9 @@ class Daemon : public ControlHandler {
   void forget_exited_ranks();
   // Opens or closes the job tracer with the rounds' tracing (trace_).
   void rebuild_job_tracer();
+  // The running jobs for the job tracer: admission's, with their ranks'
+  // threads' commands where the trace's thread ids are not ours.
+  std::vector<TracedJob> traced_jobs() const;
   void reload();
   void apply_config(DaemonConfig fresh);
   void update_calibration(const ModeReport& report, bool recalibrate);
@@ -147,6 +150,7 @@ class Daemon : public ControlHandler {
   // The running jobs' CPUs, recorded while trace_ is open (job_tracer.h).
   std::unique_ptr<JobTracer> job_tracer_;
   bool warned_blind_ = false;  // logged that a rank's /proc could not be read
+  bool foreign_pids_ = false;  // in a PID namespace of its own (JobTracer's foreign_pids)
   bool started_ = false;       // start() ran: threads get the housekeeping affinity
   SnapshotStore store_;
   CalibrationStore calibration_store_;

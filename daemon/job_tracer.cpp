@@ -1,7 +1,10 @@
 #include "daemon/job_tracer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -24,11 +27,12 @@ bool same(const trace::Culprit& a, const trace::Culprit& b) {
 }  // namespace
 
 JobTracer::JobTracer(std::unique_ptr<trace::TraceSource> source, OwnerLookup owner_of, bool hidden,
-                     double read_every_seconds)
+                     double read_every_seconds, bool foreign_pids)
     : source_(std::move(source)),
       owner_of_(std::move(owner_of)),
       hidden_(hidden),
-      read_every_seconds_(read_every_seconds) {
+      read_every_seconds_(read_every_seconds),
+      foreign_pids_(foreign_pids) {
   source_->round_ends();  // nothing recorded until a job is followed
   thread_ = std::thread([this] { run(); });
 }
@@ -124,7 +128,9 @@ void JobTracer::read_now() {
     if (state.from == 0 || state.from > now) state.from = now;
     const trace::Attribution span = trace::charge_span(events, state.from, now, state.carry);
     for (const trace::Culprit& c : span.culprits) {
-      if (c.kind == trace::CulpritKind::task && c.id > 0 && !owners.contains(c.id))
+      // Another namespace's thread id would name some other task here.
+      if (!foreign_pids_ && c.kind == trace::CulpritKind::task && c.id > 0 &&
+          !owners.contains(c.id))
         owners[c.id] = owner_of_(c.id);
     }
     charge(cpu, state.from, now, span, owners);
@@ -150,6 +156,10 @@ void JobTracer::charge(unsigned cpu, std::uint64_t from, std::uint64_t to,
 void JobTracer::add(Ledger& ledger, trace::Culprit c, const Job& job, const Owners& owners) const {
   if (c.kind == trace::CulpritKind::task) {
     if (c.id <= 0) return;  // the idle task
+    if (foreign_pids_) {
+      if (job.ranks.commands.contains(c.name)) return;  // the job's own, by command
+      c.id = -1;  // the host's thread id, which names nothing here
+    }
     const auto found = owners.find(c.id);
     const std::optional<TaskOwner> owner =
         found != owners.end() ? found->second : std::optional<TaskOwner>{};
@@ -228,6 +238,25 @@ std::optional<TaskOwner> task_owner(const std::string& proc_root, pid_t tid) {
   // kthreadd (pid 2) starts every kernel thread, and is one.
   owner.kernel_thread = owner.tgid == 2 || ppid == 2;
   return owner;
+}
+
+std::set<std::string> thread_commands(const std::string& proc_root, pid_t pid) {
+  std::set<std::string> commands;
+  std::error_code ec;
+  const std::string tasks = proc_root + "/" + std::to_string(pid) + "/task";
+  for (const auto& entry : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream in(entry.path() / "comm");
+    std::string command;
+    if (std::getline(in, command) && !command.empty()) commands.insert(command);
+  }
+  return commands;
+}
+
+bool in_initial_pid_namespace(const std::string& proc_root) {
+  constexpr std::uint64_t kInitialPidNamespace = 0xEFFFFFFCu;  // PROC_PID_INIT_INO
+  struct stat info {};
+  return ::stat((proc_root + "/self/ns/pid").c_str(), &info) == 0 &&
+         info.st_ino == kInitialPidNamespace;
 }
 
 bool proc_hides_pids(const std::string& mountinfo) {

@@ -46,6 +46,9 @@ struct TracedJob {
   std::string job_id;
   std::set<pid_t> pids;
   std::set<unsigned> cpus;
+  // Its ranks' threads' commands: how its own tasks are told where the
+  // trace's thread ids are not the daemon's (JobTracer's foreign_pids).
+  std::set<std::string> commands;
 };
 
 // What ran on one of a job's CPUs since the job began there.
@@ -71,10 +74,14 @@ class JobTracer {
 
   // `owner_of`: a task's owner, nullopt where it is gone (task_owner, below,
   // in the daemon). `hidden`: /proc hides other users' processes (hidepid),
-  // so their tasks are not named. Starts the reading thread.
+  // so their tasks are not named. `foreign_pids`: the daemon runs in a PID
+  // namespace of its own (a container), where the tracer's thread ids, the
+  // host's, name nothing in its /proc: a job's own tasks are then told by
+  // their commands (TracedJob::commands), no task's owner is known, and no
+  // thread id is given. Starts the reading thread.
   using OwnerLookup = std::function<std::optional<TaskOwner>(pid_t)>;
   JobTracer(std::unique_ptr<trace::TraceSource> source, OwnerLookup owner_of, bool hidden,
-            double read_every_seconds = 1);
+            double read_every_seconds = 1, bool foreign_pids = false);
   ~JobTracer();
   JobTracer(const JobTracer&) = delete;
   JobTracer& operator=(const JobTracer&) = delete;
@@ -119,6 +126,7 @@ class JobTracer {
   OwnerLookup owner_of_;
   const bool hidden_;
   const double read_every_seconds_;
+  const bool foreign_pids_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -131,6 +139,11 @@ class JobTracer {
 
 // The owner of thread `tid` from `proc_root`/TID/status; nullopt if gone.
 std::optional<TaskOwner> task_owner(const std::string& proc_root, pid_t tid);
+// The commands of process `pid`'s threads, from `proc_root`/PID/task.
+std::set<std::string> thread_commands(const std::string& proc_root, pid_t pid);
+// Whether this process runs in the initial PID namespace, the tracer's
+// (its namespace's inode is the kernel's fixed PROC_PID_INIT_INO).
+bool in_initial_pid_namespace(const std::string& proc_root);
 // Whether the /proc of `mountinfo` (a mount table, /proc/1/mountinfo's
 // text: the host's, not the daemon's sandbox) hides other users'
 // processes: hidepid=1, 2, noaccess, invisible or ptraceable.

@@ -2,7 +2,7 @@
 // owns the instance and reads its ring buffers, libtraceevent decodes the
 // records by the kernel's own format files.
 //
-// An instance of our own (instances/corenoise-PID-N), never the top-level
+// An instance of our own (instances/corenoise-PID-START-N), never the top-level
 // buffer: rtla, trace-cmd or perf running beside us keep theirs. Its clock
 // is x86-tsc (the records' timestamps are the probe's own TSC ticks), and
 // it records only the probed CPUs while they are measured: in an isolated
@@ -80,20 +80,54 @@ std::string mounted_tracefs() {
   return kTracefsPath;
 }
 
+// When process `pid` started, in clock ticks since boot (/proc/PID/stat's
+// 22nd field): the same whatever PID namespace reads it, and with the pid,
+// one process's alone. 0 where there is no such process.
+unsigned long long start_ticks(long long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const std::size_t after_command = stat.rfind(')');  // a command may hold spaces
+  if (after_command == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(after_command + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {
+  }
+  unsigned long long ticks = 0;
+  fields >> ticks;
+  return ticks;
+}
+
+// An instance's name: corenoise-PID-START-K, its process's pid and start
+// (start_ticks) and a count. The start tells a process of our PID
+// namespace from another namespace's of the same pid (containers number
+// their processes alike), whose instance may have outlived it.
+std::string instance_name_for(pid_t pid, unsigned count) {
+  return kInstancePrefix + std::to_string(pid) + "-" + std::to_string(start_ticks(pid)) + "-" +
+         std::to_string(count);
+}
+
 // Instances of runs whose process is gone. (rmdir is how an instance is
 // removed; the kernel refuses, EBUSY, one whose files a live run -- of
-// another PID namespace, say -- holds open.)
+// another PID namespace, say -- holds open.) An older name without the
+// start (corenoise-PID-K) is judged by its pid alone.
 void remove_stale_instances(const std::string& tracing_dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(tracing_dir + "/instances", ec)) {
     const std::string name = entry.path().filename();
     if (name.rfind(kInstancePrefix, 0) != 0) continue;
-    std::string digits = name.substr(std::strlen(kInstancePrefix));
-    digits = digits.substr(0, digits.find('-'));  // corenoise-PID-K
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long long pid = std::atoll(digits.c_str());
-    const bool alive = pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
-                       (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    std::vector<long long> parts;
+    std::istringstream fields(name.substr(std::strlen(kInstancePrefix)));
+    for (std::string part; std::getline(fields, part, '-');) {
+      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) break;
+      parts.push_back(std::atoll(part.c_str()));
+    }
+    if (parts.empty()) continue;
+    const long long pid = parts[0];
+    bool alive = pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
+                 (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (alive && parts.size() >= 3)
+      alive = start_ticks(pid) == static_cast<unsigned long long>(parts[1]);
     if (alive) continue;
     rmdir(entry.path().c_str());
   }
@@ -235,8 +269,7 @@ class TracefsSource final : public TraceSource {
     // PID and a count: a daemon reopening its source (a reload) while an
     // abandoned round still holds the old one gets a new instance.
     static std::atomic<unsigned> opened{0};
-    const std::string name =
-        kInstancePrefix + std::to_string(getpid()) + "-" + std::to_string(opened++);
+    const std::string name = instance_name_for(getpid(), opened++);
     instance_ = tracefs_instance_create(name.c_str());
     if (instance_ == nullptr)
       throw std::runtime_error("cannot create the tracefs instance '" + name +

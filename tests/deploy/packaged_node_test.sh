@@ -593,6 +593,15 @@ in_node mkdir -p /etc/systemd/system/corenoised.service.d
 in_node cp "$example" /etc/systemd/system/corenoised.service.d/trace.conf ||
   fail "the package has no $example"
 in_node sh -c 'echo "trace = on" >>/etc/corenoise/corenoised.conf'
+# The kernel's tracing instances are the host's: what is there before.
+instances() {
+  local path
+  for path in /sys/kernel/tracing/instances/corenoise-*; do
+    [[ -e "$path" ]] || continue
+    basename "$path"
+  done | sort
+}
+instances_before="$(instances)"
 in_node systemctl daemon-reload
 in_node systemctl restart corenoised || {
   in_node journalctl --no-pager -u corenoised | tail -n 30 >&2
@@ -608,6 +617,9 @@ in_node journalctl --no-pager -u corenoised | grep -q "tracing running jobs' CPU
 }
 main_pid="$(in_node systemctl show -P MainPID corenoised)"
 echo "corenoised traced as: $(in_node grep -E '^(Uid|CapEff):' "/proc/$main_pid/status" | tr -s '\t\n' '  ')"
+# Exactly the drop-in's: CAP_CHOWN (0), CAP_SYS_ADMIN (21), CAP_SYSLOG (34).
+in_node grep -q "^CapEff:[[:space:]]*0000000400200001$" "/proc/$main_pid/status" ||
+  fail "the traced corenoised's capabilities are not the drop-in's: $(in_node grep CapEff "/proc/$main_pid/status")"
 run_job cnalice 0 mpich yes mpiexec.mpich -n 2 -bind-to none
 traced="$(in_node python3 -c '
 import json, sys
@@ -619,10 +631,20 @@ for r in report["ranks"]:
                                                       c["seconds"], 100 * c["share_of_cpu"]))
 ')"
 [[ -n "$traced" ]] || fail "cnalice's traced job names no traced culprit: $(cat "$work/job-cnalice.log")"
-grep -q "^rank [0-9]*: corenoise\[[0-9]*\] (task)" <<<"$traced" ||
+# The node is a PID namespace of its own: the trace's thread ids are the
+# host's, so the job's own tasks are told by their commands, and no id is
+# shown.
+grep -q "^rank [0-9]*: corenoise (task)" <<<"$traced" ||
   fail "cnalice's traced job does not name the injector: $traced"
+if grep -q "halo_app_mpich" <<<"$traced"; then
+  fail "cnalice's traced job names its own ranks: $traced"
+fi
 echo "traced culprits in cnalice's report:"
 printf '  %s\n' "${traced//$'\n'/$'\n'  }"
+# Stopped, the daemon removes its instances (the probes' and the jobs').
+in_node systemctl stop corenoised
+left="$(comm -13 <(printf '%s\n' "$instances_before") <(instances))"
+[[ -z "$left" ]] || fail "the traced corenoised left its tracing instances at its stop: $left"
 
 # ---- what it measured ---------------------------------------------------------------------
 phase ""

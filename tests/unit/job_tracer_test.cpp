@@ -240,6 +240,40 @@ TEST(JobTracer, KeepsAtMostItsNamedEntriesAndJobs) {
   EXPECT_EQ(followed, JobTracer::kMaxJobs);
 }
 
+// In a container's PID namespace the tracer's thread ids are the host's:
+// the job's own tasks are told by their commands, and no id is given (it
+// would name some other task of the container's /proc).
+TEST(JobTracer, InAPidNamespaceOfItsOwnTheJobsTasksAreToldByTheirCommands) {
+  auto owned = std::make_unique<RecordedSource>();
+  auto queued = owned->queued;
+  int lookups = 0;
+  JobTracer tracer(
+      std::move(owned),
+      [&](pid_t tid) {
+        ++lookups;
+        return owner_of(tid);
+      },
+      false, 3600, /*foreign_pids=*/true);
+  TracedJob job = job_on({0});
+  job.commands = {"halo_app_mpich"};
+  tracer.follow({job});
+  lookups = 0;
+  const std::uint64_t start = read_tsc();
+  const auto at = [&](double millions) {
+    return start + static_cast<std::uint64_t>(millions * 1e6);
+  };
+  (*queued)[0] = {to_task(at(1), 70001, "halo_app_mpich"), to_task(at(2), 99, "corenoise"),
+                  to_task(at(3), 70002, "halo_app_mpich")};
+  while (read_tsc() <= at(4)) {
+  }
+  tracer.read_now();
+  const TracedCpu cpu = tracer.charges(kUser, "slurm-1")->at(0);
+  ASSERT_EQ(cpu.culprits.size(), 1u);
+  EXPECT_EQ(cpu.culprits[0].name, "corenoise");
+  EXPECT_EQ(cpu.culprits[0].id, -1);
+  EXPECT_EQ(lookups, 0) << "no thread id of the trace is looked up in our /proc";
+}
+
 TEST(JobTracerProc, HidepidIsReadFromTheMountTableLastMountWins) {
   const std::string plain =
       "22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n";
@@ -269,6 +303,14 @@ TEST(JobTracerProc, AThreadsOwnerIsItsProcessAndUserAndKthreaddsChildrenAreTheKe
   EXPECT_FALSE(thread->kernel_thread);
   EXPECT_TRUE(task_owner(root.string(), 51)->kernel_thread);
   EXPECT_FALSE(task_owner(root.string(), 52)) << "gone";
+  std::filesystem::create_directories(root / "4242" / "task" / "4242");
+  std::filesystem::create_directories(root / "4242" / "task" / "4243");
+  std::ofstream(root / "4242" / "task" / "4242" / "comm") << "python3\n";
+  std::ofstream(root / "4242" / "task" / "4243" / "comm") << "jax-worker\n";
+  EXPECT_EQ(thread_commands(root.string(), 4242), (std::set<std::string>{"jax-worker", "python3"}));
+  // Its namespace's link names the kernel's initial one by that inode.
+  EXPECT_EQ(in_initial_pid_namespace("/proc"),
+            std::filesystem::read_symlink("/proc/self/ns/pid") == "pid:[4026531836]");
   std::filesystem::remove_all(root);
 }
 
