@@ -862,6 +862,12 @@ json Daemon::job_live(const JobLiveRequest& request, const std::optional<PeerCre
 json Daemon::job_start(const JobStartRequest& request, const std::optional<PeerCredentials>& peer) {
   const JobAdmissionVerdict verdict = job_admission_.start(peer, request, admission_time());
   if (verdict.refusal) return refuse_job(*verdict.refusal, verdict.error, peer);
+  // Recorded from its job-start; the timer's walk follows the exits.
+  if (job_tracer_) {
+    TracedJob rank = job_admission_.registered_rank(peer->pid);
+    if (foreign_pids_) rank.commands = thread_commands(config_.probe.proc_root, peer->pid);
+    job_tracer_->watch(rank);
+  }
   return {{"ok", true}};
 }
 

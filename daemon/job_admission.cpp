@@ -325,20 +325,36 @@ JobAdmissionVerdict JobAdmission::admit_question(const std::optional<PeerCredent
   return verdict;
 }
 
+namespace {
+
+// A registration's job, process and admitted CPUs (its affinity at
+// job-start, within its Slurm job's cpuset), into `job`.
+template <typename Registration>
+void add_rank(pid_t pid, const Registration& r, TracedJob& job) {
+  job.uid = r.uid;
+  job.job_id = r.job_id;
+  job.pids.insert(pid);
+  const std::vector<unsigned>* cpuset =
+      r.scheduler_job && r.scheduler_job->cpus ? &*r.scheduler_job->cpus : nullptr;
+  for (unsigned cpu : r.affinity) {
+    if (!cpuset || std::find(cpuset->begin(), cpuset->end(), cpu) != cpuset->end())
+      job.cpus.insert(cpu);
+  }
+}
+
+}  // namespace
+
+TracedJob JobAdmission::registered_rank(pid_t pid) const {
+  TracedJob job;
+  if (const auto it = registrations_.find(pid); it != registrations_.end())
+    add_rank(pid, it->second, job);
+  return job;
+}
+
 std::vector<TracedJob> JobAdmission::running_jobs() const {
   std::map<std::pair<uid_t, std::string>, TracedJob> jobs;
   for (const auto& [pid, r] : registrations_) {
-    if (!r.process->running()) continue;
-    TracedJob& job = jobs[{r.uid, r.job_id}];
-    job.uid = r.uid;
-    job.job_id = r.job_id;
-    job.pids.insert(pid);
-    for (unsigned cpu : r.affinity) {
-      const bool in_cpuset = !r.scheduler_job || !r.scheduler_job->cpus ||
-                             std::find(r.scheduler_job->cpus->begin(), r.scheduler_job->cpus->end(),
-                                       cpu) != r.scheduler_job->cpus->end();
-      if (in_cpuset) job.cpus.insert(cpu);
-    }
+    if (r.process->running()) add_rank(pid, r, jobs[{r.uid, r.job_id}]);
   }
   std::vector<TracedJob> out;
   out.reserve(jobs.size());

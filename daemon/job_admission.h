@@ -167,6 +167,8 @@ class JobAdmission {
   // job-start, within its Slurm job's cpuset where the kernel confirmed
   // one): what the daemon traces for them (daemon/job_tracer.h).
   std::vector<TracedJob> running_jobs() const;
+  // The same of the one registration of `pid` (empty pids where none).
+  TracedJob registered_rank(pid_t pid) const;
 
   // Drops the registrations whose process has exited (of `uid` only, if
   // given); returns how many.

@@ -75,20 +75,42 @@ std::size_t JobTracer::follow(const std::vector<TracedJob>& jobs) {
   std::map<Key, const TracedJob*> listed;
   for (const TracedJob& j : jobs) listed[{j.uid, j.job_id}] = &j;
   std::erase_if(jobs_, [&](const auto& entry) { return !listed.contains(entry.first); });
-  for (const auto& [key, ranks] : listed) {
-    auto it = jobs_.find(key);
-    if (it == jobs_.end()) {
-      if (jobs_.size() >= kMaxJobs) continue;
-      it = jobs_.emplace(key, Job{}).first;
-    }
-    it->second.ranks = *ranks;
-    for (unsigned cpu : ranks->cpus) it->second.cpus.try_emplace(cpu, Ledger{now, 0, {}, 0, false});
-    // A CPU a rank may no longer run on (a registration gone) keeps what
-    // it was charged: the job ran there.
+  for (const auto& [key, ranks] : listed) take_job(*ranks, now, false);
+  record(now);
+  return blind;
+}
+
+void JobTracer::watch(const TracedJob& rank) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t now = read_tsc();
+  take_job(rank, now, true);
+  record(now);
+}
+
+void JobTracer::take_job(const TracedJob& ranks, std::uint64_t now, bool add) {
+  auto it = jobs_.find({ranks.uid, ranks.job_id});
+  if (it == jobs_.end()) {
+    if (jobs_.size() >= kMaxJobs) return;
+    it = jobs_.emplace(Key{ranks.uid, ranks.job_id}, Job{}).first;
+    it->second.ranks = TracedJob{ranks.uid, ranks.job_id, {}, {}, {}};
   }
+  TracedJob& mine = it->second.ranks;
+  if (add) {
+    mine.pids.insert(ranks.pids.begin(), ranks.pids.end());
+    mine.cpus.insert(ranks.cpus.begin(), ranks.cpus.end());
+    mine.commands.insert(ranks.commands.begin(), ranks.commands.end());
+  } else {
+    mine = ranks;
+  }
+  // A CPU a rank may no longer run on (a registration gone) keeps what it
+  // was charged: the job ran there.
+  for (unsigned cpu : mine.cpus) it->second.cpus.try_emplace(cpu, Ledger{now, 0, {}, 0, false});
+}
+
+void JobTracer::record(std::uint64_t now) {
   std::set<unsigned> wanted;
   for (const auto& [key, job] : jobs_) wanted.insert(job.ranks.cpus.begin(), job.ranks.cpus.end());
-  if (wanted == recording_) return blind;
+  if (wanted == recording_) return;
   for (unsigned cpu : wanted) {
     if (!recording_.contains(cpu)) fresh_[cpu] = now;
   }
@@ -99,7 +121,6 @@ std::size_t JobTracer::follow(const std::vector<TracedJob>& jobs) {
     const std::vector<unsigned> list(wanted.begin(), wanted.end());
     source_->round_begins(list);
   }
-  return blind;
 }
 
 void JobTracer::read_now() {

@@ -91,6 +91,9 @@ class JobTracer {
   // followed already first). Returns how many of their ranks' processes
   // the owner lookup cannot see (their threads would be charged as others').
   std::size_t follow(const std::vector<TracedJob>& jobs);
+  // A rank just registered (its job, its process, its CPUs): recorded from
+  // now, without waiting for the next follow().
+  void watch(const TracedJob& rank);
   // The job's charges on its CPUs; nullopt where the job is not followed
   // (beyond kMaxJobs, or not registered).
   std::optional<std::vector<TracedCpu>> charges(uid_t uid, const std::string& job_id) const;
@@ -117,6 +120,12 @@ class JobTracer {
   using Key = std::pair<uid_t, std::string>;
 
   void run();
+  // Under mutex_: the job's entry made (within kMaxJobs) or updated, its
+  // ranks replaced by `ranks` or, with `add`, joined by them; its new
+  // CPUs' ledgers from `now`.
+  void take_job(const TracedJob& ranks, std::uint64_t now, bool add);
+  // Under mutex_: the source records the followed jobs' CPUs.
+  void record(std::uint64_t now);
   // Adds one CPU's span [from, to) to the ledgers of the jobs on it.
   void charge(unsigned cpu, std::uint64_t from, std::uint64_t to, const trace::Attribution& span,
               const Owners& owners);

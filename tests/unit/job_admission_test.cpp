@@ -377,6 +377,9 @@ TEST_F(JobAdmissionTest, RunningJobsAreTheRegisteredRanksCpusAndOnlyTheirRanksMa
   EXPECT_EQ(find(kUser, "a").cpus, (std::set<unsigned>{0, 1, 2}));
   EXPECT_EQ(find(kUser + 1, "a").cpus, (std::set<unsigned>{3}));
   EXPECT_EQ(find(kUser, "5").cpus, (std::set<unsigned>{3})) << "within its Slurm job's cpuset";
+  EXPECT_EQ(admission_.registered_rank(104).cpus, (std::set<unsigned>{3}));
+  EXPECT_EQ(admission_.registered_rank(101).pids, (std::set<pid_t>{101}));
+  EXPECT_TRUE(admission_.registered_rank(999).pids.empty());
 
   EXPECT_ACCEPTED(admission_.admit_question(peer(101, kUser), "a", at(1)));
   EXPECT_REFUSED(admission_.admit_question(peer(101, kUser), "b", at(1)), JobRefusal::wrong_job,

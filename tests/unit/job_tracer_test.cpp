@@ -181,6 +181,11 @@ TEST(JobTracer, RecordsOnlyTheFollowedJobsCpusAndForgetsAJobThatEnded) {
   f.tracer->follow({});
   EXPECT_TRUE(f.recording->empty());
   EXPECT_FALSE(f.tracer->charges(kUser, "slurm-1"));
+  // A rank's job-start: recorded at once, joined by the next rank's.
+  f.tracer->watch(job_on({0}, "slurm-9"));
+  f.tracer->watch(TracedJob{kUser, "slurm-9", {8}, {2}, {}});
+  EXPECT_EQ(*f.recording, (std::vector<unsigned>{0, 2}));
+  EXPECT_EQ(f.tracer->charges(kUser, "slurm-9")->size(), 2u);
 }
 
 TEST(JobTracer, AJobIsChargedOnlyFromWhenItCameToACpu) {
