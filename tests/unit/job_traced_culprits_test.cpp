@@ -3,6 +3,7 @@
 // dropped), a late rank's own CPUs' named, and nothing for a rank not late.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,6 +42,20 @@ TEST(TracedCulprits, TheDaemonsReplyKeepsEachCpusLargestAndDropsTheTrivial) {
   EXPECT_TRUE(
       traced_from_reply(json{{"ok", true}, {"trace", "off"}, {"cpus", json::array()}}).empty());
   EXPECT_TRUE(traced_from_reply(json{{"ok", true}}).empty()) << "not a job-culprits reply";
+  // A big node's: its 64 largest, whatever the CPU.
+  JobCulpritsReply big{"on", {}};
+  std::vector<double> all;
+  for (unsigned cpu = 0; cpu < 128; ++cpu) {
+    big.cpus.push_back({cpu, 10.0, {}, 0, false});
+    for (int i = 0; i < 5; ++i) {
+      all.push_back(1.0 + cpu * 0.01 - i * 0.1);
+      big.cpus.back().culprits.push_back({"task", "t" + std::to_string(i), i, "t", all.back()});
+    }
+  }
+  std::sort(all.rbegin(), all.rend());
+  const auto kept = traced_from_reply(json(big));
+  ASSERT_EQ(kept.size(), 64u);
+  for (const auto& c : kept) EXPECT_GE(c.seconds, all[63]) << "one of the node's 64 largest";
 }
 
 TEST(TracedCulprits, ALateRanksReportNamesWhatRanOnItsOwnCpusAndARankNotLateNothing) {

@@ -36,7 +36,7 @@ std::optional<std::map<unsigned, DaemonVerdict>> verdicts_from_results(
 // What else ran on this job's CPUs of the node since it began there, as
 // its corenoised's tracer saw it (`job-culprits`, docs/control.md): each
 // CPU's five largest culprits of at least 0.1 % of its recorded time, the
-// tasks of one command as one.
+// tasks of one command as one; the node's 64 largest of those.
 // Empty where no daemon answered, or it does not trace.
 std::vector<RankRecord::TracedCulprit> daemon_traced_culprits(const std::string& socket_path,
                                                               const std::string& job_id);
