@@ -48,9 +48,11 @@ install(FILES ${_deploy}/slurm/corenoise-slurm.default
   DESTINATION /etc/default RENAME corenoise-slurm)
 string(APPEND _conffiles "/etc/default/corenoise-slurm\n")
 
-# The drop-in a site installs to let corenoised trace (docs/daemon.md).
+# The drop-in a site installs to let corenoised trace (docs/daemon.md):
+# not under /usr/share/doc, which minimal images leave out (dpkg's
+# path-exclude).
 install(FILES ${_deploy}/systemd/corenoised-trace.conf
-  DESTINATION share/doc/corenoise/examples/systemd)
+  DESTINATION share/corenoise/systemd)
 
 # Prometheus and Grafana: examples for the monitoring server, not this node.
 install(DIRECTORY ${_deploy}/prometheus ${_deploy}/grafana

@@ -90,11 +90,15 @@ void JobTracer::watch(const TracedJob& rank) {
 void JobTracer::take_job(const TracedJob& ranks, std::uint64_t now, bool add) {
   auto it = jobs_.find({ranks.uid, ranks.job_id});
   if (it == jobs_.end()) {
-    if (jobs_.size() >= kMaxJobs) return;
+    // One user's many one-rank "jobs" must not take every other user's place.
+    const auto users = std::count_if(jobs_.begin(), jobs_.end(),
+                                     [&](const auto& j) { return j.first.first == ranks.uid; });
+    if (jobs_.size() >= kMaxJobs || static_cast<std::size_t>(users) >= kMaxJobsPerUser) return;
     it = jobs_.emplace(Key{ranks.uid, ranks.job_id}, Job{}).first;
     it->second.ranks = TracedJob{ranks.uid, ranks.job_id, {}, {}, {}};
   }
   TracedJob& mine = it->second.ranks;
+  const std::set<unsigned> before = mine.cpus;
   if (add) {
     mine.pids.insert(ranks.pids.begin(), ranks.pids.end());
     mine.cpus.insert(ranks.cpus.begin(), ranks.cpus.end());
@@ -103,8 +107,12 @@ void JobTracer::take_job(const TracedJob& ranks, std::uint64_t now, bool add) {
     mine = ranks;
   }
   // A CPU a rank may no longer run on (a registration gone) keeps what it
-  // was charged: the job ran there.
-  for (unsigned cpu : mine.cpus) it->second.cpus.try_emplace(cpu, Ledger{now, 0, {}, 0, false});
+  // was charged: the job ran there. One that comes back is charged again
+  // from now, not from before.
+  for (unsigned cpu : mine.cpus) {
+    const auto [ledger, made] = it->second.cpus.try_emplace(cpu, Ledger{now, 0, {}, 0, false});
+    if (!made && !before.contains(cpu)) ledger->second.since = now;
+  }
 }
 
 void JobTracer::record(std::uint64_t now) {

@@ -11,8 +11,10 @@
 // jobs' CPUs and off when none is. Its own thread reads each recorded CPU's
 // ring buffer four times a second (charge_span, probe/trace/span_charges.h) into
 // bounded per-job, per-CPU ledgers: at most kMaxNamed entries, a task by its
-// command (the smallest goes to `other` when a larger comes), at most
-// kMaxJobs jobs.
+// command (the smallest goes to `other` when a span's larger comes: a
+// culprit evicted and back starts again from that span, so a recurring one
+// may read low on a CPU of more than kMaxNamed names), at most kMaxJobs
+// jobs.
 //
 // Threads: follow() and charges() from the daemon's event loop, the reads
 // on the tracer's own thread; one mutex guards the ledgers, never held
@@ -71,14 +73,19 @@ class JobTracer {
  public:
   static constexpr std::size_t kMaxNamed = 32;
   static constexpr std::size_t kMaxJobs = 64;
+  static constexpr std::size_t kMaxJobsPerUser = 8;
 
   // `owner_of`: a task's owner, nullopt where it is gone (task_owner, below,
   // in the daemon). `hidden`: /proc hides other users' processes (hidepid),
   // so their tasks are not named. `foreign_pids`: the daemon runs in a PID
   // namespace of its own (a container), where the tracer's thread ids, the
   // host's, name nothing in its /proc: a job's own tasks are then told by
-  // their commands (TracedJob::commands), no task's owner is known, and no
-  // thread id is given. Starts the reading thread.
+  // their commands (TracedJob::commands: another process of the same
+  // command on the CPU goes unnamed with them), no task's owner is known
+  // (under `hidden` every other task is then unnamed, the kernel's too),
+  // and no thread id is given. Without `hidden`, tasks outside the
+  // namespace are named by command, as the host's /proc would show them.
+  // Starts the reading thread.
   using OwnerLookup = std::function<std::optional<TaskOwner>(pid_t)>;
   JobTracer(std::unique_ptr<trace::TraceSource> source, OwnerLookup owner_of, bool hidden,
             double read_every_seconds = 1, bool foreign_pids = false);
@@ -88,7 +95,7 @@ class JobTracer {
 
   // The running jobs now: recording follows their CPUs; a job no longer
   // listed is dropped with its ledgers. At most kMaxJobs are followed (those
-  // followed already first). Returns how many of their ranks' processes
+  // followed already first), kMaxJobsPerUser a user. Returns how many of their ranks' processes
   // the owner lookup cannot see (their threads would be charged as others').
   std::size_t follow(const std::vector<TracedJob>& jobs);
   // A rank just registered (its job, its process, its CPUs): recorded from

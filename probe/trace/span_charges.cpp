@@ -28,8 +28,16 @@ Attribution charge_span(std::span<const Event> events, std::uint64_t from, std::
       return;
     }
     // Before the span: a CPU's buffer holds them from before it was
-    // recorded again; they say nothing of who runs now.
-    if (e.time < from) return;
+    // recorded again; they say nothing of who runs now. But a gap the
+    // reader found before any record (stamped 0) opens this span.
+    if (e.time < from) {
+      if (e.kind != EventKind::lost) return;
+      Event gap = e;
+      gap.time = from;
+      carry.known = false;
+      replay.push_back(gap);
+      return;
+    }
     if (e.kind == EventKind::task_switch) {
       carry.known = true;
       carry.running = e;

@@ -126,8 +126,11 @@ void remove_stale_instances(const std::string& tracing_dir) {
     const long long pid = parts[0];
     bool alive = pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
                  (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-    if (alive && parts.size() >= 3)
-      alive = start_ticks(pid) == static_cast<unsigned long long>(parts[1]);
+    if (alive && parts.size() >= 3) {
+      // Unreadable (hidepid, another's): alive, as far as we can tell.
+      const unsigned long long started = start_ticks(pid);
+      alive = started == 0 || started == static_cast<unsigned long long>(parts[1]);
+    }
     if (alive) continue;
     rmdir(entry.path().c_str());
   }

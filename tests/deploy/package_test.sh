@@ -93,7 +93,7 @@ for path in /usr/bin/corenoise /usr/sbin/corenoised \
   /usr/libexec/corenoise/slurm/corenoise-drain-reason.jq \
   /usr/share/doc/corenoise/examples/prometheus/corenoise.rules.yml \
   /usr/share/doc/corenoise/examples/grafana/corenoise.json \
-  /usr/share/doc/corenoise/examples/systemd/corenoised-trace.conf \
+  /usr/share/corenoise/systemd/corenoised-trace.conf \
   /usr/share/man/man8/corenoised.8.gz /usr/share/man/man1/corenoise.1.gz \
   /usr/share/man/man5/corenoised.conf.5.gz \
   /usr/share/doc/corenoise/README.md /usr/share/doc/corenoise/operations.md \

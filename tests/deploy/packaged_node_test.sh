@@ -588,7 +588,7 @@ in_node systemctl is-active --quiet corenoised || fail "corenoised is not active
 
 # ---- tracing, as a site opts in ----------------------------------------------------------
 phase "tracing: the packaged drop-in and trace = on; cnalice's job names what ran on its CPU"
-example=/usr/share/doc/corenoise/examples/systemd/corenoised-trace.conf
+example=/usr/share/corenoise/systemd/corenoised-trace.conf
 in_node mkdir -p /etc/systemd/system/corenoised.service.d
 in_node cp "$example" /etc/systemd/system/corenoised.service.d/trace.conf ||
   fail "the package has no $example"
@@ -607,15 +607,19 @@ in_node systemctl restart corenoised || {
   in_node journalctl --no-pager -u corenoised | tail -n 30 >&2
   fail "corenoised did not restart with the tracing drop-in"
 }
+# The restarted daemon's journal, read whole (grep -q closing the pipe
+# early would end journalctl by SIGPIPE, which pipefail reports).
+main_pid="$(in_node systemctl show -P MainPID corenoised)"
+journal=""
 for _ in $(seq 100); do
-  in_node journalctl --no-pager -u corenoised | grep -q "tracing running jobs' CPUs" && break
+  journal="$(in_node journalctl --no-pager -u corenoised "_PID=$main_pid")"
+  grep -q "tracing running jobs' CPUs" <<<"$journal" && break
   sleep 0.1
 done
-in_node journalctl --no-pager -u corenoised | grep -q "tracing running jobs' CPUs" || {
-  in_node journalctl --no-pager -u corenoised | tail -n 30 >&2
+grep -q "tracing running jobs' CPUs" <<<"$journal" || {
+  tail -n 30 <<<"$journal" >&2
   fail "corenoised with the drop-in does not trace running jobs' CPUs"
 }
-main_pid="$(in_node systemctl show -P MainPID corenoised)"
 echo "corenoised traced as: $(in_node grep -E '^(Uid|CapEff):' "/proc/$main_pid/status" | tr -s '\t\n' '  ')"
 # Exactly the drop-in's: CAP_CHOWN (0), CAP_SYS_ADMIN (21), CAP_SYSLOG (34).
 in_node grep -q "^CapEff:[[:space:]]*0000000400200001$" "/proc/$main_pid/status" ||

@@ -207,6 +207,19 @@ TEST(JobTracer, AJobIsChargedOnlyFromWhenItCameToACpu) {
   EXPECT_EQ(later.culprits[0].name, "inj");  // still running: carried on
 }
 
+TEST(JobTracer, ACpuThatComesBackToAJobIsChargedFromItsReturn) {
+  Fixture f;
+  f.tracer->follow({job_on({1, 2})});
+  f.tracer->follow({job_on({1})});  // the rank on CPU 2 left; the job goes on
+  f.start = read_tsc();
+  (*f.queued)[2] = {to_task(f.at(1), 99, "inj")};
+  f.wait_past(2);
+  f.tracer->follow({job_on({1, 2})});  // and came back, after inj began
+  f.tracer->read_now();
+  for (const TracedCpu& cpu : *f.tracer->charges(kUser, "slurm-1"))
+    EXPECT_TRUE(cpu.culprits.empty()) << "cpu " << cpu.cpu << ": before the rank came back";
+}
+
 TEST(JobTracer, KeepsAtMostItsNamedEntriesAndJobs) {
   Fixture f;
   f.tracer->follow({job_on({0})});
@@ -236,13 +249,22 @@ TEST(JobTracer, KeepsAtMostItsNamedEntriesAndJobs) {
   EXPECT_EQ(cpu.culprits.front().name, "late-big");
   EXPECT_NEAR(cpu.other_seconds, 9 * 1e5 / tsc_hertz(), 1e-9);
 
+  // Jobs: kMaxJobs on a node, of many users; kMaxJobsPerUser of one.
   std::vector<TracedJob> many;
   for (std::size_t i = 0; i < JobTracer::kMaxJobs + 1; ++i)
-    many.push_back(job_on({0}, "job-" + std::to_string(i)));
+    many.push_back(TracedJob{static_cast<uid_t>(2000 + i), "job", {7}, {0}, {}});
   f.tracer->follow(many);
   std::size_t followed = 0;
-  for (const TracedJob& job : many) followed += f.tracer->charges(kUser, job.job_id) ? 1 : 0;
+  for (const TracedJob& job : many) followed += f.tracer->charges(job.uid, "job") ? 1 : 0;
   EXPECT_EQ(followed, JobTracer::kMaxJobs);
+  JobTracer& tracer = *f.tracer;
+  tracer.follow({});
+  for (std::size_t i = 0; i < JobTracer::kMaxJobsPerUser + 1; ++i)
+    tracer.watch(job_on({0}, "one-user-" + std::to_string(i)));
+  followed = 0;
+  for (std::size_t i = 0; i < JobTracer::kMaxJobsPerUser + 1; ++i)
+    followed += tracer.charges(kUser, "one-user-" + std::to_string(i)) ? 1 : 0;
+  EXPECT_EQ(followed, JobTracer::kMaxJobsPerUser);
 }
 
 // In a container's PID namespace the tracer's thread ids are the host's:

@@ -72,6 +72,15 @@ TEST(SpanCharges, EventsFromBeforeTheSpanAndTasksBeforeAGapSayNothingOfWhoRuns) 
               300, carry);
   EXPECT_FALSE(carry.known);
   EXPECT_TRUE(charge_span({}, 300, 400, carry).culprits.empty());
+  // A gap the reader found before any record is stamped 0: it opens the
+  // span, and who ran is unknown until the next switch.
+  charge_span(std::vector<Event>{to_task(410, 7, "rank")}, 400, 500, carry);
+  ASSERT_TRUE(carry.known);
+  const Attribution gap = charge_span(
+      std::vector<Event>{event(0, EventKind::lost, 0), to_task(550, 8, "other")}, 500, 600, carry);
+  EXPECT_EQ(ticks_of(gap, CulpritKind::task, 7), 0u);
+  EXPECT_EQ(ticks_of(gap, CulpritKind::events_lost, -1), 50u);
+  EXPECT_EQ(ticks_of(gap, CulpritKind::task, 8), 50u);
 }
 
 }  // namespace
