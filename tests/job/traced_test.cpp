@@ -89,6 +89,14 @@ void expect_traced_named(const MpiLauncher& mpi) {
   // Real blocks on this test's disk (not tmpfs, which takes no direct reads).
   const std::string file =
       std::string(TRACED_TEST_DATA_DIR) + "/traced-test-" + std::to_string(::getpid()) + ".data";
+  // Gone at the end, whichever assertion ends the test (64 MB each).
+  struct RemovedAtEnd {
+    std::string path;
+    ~RemovedAtEnd() {
+      testing::run_command("pkill -f " + path);
+      std::filesystem::remove(path);
+    }
+  } removed{file};
   ASSERT_EQ(testing::run_command("head -c 67108864 /dev/urandom > " + file + " && sync").exit_code,
             0);
   const DiskIrq disk = disk_irq_of(file);
@@ -117,7 +125,6 @@ void expect_traced_named(const MpiLauncher& mpi) {
       testing::shell_word(mpi.family == "openmpi" ? BSP_STEP_APP_OPENMPI_BIN : BSP_STEP_APP_BIN) +
       " --steps 400 --step-products 96");
   testing::run_command("pkill -f " + file);
-  std::filesystem::remove(file);
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const json report = testing::read_json(report_path);
   const json *late = nullptr, *clean = nullptr;
