@@ -644,8 +644,8 @@ void Daemon::forget_exited_ranks() {
   if (job_tracer_ && job_tracer_->follow(traced_jobs()) > 0 && !warned_blind_) {
     log_warning(
         "cannot read /proc of a registered rank: its job's own threads will be named as "
-        "culprits of its CPUs (tracing needs other users' /proc: ProtectProc=default, or "
-        "CAP_SYS_PTRACE; docs/daemon.md)");
+        "culprits of its CPUs (tracing needs other users' /proc: the packaged drop-in's "
+        "ProtectProc=default; docs/daemon.md)");
     warned_blind_ = true;
   }
   ranks_timer_.expires_after(std::chrono::seconds(job_tracer_ ? 1 : 30));

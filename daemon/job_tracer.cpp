@@ -235,10 +235,7 @@ std::optional<std::vector<TracedCpu>> JobTracer::charges(uid_t uid,
   for (const auto& [cpu, ledger] : it->second.cpus) {
     TracedCpu traced{cpu, static_cast<double>(ledger.ticks) / hertz, ledger.named,
                      static_cast<double>(ledger.other_ticks) / hertz, ledger.overran};
-    trace::Attribution seconds;
-    seconds.culprits = std::move(traced.culprits);
-    trace::convert_to_seconds(seconds, hertz);
-    traced.culprits = std::move(seconds.culprits);
+    for (trace::Culprit& c : traced.culprits) c.seconds = static_cast<double>(c.ticks) / hertz;
     std::sort(traced.culprits.begin(), traced.culprits.end(),
               [](const trace::Culprit& a, const trace::Culprit& b) {
                 return std::tie(b.ticks, a.name) < std::tie(a.ticks, b.name);

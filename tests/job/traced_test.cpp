@@ -32,9 +32,6 @@ namespace {
 using nlohmann::json;
 using testing::MpiLauncher;
 
-const MpiLauncher kOpenMpi{"openmpi", MPIRUN_OPENMPI_BIN, "Open MPI v", false};
-const MpiLauncher kMpich{"mpich", MPIEXEC_MPICH_BIN, "MPICH Version:", true};
-
 // Each numbered IRQ's count per CPU, from /proc/interrupts.
 std::map<int, std::vector<long long>> irq_counts() {
   std::ifstream in("/proc/interrupts");
@@ -154,7 +151,7 @@ void expect_traced_named(const MpiLauncher& mpi) {
 
 TEST(JobTraced, TheDaemonsTraceNamesTheInjectorAndTheDisksIrqForTheLateRankOnly) {
   if (geteuid() != 0) GTEST_FAIL() << "tracing needs root";
-  for (const MpiLauncher* mpi : {&kMpich, &kOpenMpi}) expect_traced_named(*mpi);
+  for (const MpiLauncher& mpi : testing::mpi_launchers()) expect_traced_named(mpi);
 }
 
 }  // namespace

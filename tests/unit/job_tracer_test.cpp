@@ -67,17 +67,21 @@ Event event(std::uint64_t t, EventKind kind, int number = 0, const char* name = 
 }
 
 TracedJob job_on(std::set<unsigned> cpus, std::string id = "slurm-1") {
-  return {kUser, std::move(id), {7}, std::move(cpus)};
+  return {kUser, std::move(id), {7}, std::move(cpus), {}};
 }
 
 // A tracer over `source`, read only when the test says.
 struct Fixture {
-  explicit Fixture(bool hidden = false) {
+  explicit Fixture(bool hidden = false, bool foreign_pids = false) {
     auto owned = std::make_unique<RecordedSource>();
     source = owned.get();
     recording = owned->recording;
     queued = owned->queued;
-    tracer = std::make_unique<JobTracer>(std::move(owned), owner_of, hidden, 3600);
+    const auto counted = [lookups = lookups](pid_t tid) {
+      ++*lookups;
+      return owner_of(tid);
+    };
+    tracer = std::make_unique<JobTracer>(std::move(owned), counted, hidden, 3600, foreign_pids);
   }
   // Queues events `offsets` ticks (in millions) after now, and waits until
   // the last has passed, so that a read then covers them all.
@@ -93,6 +97,7 @@ struct Fixture {
   std::shared_ptr<std::map<unsigned, std::vector<Event>>> queued;
   std::unique_ptr<JobTracer> tracer;
   std::uint64_t start = 0;
+  std::shared_ptr<int> lookups = std::make_shared<int>(0);  // of a task's owner
 };
 
 const trace::Culprit* named(const TracedCpu& cpu, CulpritKind kind, const std::string& name) {
@@ -216,7 +221,9 @@ TEST(JobTracer, ACpuThatComesBackToAJobIsChargedFromItsReturn) {
   f.wait_past(2);
   f.tracer->follow({job_on({1, 2})});  // and came back, after inj began
   f.tracer->read_now();
-  for (const TracedCpu& cpu : *f.tracer->charges(kUser, "slurm-1"))
+  const auto charges = f.tracer->charges(kUser, "slurm-1");
+  ASSERT_TRUE(charges);
+  for (const TracedCpu& cpu : *charges)
     EXPECT_TRUE(cpu.culprits.empty()) << "cpu " << cpu.cpu << ": before the rank came back";
 }
 
@@ -271,34 +278,21 @@ TEST(JobTracer, KeepsAtMostItsNamedEntriesAndJobs) {
 // the job's own tasks are told by their commands, and no id is given (it
 // would name some other task of the container's /proc).
 TEST(JobTracer, InAPidNamespaceOfItsOwnTheJobsTasksAreToldByTheirCommands) {
-  auto owned = std::make_unique<RecordedSource>();
-  auto queued = owned->queued;
-  int lookups = 0;
-  JobTracer tracer(
-      std::move(owned),
-      [&](pid_t tid) {
-        ++lookups;
-        return owner_of(tid);
-      },
-      false, 3600, /*foreign_pids=*/true);
+  Fixture f(/*hidden=*/false, /*foreign_pids=*/true);
   TracedJob job = job_on({0});
   job.commands = {"halo_app_mpich"};
-  tracer.follow({job});
-  lookups = 0;
-  const std::uint64_t start = read_tsc();
-  const auto at = [&](double millions) {
-    return start + static_cast<std::uint64_t>(millions * 1e6);
-  };
-  (*queued)[0] = {to_task(at(1), 70001, "halo_app_mpich"), to_task(at(2), 99, "corenoise"),
-                  to_task(at(3), 70002, "halo_app_mpich")};
-  while (read_tsc() <= at(4)) {
-  }
-  tracer.read_now();
-  const TracedCpu cpu = tracer.charges(kUser, "slurm-1")->at(0);
+  f.tracer->follow({job});
+  *f.lookups = 0;
+  f.start = read_tsc();
+  (*f.queued)[0] = {to_task(f.at(1), 70001, "halo_app_mpich"), to_task(f.at(2), 99, "corenoise"),
+                    to_task(f.at(3), 70002, "halo_app_mpich")};
+  f.wait_past(4);
+  f.tracer->read_now();
+  const TracedCpu cpu = f.tracer->charges(kUser, "slurm-1")->at(0);
   ASSERT_EQ(cpu.culprits.size(), 1u);
   EXPECT_EQ(cpu.culprits[0].name, "corenoise");
   EXPECT_EQ(cpu.culprits[0].id, -1);
-  EXPECT_EQ(lookups, 0) << "no thread id of the trace is looked up in our /proc";
+  EXPECT_EQ(*f.lookups, 0) << "no thread id of the trace is looked up in our /proc";
 }
 
 TEST(JobTracerProc, HidepidIsReadFromTheMountTableLastMountWins) {
